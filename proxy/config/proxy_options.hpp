@@ -1,0 +1,43 @@
+// Everything the proxy's listener and sessions are configured with, and the named limits.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace claimguard::config {
+
+struct endpoint {
+    std::string host;
+    std::uint16_t port = 0;
+};
+
+// Parses "host:port" or "[v6]:port"; throws std::invalid_argument with a clear message.
+endpoint parse_endpoint(const std::string& text);
+
+struct backend_tls_options {
+    bool enabled = false;        // send SSLRequest and speak TLS to the database
+    bool verify = false;         // verify the server certificate (and host name)
+    std::string ca_file;         // CA bundle; empty: system default paths
+    std::string server_name;     // SNI and host name check; empty: backend host
+};
+
+struct proxy_options {
+    endpoint listen{"127.0.0.1", 3306};
+    endpoint backend{"127.0.0.1", 3307};
+    endpoint admin{"127.0.0.1", 9090};
+    bool admin_enabled = true;
+    backend_tls_options backend_tls;
+    unsigned threads = 0;  // 0: one per core
+
+    // Limits. Each is enforced at the edge and answered with the MySQL error a
+    // client expects (see docs/OPERATIONS.md).
+    std::size_t max_connections = 1024;                // ERR 1040 beyond
+    std::size_t max_packet_bytes = 64u * 1024 * 1024;  // ERR 1153 beyond (either direction)
+    std::chrono::milliseconds connect_timeout{5000};   // backend TCP connect + greeting
+    std::chrono::seconds idle_timeout{28800};          // client silent between commands; 0 = never
+    std::chrono::seconds packet_timeout{30};           // a started client packet must complete
+};
+
+}  // namespace claimguard::config

@@ -1,0 +1,44 @@
+// The connection to the database: plain TCP, or TLS after the SSLRequest.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <memory>
+#include <string>
+#include <tuple>
+
+namespace claimguard::session {
+
+class backend_stream {
+public:
+    using result_type = std::tuple<boost::system::error_code, std::size_t>;
+
+    explicit backend_stream(const boost::asio::any_io_executor& ex) : socket_(ex) {}
+
+    boost::asio::ip::tcp::socket& socket() { return socket_; }
+    [[nodiscard]] bool is_tls() const { return tls_ != nullptr; }
+
+    // TLS client handshake on the connected socket (after the SSLRequest was sent).
+    boost::asio::awaitable<boost::system::error_code> start_tls(boost::asio::ssl::context& ctx,
+                                                                const std::string& server_name,
+                                                                bool verify);
+    boost::asio::awaitable<result_type> read_some(boost::asio::mutable_buffer buffer);
+    boost::asio::awaitable<result_type> write(boost::asio::const_buffer buffer);
+
+    void cancel() {
+        boost::system::error_code ignored;
+        socket_.cancel(ignored);
+    }
+    void close() {
+        boost::system::error_code ignored;
+        socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
+        socket_.close(ignored);
+    }
+
+private:
+    boost::asio::ip::tcp::socket socket_;
+    std::unique_ptr<boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>> tls_;
+};
+
+}  // namespace claimguard::session

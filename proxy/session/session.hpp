@@ -1,0 +1,31 @@
+// One client connection and its own backend connection: handshake relay and command loop.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "proxy/config/proxy_options.hpp"
+
+namespace boost::asio::ssl {
+class context;
+}
+
+namespace claimguard::admin {
+struct health_state;
+}
+
+namespace claimguard::session {
+
+// Shared, read-only for sessions (except the counters, which are atomic).
+struct session_context {
+    const config::proxy_options* options = nullptr;
+    boost::asio::ssl::context* backend_tls = nullptr;  // null: plain TCP to the backend
+    admin::health_state* health = nullptr;
+    std::atomic<std::uint64_t>* next_session_id = nullptr;
+};
+
+// Serves one client until either side closes, then closes both connections.
+boost::asio::awaitable<void> run_session(boost::asio::ip::tcp::socket client, const session_context& ctx);
+
+}  // namespace claimguard::session

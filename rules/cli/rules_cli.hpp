@@ -1,0 +1,22 @@
+// The rules library's command-line entry points (`claimguard lint|ddl|explain`).
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace claimguard::rules_cli {
+
+// `claimguard lint RULES...`: 0 when every file is valid, 1 on any error (each
+// printed as file:line:column: message on `err`).
+int lint(const std::vector<std::string>& paths, std::ostream& out, std::ostream& err);
+
+// `claimguard ddl RULES...`: the UNIQUE indexes backing each claim rule.
+int ddl(const std::vector<std::string>& paths, std::ostream& out, std::ostream& err);
+
+// `claimguard explain --rules R [--read VALUE] SQL`: facts, decision, rewritten SQL.
+int explain(const std::vector<std::string>& rules_paths, const std::optional<std::string>& read_value,
+            const std::string& sql, std::ostream& out, std::ostream& err);
+
+}  // namespace claimguard::rules_cli

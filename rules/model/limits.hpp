@@ -1,0 +1,51 @@
+// Every limit the rules loader enforces, in one place (DBA-facing values are documented in docs/RULES.md).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+namespace claimguard::rules {
+
+// Input size: a rules file is a few kilobytes; anything far larger is a mistake or an attack.
+inline constexpr std::size_t max_rules_file_bytes = 1024 * 1024;
+inline constexpr std::size_t max_rules_sources = 256;
+inline constexpr std::size_t max_rules_per_set = 4096;
+
+// yaml-cpp parses recursively; deeper input than this is refused before it reaches the parser.
+// A valid rules file nests 5 levels (top map, rule list, rule, consumes, columns).
+inline constexpr int max_yaml_nesting_depth = 64;
+
+// Loading stops adding diagnostics past this many, so hostile input cannot flood the output.
+inline constexpr std::size_t max_diagnostics = 100;
+
+// MySQL: identifiers are at most 64 characters; an index holds at most 16 columns.
+inline constexpr std::size_t max_identifier_chars = 64;
+inline constexpr std::size_t max_index_columns = 16;
+
+inline constexpr std::size_t max_rule_name_chars = 64;
+
+// Answers: the ERR packet's code is 16 bits; 0 is not an error. Codes 2000-2999 belong to
+// the client library (e.g. 2013 "Lost connection"): drivers treat them as connection failures.
+inline constexpr std::uint32_t min_error_code = 1;
+inline constexpr std::uint32_t max_error_code = 65535;
+inline constexpr std::uint32_t first_client_error_code = 2000;
+inline constexpr std::uint32_t last_client_error_code = 2999;
+inline constexpr std::size_t sql_state_length = 5;
+inline constexpr std::size_t max_answer_message_bytes = 512;
+
+// Defaults of the answers (documented in docs/RULES.md).
+inline constexpr std::uint16_t default_answer_code = 1644;  // ER_SIGNAL_EXCEPTION
+inline constexpr const char* default_answer_sql_state = "45000";  // unhandled user-defined exception
+
+// Redis guard.
+inline constexpr std::size_t max_key_template_bytes = 512;
+inline constexpr std::chrono::milliseconds default_redis_ttl{3000};
+inline constexpr std::chrono::milliseconds min_redis_ttl{1};
+inline constexpr std::chrono::milliseconds max_redis_ttl{24 * 60 * 60 * 1000};
+
+// DDL: MySQL index names are at most 64 characters; long ones end in a short hash.
+inline constexpr std::size_t max_index_name_chars = 64;
+inline constexpr std::size_t index_name_hash_hex_digits = 8;
+
+}  // namespace claimguard::rules

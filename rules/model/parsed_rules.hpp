@@ -1,0 +1,48 @@
+// Internal: rules as read from the files, with the positions cross-rule checks report at.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rules/model/rules.hpp"
+#include "rules/model/yaml_fields.hpp"
+
+namespace claimguard::rules::detail {
+
+struct parsed_stock {
+    stock_rule rule;
+    source_pos name_pos;   // the name: value, or the rule's first field when the name is implied
+    source_pos table_pos;
+    bool complete = true;  // every field was read without error
+    std::size_t order = 0;  // position among all rules read, across files
+};
+
+struct parsed_claim {
+    claim_rule rule;
+    source_pos name_pos;
+    source_pos table_pos;
+    source_pos consumes_pos;        // the stock rule's name
+    // consumes.columns as written (claim column -> stock key column); empty: same names.
+    std::vector<std::pair<located_name, located_name>> explicit_mapping;
+    source_pos redis_key_pos;
+    bool complete = true;
+    std::size_t order = 0;
+};
+
+// Everything read from all files, in file order.
+struct parsed_rules {
+    std::optional<std::pair<mode, source_pos>> default_mode;
+    std::vector<parsed_stock> stocks;
+    std::vector<parsed_claim> claims;
+};
+
+// Reads one parsed YAML document into `out`, reporting problems within a file and within a rule.
+void read_rules_document(yaml_file& file, const YAML::Node& root, parsed_rules& out);
+
+// Checks across rules and files (names, tables, consumes, mappings, key templates) and fills
+// each claim's stock_key_mapping.
+void validate_rules(parsed_rules& rules, diagnostics& diags);
+
+}  // namespace claimguard::rules::detail

@@ -1,0 +1,111 @@
+// The rules model: what a DBA declares in the YAML rules file (stock and claim rules).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace claimguard::rules {
+
+enum class mode { enforce, observe };
+
+// Where a value came from in the rules file, for messages a DBA can act on.
+struct source_pos {
+    std::string file;
+    int line = 0;    // 1-based
+    int column = 0;  // 1-based
+    friend bool operator==(const source_pos&, const source_pos&) = default;
+};
+
+struct table_name {
+    std::string schema;  // empty: any schema (the session's current database)
+    std::string name;
+};
+
+// What the app receives when a rule refuses a statement.
+struct answer {
+    enum class kind { error, ok };
+    kind type = kind::error;
+    std::uint16_t code = 0;   // MySQL error code (kind::error)
+    std::string sql_state;    // 5 characters (kind::error)
+    std::string message;      // (kind::error)
+};
+
+// A stock counter: `counter` in `table`, one row per key, never below `floor`.
+struct stock_rule {
+    std::string name;
+    table_name table;
+    std::vector<std::string> key_columns;      // e.g. {"campaign_id"}
+    std::string counter_column;                // e.g. "remain"
+    std::int64_t floor = 0;
+    std::optional<std::string> version_column;  // bumped by 1 on each rewrite
+    answer exhausted;                           // the "sold out" answer
+    std::optional<mode> rule_mode;              // empty: the file's default mode
+    source_pos pos;
+};
+
+struct redis_guard {
+    std::string key_template;  // e.g. "lock:coupon:{user_id}:{campaign_id}"
+    std::chrono::milliseconds ttl{3000};
+};
+
+enum class strictness {
+    after_refused,      // refuse claim inserts that follow this session's refused decrement
+    require_decrement,  // also refuse claim inserts that follow no successful decrement
+};
+
+// A claim table: one row per idempotency tuple, each row consumes one stock unit.
+struct claim_rule {
+    std::string name;
+    table_name table;
+    std::vector<std::string> idempotency_columns;         // e.g. {"user_id", "campaign_id"}
+    std::optional<std::string> idempotency_key_column;    // e.g. "request_id"
+    std::string stock_rule;                               // name of the stock rule consumed
+    // claim column -> stock key column, one entry per stock key column.
+    std::vector<std::pair<std::string, std::string>> stock_key_mapping;
+    std::optional<redis_guard> redis;
+    answer duplicate;  // the "already claimed" answer
+    strictness strict = strictness::after_refused;
+    std::optional<mode> rule_mode;
+    source_pos pos;
+};
+
+struct rule_set {
+    mode default_mode = mode::enforce;
+    std::vector<stock_rule> stocks;
+    std::vector<claim_rule> claims;
+    std::string version_hash;  // hex digest of the source files, shown by /rules
+
+    [[nodiscard]] const stock_rule* find_stock(std::string_view name) const;
+    [[nodiscard]] mode effective_mode(const stock_rule& r) const { return r.rule_mode.value_or(default_mode); }
+    [[nodiscard]] mode effective_mode(const claim_rule& r) const { return r.rule_mode.value_or(default_mode); }
+};
+
+struct diagnostic {
+    source_pos pos;
+    std::string message;  // one sentence a DBA understands
+};
+
+struct load_result {
+    std::optional<rule_set> rules;  // set only when `errors` is empty
+    std::vector<diagnostic> errors;
+};
+
+// One rules source: a file name (for messages) and its text.
+struct rules_source {
+    std::string file;
+    std::string text;
+};
+
+// "file:line:column: error: message", the form `claimguard lint` prints and editors parse.
+[[nodiscard]] std::string format_diagnostic(const diagnostic& d);
+
+// Parses and validates every source as one rule set. Pure: the caller reads files.
+// Never throws, whatever the input.
+[[nodiscard]] load_result load_rules(const std::vector<rules_source>& sources);
+
+}  // namespace claimguard::rules

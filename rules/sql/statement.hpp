@@ -1,0 +1,222 @@
+// The parsed forms of the statements the claim engine reads; everything else is "not ours".
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <variant>
+
+#include <boost/container/small_vector.hpp>
+#include <boost/system/error_code.hpp>
+
+#include "rules/sql/token.hpp"
+
+namespace claimguard::rules::sql {
+
+// Longest statement the recognizer reads; longer ones are "not ours" (forwarded untouched).
+inline constexpr std::size_t max_statement_bytes = std::size_t{16} << 20;
+// Most significant tokens the recognizer reads in one statement.
+inline constexpr std::size_t max_statement_tokens = std::size_t{1} << 20;
+
+inline constexpr std::uint32_t no_token = std::numeric_limits<std::uint32_t>::max();
+
+template <class T, std::size_t N>
+using small_vector = boost::container::small_vector<T, N>;
+
+// The significant tokens of a statement (trivia dropped, token_flag::gap_before kept).
+using token_vector = small_vector<token, 48>;
+
+// Tokens [first, last) of parsed_statement::tokens.
+struct token_span {
+    std::uint32_t first = 0;
+    std::uint32_t last = 0;
+    [[nodiscard]] bool empty() const noexcept { return first >= last; }
+};
+
+// [[schema.]table.]column or [schema.]table, as written.
+struct name_ref {
+    token_span span;
+    std::uint32_t name = no_token;       // the last part
+    std::uint32_t qualifier = no_token;  // the part before it: table (of a column) or schema (of a table)
+    std::uint32_t schema = no_token;     // schema of schema.table.column
+};
+
+enum class operand_kind : std::uint8_t {
+    literal,      // string, number, hex, bit, TRUE/FALSE (with sign or introducer as written)
+    placeholder,  // ? of a prepared statement
+    null,         // NULL
+    default_,     // DEFAULT
+    word,         // a bare word as a SET value: ON, OFF, utf8mb4
+    column,       // a column reference
+    expression,   // anything else we only skip over: NOW(), CONCAT(@@sql_mode, ',X'), a + b
+};
+
+struct operand {
+    operand_kind kind = operand_kind::expression;
+    token_span span;                        // everything written, sign and introducer included
+    std::uint32_t value_token = no_token;   // literal: first token after sign and introducer; placeholder: the ?
+    std::uint32_t introducer = no_token;    // _utf8mb4 of _utf8mb4'x'
+    bool negative = false;                  // an odd number of unary minus signs before a number
+    name_ref column;                        // operand_kind::column and word
+};
+
+enum class compare_op : std::uint8_t { eq, null_safe_eq, ne, lt, le, gt, ge };
+
+enum class predicate_kind : std::uint8_t { compare, in_list, not_in_list, is_null, is_not_null };
+
+// One AND-ed condition of a WHERE clause, the column always on the left (`7 = id` is stored
+// as `id = 7`, `5 < c` as `c > 5`).
+struct predicate {
+    predicate_kind kind = predicate_kind::compare;
+    compare_op op = compare_op::eq;
+    name_ref column;
+    operand value;                 // compare
+    std::uint32_t list_first = 0;  // in_list: where_clause::list_values[list_first, list_first + list_count)
+    std::uint32_t list_count = 0;
+    token_span span;
+};
+
+struct where_clause {
+    bool present = false;
+    token_span span;  // the condition after WHERE
+    small_vector<predicate, 4> predicates;
+    small_vector<operand, 4> list_values;
+};
+
+struct table_ref {
+    name_ref name;
+    std::uint32_t alias = no_token;
+    token_span span;  // name, alias and index hints as written
+};
+
+enum class select_item_kind : std::uint8_t { star, column, expression };
+
+struct select_item {
+    select_item_kind kind = select_item_kind::expression;
+    name_ref column;                  // column: the column; star: the qualifier of t.* (empty for *)
+    token_span span;                  // without the alias
+    std::uint32_t alias = no_token;
+};
+
+enum class lock_clause : std::uint8_t { none, for_update, for_share, lock_in_share_mode };
+
+struct select_statement {
+    small_vector<select_item, 8> items;
+    bool has_from = false;
+    table_ref table;
+    where_clause where;
+    token_span order_by;
+    token_span limit;
+    lock_clause lock = lock_clause::none;
+};
+
+enum class assignment_kind : std::uint8_t {
+    value,       // col = literal | ? | NULL | DEFAULT
+    relative,    // col = base + amount | base - amount, amount a literal or ?
+    expression,  // col = anything else
+};
+
+struct assignment {
+    name_ref column;
+    assignment_kind kind = assignment_kind::expression;
+    operand value;  // value: the value; relative: the amount; expression: the whole expression
+    name_ref base;  // relative: the column on the right
+    char sign = '+';
+    token_span span;  // "col = expr"
+};
+
+struct update_statement {
+    token_span modifiers;  // LOW_PRIORITY, IGNORE
+    table_ref table;
+    small_vector<assignment, 4> assignments;
+    where_clause where;
+    token_span limit;
+};
+
+struct insert_statement {
+    bool replace = false;
+    bool ignore = false;
+    bool set_form = false;         // INSERT ... SET col = value
+    bool has_column_list = false;  // columns known (column list or SET form)
+    table_ref table;
+    small_vector<name_ref, 8> columns;
+    std::uint32_t row_width = 0;   // values per row
+    small_vector<operand, 16> values;  // row-major: row r, column c at r * row_width + c
+    small_vector<assignment, 2> on_duplicate;
+    [[nodiscard]] std::size_t row_count() const noexcept { return row_width == 0 ? 0 : values.size() / row_width; }
+};
+
+enum class transaction_kind : std::uint8_t { begin, commit, rollback, savepoint, rollback_to_savepoint, release_savepoint };
+
+enum class tristate : std::uint8_t { unset, yes, no };
+
+struct transaction_statement {
+    transaction_kind kind = transaction_kind::begin;
+    bool read_only = false;
+    bool read_write = false;
+    bool consistent_snapshot = false;
+    tristate chain = tristate::unset;
+    tristate release = tristate::unset;
+    std::uint32_t savepoint = no_token;
+};
+
+struct use_statement {
+    std::uint32_t database = no_token;
+};
+
+enum class variable_scope : std::uint8_t { session, global, persist, persist_only, user };
+enum class set_target : std::uint8_t { variable, names, character_set };
+
+struct set_item {
+    set_target target = set_target::variable;
+    variable_scope scope = variable_scope::session;
+    std::uint32_t name_token = no_token;  // variable: the token holding the name
+    std::string_view name;                // variable: the name as written, without @@ or scope
+    operand value;                        // names/character_set: the character set (word, string or DEFAULT)
+    std::uint32_t collation = no_token;   // SET NAMES x COLLATE y
+    token_span span;
+};
+
+struct set_statement {
+    small_vector<set_item, 4> items;
+};
+
+enum class statement_kind : std::uint8_t { not_ours, select, update, insert, transaction, use, set };
+
+enum class not_ours_reason : std::uint8_t {
+    none,
+    empty,               // only comments and whitespace
+    lex_error,           // the server would reject it too (see parsed_statement::error)
+    other_statement,     // a statement kind we do not read (DELETE, CREATE, CALL, ...)
+    unsupported_syntax,  // joins, subqueries, OR, functions in WHERE, ...
+    several_statements,  // more than one statement in one query
+};
+
+[[nodiscard]] std::string_view not_ours_reason_text(not_ours_reason r) noexcept;
+
+struct parsed_statement {
+    std::string_view sql;
+    lexer_options options;
+    token_vector tokens;
+    std::uint32_t placeholder_count = 0;
+    statement_kind kind = statement_kind::not_ours;
+    not_ours_reason reason = not_ours_reason::empty;
+    boost::system::error_code error;  // reason == lex_error
+    std::uint32_t stop_offset = 0;    // not_ours: byte offset where recognition stopped
+    std::variant<std::monostate, select_statement, update_statement, insert_statement, transaction_statement,
+                 use_statement, set_statement>
+        body;
+
+    [[nodiscard]] std::string_view text(std::uint32_t tok) const noexcept {
+        return tok < tokens.size() ? tokens[tok].text(sql) : std::string_view{};
+    }
+    // The bytes from the first token's start to the last token's end, as written.
+    [[nodiscard]] std::string_view text(token_span s) const noexcept {
+        if (s.empty()) return {};
+        const auto begin = tokens[s.first].offset;
+        return sql.substr(begin, tokens[s.last - 1].end_offset() - begin);
+    }
+    [[nodiscard]] bool ours() const noexcept { return kind != statement_kind::not_ours; }
+};
+
+}  // namespace claimguard::rules::sql

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package claimguard needs to build, test and benchmark.
+# Idempotent: installs only what is missing. Run as root.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake g++ ninja-build pkg-config git ca-certificates
+  libboost1.81-all-dev libssl-dev
+  libyaml-cpp-dev libhiredis-dev libmariadb-dev
+  nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
+  googletest libgtest-dev libgmock-dev libbenchmark-dev
+  clang-14 libclang-rt-14-dev clang-format
+  mariadb-server mariadb-client redis-server redis-tools
+  sysbench haproxy
+  python3 python3-pymysql
+  openjdk-17-jdk-headless libmariadb-java
+  procps iproute2 netcat-openbsd curl unzip
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# Do not let the package start a system-wide mariadb/redis: tests start their own.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+  chmod +x /usr/sbin/policy-rc.d
+  trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
+apt-get install -y -q --no-install-recommends "${missing[@]}"

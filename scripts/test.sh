@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs every test: unit and integration tests (release build), the same under
+# ASan+UBSan, and each libFuzzer target briefly. Idempotent; run as root on Debian 12.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+jobs=${CLAIMGUARD_JOBS:-$(nproc)}
+fuzz_seconds=${CLAIMGUARD_FUZZ_SECONDS:-20}
+
+bash scripts/setup.sh
+
+echo "== build (RelWithDebInfo)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$jobs"
+
+echo "== tests"
+ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600
+
+echo "== build and tests under ASan+UBSan"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCLAIMGUARD_SANITIZE=ON -DCLAIMGUARD_BENCH=OFF \
+  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" >/dev/null
+cmake --build build-asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900
+
+echo "== fuzzers (${fuzz_seconds}s each)"
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
+  -DCLAIMGUARD_FUZZ=ON >/dev/null
+cmake --build build-fuzz -j"$jobs"
+for fuzzer in build-fuzz/tests/fuzz/fuzz_*; do
+  [ -x "$fuzzer" ] || continue
+  name=$(basename "$fuzzer")
+  corpus="$root/build-fuzz/corpus/$name"
+  mkdir -p "$corpus"
+  seeds="$root/tests/fuzz/corpus/$name"
+  [ -d "$seeds" ] || seeds=""
+  echo "-- $name"
+  "$fuzzer" -max_total_time="$fuzz_seconds" -print_final_stats=1 "$corpus" $seeds 2>&1 | tail -n 4
+done
+echo "== all tests passed"

@@ -1,0 +1,131 @@
+// Tests of the proxy's metric families: names, labels and the lock-free accessors.
+#include "proxy/admin/metrics.hpp"
+
+#include "proxy/protocol/command.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace claimguard::admin {
+namespace {
+
+bool has_line(const std::string& text, const std::string& line) {
+    return text.find("\n" + line + "\n") != std::string::npos || text.starts_with(line + "\n");
+}
+
+TEST(proxy_metrics, commands_uses_one_child_per_command_name) {
+    registry r;
+    proxy_metrics m(r);
+    auto& family = r.counter_family("claimguard_commands_total", "", {"command"});
+    for (int c = 0; c < 256; ++c) {
+        const auto byte = static_cast<std::uint8_t>(c);
+        EXPECT_EQ(&m.commands(byte), &family.with(protocol::command_name(byte))) << "command byte " << c;
+    }
+    m.commands(protocol::com::query).inc(3);
+    m.commands(protocol::com::stmt_execute).inc();
+    m.commands(0x13).inc();  // table_dump has no name: "other"
+    m.commands(0xEE).inc();  // unknown byte: "other"
+    const std::string text = r.render();
+    EXPECT_TRUE(has_line(text, "claimguard_commands_total{command=\"query\"} 3")) << text;
+    EXPECT_TRUE(has_line(text, "claimguard_commands_total{command=\"stmt_execute\"} 1")) << text;
+    EXPECT_TRUE(has_line(text, "claimguard_commands_total{command=\"other\"} 2")) << text;
+    EXPECT_TRUE(has_line(text, "claimguard_commands_total{command=\"ping\"} 0")) << text;
+}
+
+struct labeled_case {
+    const char* name;
+    counter& (*get)(proxy_metrics&, std::string_view);
+    const char* value;
+    const char* line;  // the sample line after one inc()
+};
+
+class proxy_metrics_labeled : public testing::TestWithParam<labeled_case> {};
+
+TEST_P(proxy_metrics_labeled, accessor_increments_the_named_series) {
+    registry r;
+    proxy_metrics m(r);
+    counter& c = GetParam().get(m, GetParam().value);
+    EXPECT_EQ(&c, &GetParam().get(m, GetParam().value));  // stable: callers may cache it
+    c.inc();
+    const std::string text = r.render();
+    EXPECT_TRUE(has_line(text, GetParam().line)) << text;
+}
+
+counter& refused(proxy_metrics& m, std::string_view v) { return m.connections_refused(v); }
+counter& backend(proxy_metrics& m, std::string_view v) { return m.backend_errors(v); }
+counter& client(proxy_metrics& m, std::string_view v) { return m.client_errors(v); }
+
+INSTANTIATE_TEST_SUITE_P(
+    cases, proxy_metrics_labeled,
+    testing::Values(
+        labeled_case{"refused_max_connections", refused, "max_connections",
+                     "claimguard_connections_refused_total{reason=\"max_connections\"} 1"},
+        labeled_case{"refused_new_reason", refused, "shutting_down",
+                     "claimguard_connections_refused_total{reason=\"shutting_down\"} 1"},
+        labeled_case{"backend_connect", backend, "connect", "claimguard_backend_errors_total{kind=\"connect\"} 1"},
+        labeled_case{"backend_closed", backend, "closed", "claimguard_backend_errors_total{kind=\"closed\"} 1"},
+        labeled_case{"backend_new_kind", backend, "tls", "claimguard_backend_errors_total{kind=\"tls\"} 1"},
+        labeled_case{"client_too_large", client, "packet_too_large",
+                     "claimguard_client_errors_total{kind=\"packet_too_large\"} 1"},
+        labeled_case{"client_timeout", client, "timeout", "claimguard_client_errors_total{kind=\"timeout\"} 1"}),
+    [](const testing::TestParamInfo<labeled_case>& info) { return std::string(info.param.name); });
+
+TEST(proxy_metrics, known_kinds_render_zero_before_first_use) {
+    registry r;
+    proxy_metrics m(r);
+    const std::string text = r.render();
+    for (const std::string_view kind : backend_error_kinds)
+        EXPECT_TRUE(has_line(text, "claimguard_backend_errors_total{kind=\"" + std::string(kind) + "\"} 0")) << kind;
+    for (const std::string_view kind : client_error_kinds)
+        EXPECT_TRUE(has_line(text, "claimguard_client_errors_total{kind=\"" + std::string(kind) + "\"} 0")) << kind;
+    EXPECT_TRUE(has_line(text, "claimguard_connections_refused_total{reason=\"max_connections\"} 0")) << text;
+}
+
+TEST(proxy_metrics, unlabeled_series_and_build_info) {
+    registry r;
+    proxy_metrics m(r);
+    m.client_connections.inc();
+    m.client_connections.inc();
+    m.client_connections.dec();
+    m.client_connections_total.inc(2);
+    m.bytes_client_to_backend.inc(100);
+    m.bytes_backend_to_client.inc(2048);
+    m.command_duration.observe(0.0003);  // between the 0.00025 and 0.0005 bounds
+    const std::string text = r.render();
+    EXPECT_TRUE(has_line(text, "# TYPE claimguard_client_connections gauge")) << text;
+    EXPECT_TRUE(has_line(text, "claimguard_client_connections 1")) << text;
+    EXPECT_TRUE(has_line(text, "# TYPE claimguard_client_connections_total counter")) << text;
+    EXPECT_TRUE(has_line(text, "claimguard_client_connections_total 2")) << text;
+    EXPECT_TRUE(has_line(text, "claimguard_bytes_total{direction=\"client_to_backend\"} 100")) << text;
+    EXPECT_TRUE(has_line(text, "claimguard_bytes_total{direction=\"backend_to_client\"} 2048")) << text;
+    EXPECT_TRUE(has_line(text, "# TYPE claimguard_command_duration_seconds histogram")) << text;
+    EXPECT_TRUE(has_line(text, "claimguard_command_duration_seconds_bucket{le=\"0.00025\"} 0")) << text;
+    EXPECT_TRUE(has_line(text, "claimguard_command_duration_seconds_bucket{le=\"0.0005\"} 1")) << text;
+    EXPECT_TRUE(has_line(text, "claimguard_command_duration_seconds_bucket{le=\"10\"} 1")) << text;
+    EXPECT_TRUE(has_line(text, "claimguard_command_duration_seconds_count 1")) << text;
+    EXPECT_TRUE(has_line(text, std::string("claimguard_build_info{version=\"") + CLAIMGUARD_VERSION + "\"} 1")) << text;
+    EXPECT_GT(m.process_start_time_seconds.value(), 0);
+}
+
+TEST(proxy_metrics, duration_buckets_increase_from_50us_to_10s) {
+    EXPECT_DOUBLE_EQ(command_duration_buckets.front(), 50e-6);
+    EXPECT_DOUBLE_EQ(command_duration_buckets.back(), 10.0);
+    for (std::size_t i = 1; i < command_duration_buckets.size(); ++i) {
+        const double step = command_duration_buckets[i] / command_duration_buckets[i - 1];
+        EXPECT_GE(step, 2.0 - 1e-9) << i;
+        EXPECT_LE(step, 2.5 + 1e-9) << i;
+    }
+}
+
+TEST(proxy_metrics, process_wide_instance_lives_in_the_default_registry) {
+    proxy_metrics& m = metrics();
+    EXPECT_EQ(&m, &metrics());
+    m.client_errors("io").inc();
+    const std::string text = default_registry().render();
+    EXPECT_NE(text.find("claimguard_client_errors_total{kind=\"io\"} "), std::string::npos);
+    EXPECT_NE(text.find("claimguard_process_start_time_seconds "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace claimguard::admin
