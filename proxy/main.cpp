@@ -56,6 +56,13 @@ int main(int argc, char** argv) {
     serve_cmd->add_option("--backend-tls-ca", options.backend_tls.ca_file, "CA bundle for the database certificate");
     serve_cmd->add_flag("--backend-tls-verify", options.backend_tls.verify, "Verify the database certificate and name");
     serve_cmd->add_option("--backend-tls-server-name", options.backend_tls.server_name, "Expected certificate name");
+    serve_cmd->add_option("--rules", options.rules_files, "Rules files (repeatable); none: a plain relay");
+    std::string redis;
+    serve_cmd->add_option("--redis", redis, "Redis for the claim rules' first filter (host:port)");
+    unsigned redis_timeout_ms = static_cast<unsigned>(options.redis_timeout.count());
+    serve_cmd->add_option("--redis-timeout-ms", redis_timeout_ms, "Per Redis command; then fail open to the database guard")
+        ->capture_default_str();
+    serve_cmd->add_option("--audit-log", options.audit_log, "Audit log: '-' (stderr), 'off', or a file")->capture_default_str();
     serve_cmd->add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
 
     std::vector<std::string> lint_files;
@@ -77,7 +84,18 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
 
     using namespace claimguard;
-    if (*serve_cmd) return serve(listen, backend, admin, options, log_level, idle_s, connect_ms);
+    if (*serve_cmd) {
+        options.redis_timeout = std::chrono::milliseconds(redis_timeout_ms);
+        if (!redis.empty()) {
+            try {
+                options.redis = config::parse_endpoint(redis);
+            } catch (const std::exception& e) {
+                std::cerr << "claimguard: --redis: " << e.what() << "\n";
+                return 2;
+            }
+        }
+        return serve(listen, backend, admin, options, log_level, idle_s, connect_ms);
+    }
     if (*lint_cmd) return rules_cli::lint(lint_files, std::cout, std::cerr);
     if (*ddl_cmd) return rules_cli::ddl(ddl_files, std::cout, std::cerr);
     if (*explain_cmd) return rules_cli::explain(explain_rules, explain_read, explain_sql, std::cout, std::cerr);

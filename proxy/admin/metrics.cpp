@@ -141,7 +141,10 @@ histogram::histogram(std::span<const double> upper_bounds)
       buckets_(std::make_unique<std::atomic<std::uint64_t>[]>(bounds_.size() + 1)) {}
 
 void histogram::observe(double value) noexcept {
-    const auto it = std::lower_bound(bounds_.begin(), bounds_.end(), value);
+    // First bound >= value; NaN compares false everywhere and lands in +Inf.
+    const auto it = std::partition_point(bounds_.begin(), bounds_.end(), [value](double bound) {
+        return !(value <= bound);
+    });
     buckets_[static_cast<std::size_t>(it - bounds_.begin())].fetch_add(1, std::memory_order_relaxed);
     sum_.fetch_add(value, std::memory_order_relaxed);
 }

@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace claimguard::config {
 
@@ -30,6 +32,11 @@ struct proxy_options {
     bool admin_enabled = true;
     backend_tls_options backend_tls;
     unsigned threads = 0;  // 0: one per core
+
+    std::vector<std::string> rules_files;  // empty: a plain relay, no claim engine
+    std::optional<endpoint> redis;         // the claim rules' Redis first filter; empty: none
+    std::chrono::milliseconds redis_timeout{50};  // per Redis command, then fail open
+    std::string audit_log = "-";           // "-": standard error, "off", or a file
 
     // Limits. Each is enforced at the edge and answered with the MySQL error a
     // client expects (see docs/OPERATIONS.md).

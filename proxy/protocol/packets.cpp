@@ -18,10 +18,9 @@ result<server_greeting> parse_server_greeting(bytes_view payload) {
     r.skip(1);
     std::uint32_t lower = r.u16();
     if (!r.ok()) return r.error();
-    if (r.empty()) {  // pre-4.1 greetings end here
-        g.capabilities = lower;
-        return g;
-    }
+    // Servers older than 4.1 end the greeting here. The proxy needs the 4.1 fields
+    // (and could not re-encode such a greeting), so it is refused like a cut one.
+    if (r.empty()) return errc::truncated;
     g.charset = r.u8();
     g.status = r.u16();
     std::uint32_t upper = r.u16();

@@ -19,6 +19,9 @@
 
 #include "proxy/admin/admin_server.hpp"
 #include "proxy/admin/metrics.hpp"
+#include "proxy/engine/rules_snapshot.hpp"
+#include "proxy/guards/redis_guard.hpp"
+#include "audit_log.hpp"
 #include "proxy/protocol/packets.hpp"
 #include "session.hpp"
 
@@ -40,6 +43,9 @@ struct server_state {
     admin::health_state health;
     std::atomic<std::uint64_t> next_session_id{1};
     std::atomic<std::size_t> active{0};
+    engine::rules_holder rules;
+    std::unique_ptr<audit_log> audit;
+    std::vector<std::unique_ptr<guards::redis_guard>> redis;  // one per I/O thread
     session_context session_ctx;
 };
 
@@ -67,7 +73,9 @@ awaitable<void> refuse(tcp::socket socket) {
 awaitable<void> accept_loop(tcp::acceptor& acceptor, server_state& state, const config::proxy_options& options) {
     std::size_t next = 0;
     for (;;) {
-        auto& ctx = *state.contexts[next++ % state.contexts.size()];
+        std::size_t index = next++ % state.contexts.size();
+        auto& ctx = *state.contexts[index];
+        guards::redis_guard* redis = state.redis.empty() ? nullptr : state.redis[index].get();
         auto [ec, socket] = co_await acceptor.async_accept(ctx.get_executor(), nothrow);
         if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
         if (ec) {
@@ -87,8 +95,8 @@ awaitable<void> accept_loop(tcp::acceptor& acceptor, server_state& state, const 
         admin::metrics().client_connections_total.inc();
         asio::co_spawn(
             ctx,
-            [&state, s = std::move(socket)]() mutable -> awaitable<void> {
-                co_await run_session(std::move(s), state.session_ctx);
+            [&state, redis, s = std::move(socket)]() mutable -> awaitable<void> {
+                co_await run_session(std::move(s), state.session_ctx, redis);
                 --state.active;
                 admin::metrics().client_connections.dec();
             },
@@ -110,7 +118,37 @@ int run_server(const config::proxy_options& options) {
         spdlog::critical("backend TLS setup failed: {}", e.what());
         return 1;
     }
-    state.session_ctx = {&options, state.backend_tls.get(), &state.health, &state.next_session_id};
+    state.session_ctx = {&options, state.backend_tls.get(), &state.health, &state.next_session_id, nullptr, nullptr};
+
+    if (!options.rules_files.empty()) {
+        auto loaded = engine::load_rules_files(options.rules_files);
+        if (!loaded.rules) {
+            for (const auto& e : loaded.errors)
+                spdlog::critical("{}:{}:{}: {}", e.pos.file, e.pos.line, e.pos.column, e.message);
+            spdlog::critical("the rules files are not valid: not starting");
+            return 2;
+        }
+        auto snapshot = std::make_shared<engine::rules_snapshot>(std::move(*loaded.rules));
+        snapshot->files = options.rules_files;
+        spdlog::info("rules loaded: {} stock rules, {} claim rules (version {})", snapshot->rules.stocks.size(),
+                     snapshot->rules.claims.size(), snapshot->rules.version_hash);
+        state.rules.replace(std::move(snapshot));
+        state.session_ctx.rules = &state.rules;
+        try {
+            state.audit = std::make_unique<audit_log>(options.audit_log);
+        } catch (const std::exception& e) {
+            spdlog::critical("{}", e.what());
+            return 1;
+        }
+        state.session_ctx.audit = state.audit.get();
+        if (options.redis) {
+            guards::redis_options ropts;
+            ropts.host = options.redis->host;
+            ropts.port = options.redis->port;
+            ropts.command_timeout = options.redis_timeout;
+            for (auto& ctx : state.contexts) state.redis.push_back(std::make_unique<guards::redis_guard>(ctx->get_executor(), ropts));
+        }
+    }
 
     tcp::acceptor acceptor(main_ctx);
     std::unique_ptr<admin::admin_server> admin_srv;

@@ -1,6 +1,6 @@
 // The session coroutine: relays the handshake, then every command and its whole reply,
 // forwarding bytes unchanged while parsing enough to know where each reply ends.
-#include "session.hpp"
+#include "session_impl.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -21,21 +21,12 @@
 #include "proxy/protocol/exchange.hpp"
 #include "proxy/protocol/frame.hpp"
 #include "proxy/protocol/packets.hpp"
+#include "rules/sql/charset.hpp"
 
 namespace claimguard::session {
 
-namespace asio = boost::asio;
-namespace proto = claimguard::protocol;
-using asio::awaitable;
-using asio::ip::tcp;
-using boost::system::error_code;
-using clock_type = std::chrono::steady_clock;
-
 namespace {
 
-constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
-constexpr std::size_t read_chunk_bytes = 64 * 1024;
-constexpr std::size_t idle_buffer_bytes = 64 * 1024;  // buffers shrink back to this after big packets
 
 // The MySQL errors the proxy itself answers with.
 namespace er {
@@ -50,13 +41,25 @@ constexpr std::uint16_t server_lost = 2013;            // HY000 lost connection 
 constexpr std::uint16_t backend_malformed = 2027;      // HY000 malformed packet from the server
 }  // namespace er
 
-enum class deadline_kind { none, connect, idle, packet };
-
 // The ERR a client gets for a client-side protocol error.
 std::pair<std::uint16_t, const char*> client_error_answer(error_code ec) {
     if (ec == proto::errc::packet_too_large) return {er::packet_too_large, "08S01"};
     if (ec == proto::errc::bad_sequence) return {er::packets_out_of_order, "08S01"};
     return {er::malformed_packet, "HY000"};
+}
+
+// "10.11.19-MariaDB" (or MariaDB's "5.5.5-10.11.19-MariaDB") -> 101119, as versioned comments count.
+std::uint32_t server_version_number(std::string_view v) {
+    if (v.starts_with("5.5.5-")) v.remove_prefix(6);
+    std::uint32_t parts[3] = {0, 0, 0};
+    for (int i = 0; i < 3 && !v.empty(); ++i) {
+        std::size_t n = 0;
+        while (n < v.size() && v[n] >= '0' && v[n] <= '9') parts[i] = parts[i] * 10 + (v[n++] - '0');
+        v.remove_prefix(n);
+        if (v.empty() || v[0] != '.') break;
+        v.remove_prefix(1);
+    }
+    return parts[0] * 10000 + parts[1] * 100 + parts[2];
 }
 
 // Rewrites the sequence ids of every frame in `raw`, starting at `first`.
@@ -69,473 +72,437 @@ void renumber_frames(std::span<std::uint8_t> raw, std::uint8_t first) {
     }
 }
 
-class session : public std::enable_shared_from_this<session> {
-public:
-    session(tcp::socket client, const session_context& ctx)
-        : client_(std::move(client)),
-          backend_(client_.get_executor()),
-          timer_(client_.get_executor()),
-          ctx_(ctx),
-          opt_(*ctx.options),
-          id_(ctx.next_session_id ? ctx.next_session_id->fetch_add(1) : 0) {
-        error_code ec;
-        auto ep = client_.remote_endpoint(ec);
-        peer_ = ec ? "unknown" : ep.address().to_string() + ":" + std::to_string(ep.port());
-    }
-
-    awaitable<void> run() {
-        asio::co_spawn(client_.get_executor(), [self = shared_from_this()] { return self->watchdog(); },
-                       asio::detached);
-        spdlog::debug("session {} from {}: open", id_, peer_);
-        if (co_await connect_backend() && co_await relay_handshake()) co_await command_loop();
-        close();
-        spdlog::debug("session {} from {}: closed", id_, peer_);
-    }
-
-    void close() {
-        closed_ = true;
-        timer_.cancel();
-        error_code ignored;
-        client_.shutdown(tcp::socket::shutdown_both, ignored);
-        client_.close(ignored);
-        backend_.close();
-    }
-
-private:
-    // ---- deadlines: one timer per session, re-armed lazily -------------------------------
-
-    awaitable<void> watchdog() {
-        while (!closed_) {
-            armed_ = deadline_;
-            timer_.expires_at(deadline_);
-            co_await timer_.async_wait(nothrow);
-            if (closed_) co_return;
-            if (deadline_kind_ != deadline_kind::none && clock_type::now() >= deadline_) {
-                timed_out_ = deadline_kind_;
-                deadline_ = clock_type::time_point::max();
-                deadline_kind_ = deadline_kind::none;
-                error_code ignored;
-                client_.cancel(ignored);
-                backend_.cancel();
-            }
-        }
-    }
-
-    void set_deadline(deadline_kind kind, clock_type::duration after) {
-        deadline_kind_ = kind;
-        deadline_ = kind == deadline_kind::none || after.count() <= 0 ? clock_type::time_point::max()
-                                                                       : clock_type::now() + after;
-        if (deadline_ < armed_) timer_.cancel();  // an earlier deadline: wake the watchdog
-    }
-
-    // ---- raw I/O ---------------------------------------------------------------------------
-
-    // Reads until a whole packet is at the front of `buf`.
-    template <class ReadSome>
-    awaitable<std::pair<error_code, proto::packet_span>> read_packet(packet_buffer& buf, ReadSome read_some) {
-        for (;;) {
-            auto scan = proto::scan_packet(buf.readable(), opt_.max_packet_bytes);
-            if (!scan) co_return std::pair{error_code(scan.error()), proto::packet_span{}};
-            if (scan->raw_size) co_return std::pair{error_code{}, *scan};
-            auto space = buf.prepare(std::max(read_chunk_bytes, buf.size()));
-            auto [ec, n] = co_await read_some(asio::buffer(space.data(), space.size()));
-            if (ec) co_return std::pair{ec, proto::packet_span{}};
-            buf.commit(n);
-        }
-    }
-
-    awaitable<std::pair<error_code, proto::packet_span>> read_client_packet(bool between_commands) {
-        co_return co_await read_packet(client_in_, [&](asio::mutable_buffer b) -> awaitable<backend_stream::result_type> {
-            bool idle = between_commands && client_in_.size() == 0;
-            set_deadline(idle ? deadline_kind::idle : deadline_kind::packet,
-                         idle ? clock_type::duration(opt_.idle_timeout) : clock_type::duration(opt_.packet_timeout));
-            auto r = co_await client_.async_read_some(b, nothrow);
-            set_deadline(deadline_kind::none, {});
-            co_return r;
-        });
-    }
-
-    awaitable<std::pair<error_code, proto::packet_span>> read_backend_packet() {
-        co_return co_await read_packet(backend_in_, [&](asio::mutable_buffer b) { return backend_.read_some(b); });
-    }
-
-    awaitable<bool> write_client(proto::bytes_view bytes) {
-        auto [ec, n] = co_await asio::async_write(client_, asio::buffer(bytes.data(), bytes.size()), nothrow);
-        admin::metrics().bytes_backend_to_client.inc(n);
-        if (ec) {
-            admin::metrics().client_errors("io").inc();
-            spdlog::debug("session {} from {}: client write failed: {}", id_, peer_, ec.message());
-        }
-        co_return !ec;
-    }
-
-    awaitable<bool> write_backend(proto::bytes_view bytes) {
-        auto [ec, n] = co_await backend_.write(asio::buffer(bytes.data(), bytes.size()));
-        admin::metrics().bytes_client_to_backend.inc(n);
-        if (ec) {
-            admin::metrics().backend_errors("io").inc();
-            spdlog::warn("session {} from {}: write to the database failed: {}", id_, peer_, ec.message());
-        }
-        co_return !ec;
-    }
-
-    awaitable<void> answer_error(std::uint8_t seq, std::uint16_t code, std::string_view sql_state,
-                                 std::string_view message) {
-        auto frame = proto::make_err_frame(seq, code, sql_state, message);
-        co_await write_client(frame);
-    }
-
-    // A client read failed: say why (when the client can still hear it) and count it.
-    awaitable<void> client_read_failed(error_code ec, std::uint8_t seq) {
-        if (ec == asio::error::eof || ec == asio::error::connection_reset) co_return;  // client left
-        if (timed_out_ == deadline_kind::idle) {
-            admin::metrics().client_errors("idle_timeout").inc();
-            spdlog::info("session {} from {}: closed after {}s idle", id_, peer_, opt_.idle_timeout.count());
-            co_return;
-        }
-        if (timed_out_ == deadline_kind::packet) {
-            admin::metrics().client_errors("timeout").inc();
-            co_await answer_error(seq, er::read_timeout, "08S01", "Got timeout reading communication packets");
-            co_return;
-        }
-        if (ec.category() == proto::protocol_category()) {
-            admin::metrics().client_errors(ec == proto::errc::packet_too_large ? "packet_too_large" : "protocol").inc();
-            spdlog::warn("session {} from {}: bad packet from the client: {}", id_, peer_, ec.message());
-            auto [code, state] = client_error_answer(ec);
-            co_await answer_error(seq, code, state, "claimguard: " + ec.message());
-            co_return;
-        }
-        admin::metrics().client_errors("io").inc();
-    }
-
-    // The database went away or broke the protocol mid-command: the client gets an ERR.
-    awaitable<void> backend_failed(error_code ec, std::uint8_t seq) {
-        bool protocol = ec.category() == proto::protocol_category();
-        admin::metrics().backend_errors(protocol ? "protocol" : ec == asio::error::eof ? "closed" : "io").inc();
-        spdlog::warn("session {} from {}: database connection failed: {}", id_, peer_, ec.message());
-        co_await answer_error(seq, protocol ? er::backend_malformed : er::server_lost, "HY000",
-                              protocol ? "claimguard: malformed packet from the database: " + ec.message()
-                                       : "Lost connection to the database during query (claimguard: " +
-                                             ec.message() + ")");
-    }
-
-    // ---- connection phase ------------------------------------------------------------------
-
-    awaitable<bool> connect_backend() {
-        set_deadline(deadline_kind::connect, opt_.connect_timeout);
-        error_code ec;
-        auto address = asio::ip::make_address(opt_.backend.host, ec);
-        if (!ec) {
-            std::tie(ec) = co_await backend_.socket().async_connect({address, opt_.backend.port}, nothrow);
-        } else {
-            tcp::resolver resolver(client_.get_executor());
-            auto [rec, endpoints] =
-                co_await resolver.async_resolve(opt_.backend.host, std::to_string(opt_.backend.port), nothrow);
-            ec = rec;
-            if (!ec) std::tie(ec, std::ignore) = co_await asio::async_connect(backend_.socket(), endpoints, nothrow);
-        }
-        if (ec) {
-            bool timeout = timed_out_ == deadline_kind::connect;
-            admin::metrics().backend_errors(timeout ? "timeout" : "connect").inc();
-            spdlog::warn("session {} from {}: cannot connect to the database at {}:{}: {}", id_, peer_,
-                         opt_.backend.host, opt_.backend.port, timeout ? "timed out" : ec.message());
-            co_await answer_error(0, er::cannot_connect, "HY000",
-                                  "claimguard: cannot connect to the database at " + opt_.backend.host + ":" +
-                                      std::to_string(opt_.backend.port) + ": " +
-                                      (timeout ? std::string("timed out") : ec.message()));
-            co_return false;
-        }
-        error_code ignored;
-        backend_.socket().set_option(tcp::no_delay(true), ignored);
-        backend_.socket().set_option(asio::socket_base::keep_alive(true), ignored);
-        client_.set_option(tcp::no_delay(true), ignored);
-        client_.set_option(asio::socket_base::keep_alive(true), ignored);
-        co_return true;
-    }
-
-    awaitable<bool> relay_handshake() {
-        // 1. The server's greeting, with the capabilities we cannot honour masked.
-        auto [ec, greeting_packet] = co_await read_backend_packet();
-        if (ec) {
-            co_await backend_failed(timed_out_ == deadline_kind::connect ? asio::error::timed_out : ec, 0);
-            co_return false;
-        }
-        auto payload = greeting_packet.first_payload;
-        if (!payload.empty() && payload[0] == proto::err_header) {  // e.g. too many connections
-            co_await write_client(backend_in_.readable().first(greeting_packet.raw_size));
-            co_return false;
-        }
-        auto greeting = proto::parse_server_greeting(payload);
-        if (!greeting) {
-            co_await backend_failed(greeting.error(), 0);
-            co_return false;
-        }
-        server_caps_ = greeting->capabilities;
-        status_ = greeting->status;
-        greeting->capabilities &= ~(proto::cap::never_offered | proto::cap::ssl);
-        if (proto::is_mariadb(server_caps_)) greeting->mariadb_capabilities &= ~proto::mariadb_cap::never_offered;
-        proto::byte_buffer masked, out;
-        proto::serialize(*greeting, masked);
-        std::uint8_t seq = greeting_packet.first_seq;
-        proto::write_packet(out, seq, masked);
-        backend_in_.consume(greeting_packet.raw_size);
-        if (!co_await write_client(out)) co_return false;
-        set_deadline(deadline_kind::none, {});
-
-        // 2. The client's handshake response: read for the user name and capabilities, never the password.
-        auto [cec, response_packet] = co_await read_client_packet(false);
-        if (cec) {
-            co_await client_read_failed(cec, static_cast<std::uint8_t>(seq));
-            co_return false;
-        }
-        if (response_packet.first_seq != seq) {
-            co_await client_read_failed(proto::errc::bad_sequence, static_cast<std::uint8_t>(seq + 1));
-            co_return false;
-        }
-        auto response = proto::parse_handshake_response(response_packet.first_payload);
-        if (!response || response_packet.frames != 1) {
-            admin::metrics().client_errors("protocol").inc();
-            co_await answer_error(response_packet.last_seq + 1, er::handshake, "08S01", "Bad handshake");
-            co_return false;
-        }
-        if (response->is_ssl_request) {
-            admin::metrics().client_errors("protocol").inc();
-            co_await answer_error(response_packet.last_seq + 1, er::handshake, "08S01",
-                                  "claimguard: TLS between the app and the sidecar is not enabled");
-            co_return false;
-        }
-        user_ = response->username;
-        caps_ = response->capabilities & server_caps_;
-
-        // 3. Forward it, after an SSLRequest and TLS handshake when the backend link is TLS.
-        std::uint8_t shift = 0;
-        set_deadline(deadline_kind::connect, opt_.connect_timeout);
-        if (ctx_.backend_tls) {
-            if (!co_await start_backend_tls(*response, response_packet)) co_return false;
-            shift = 1;
-        } else if (!co_await write_backend(client_in_.readable().first(response_packet.raw_size))) {
-            co_return false;
-        }
-        std::uint8_t client_seq = static_cast<std::uint8_t>(response_packet.last_seq + 1);
-        client_in_.consume(response_packet.raw_size);
-
-        // 4. Authentication rounds until OK or ERR; the proxy only relays them.
-        proto::auth_exchange auth;
-        for (;;) {
-            auto [bec, server_packet] = co_await read_backend_packet();
-            if (bec) {
-                co_await backend_failed(timed_out_ == deadline_kind::connect ? asio::error::timed_out : bec,
-                                        client_seq);
-                co_return false;
-            }
-            auto step = auth.on_server_packet(server_packet.first_payload);
-            proto::byte_buffer raw(backend_in_.readable().begin(),
-                                   backend_in_.readable().begin() + static_cast<std::ptrdiff_t>(server_packet.raw_size));
-            renumber_frames(raw, client_seq);
-            client_seq = static_cast<std::uint8_t>(client_seq + server_packet.frames);
-            if (step && *step == proto::next_step::done && auth.succeeded()) {
-                if (auto ok = proto::parse_ok(server_packet.first_payload, caps_)) status_ = ok->status;
-            }
-            backend_in_.consume(server_packet.raw_size);
-            if (!step) {
-                co_await backend_failed(step.error(), client_seq);
-                co_return false;
-            }
-            if (!co_await write_client(raw)) co_return false;
-            if (*step == proto::next_step::done) {
-                if (!auth.succeeded()) co_return false;  // the server's own ERR (e.g. 1045) was relayed
-                if (ctx_.health) ctx_.health->mark_backend_ok();
-                set_deadline(deadline_kind::none, {});
-                spdlog::debug("session {} from {}: user '{}' authenticated", id_, peer_, user_);
-                co_return true;
-            }
-            if (*step == proto::next_step::read_server) continue;
-            auto [rec, client_packet] = co_await read_client_packet(false);
-            if (rec || client_packet.first_seq != client_seq) {
-                co_await client_read_failed(rec ? rec : error_code(proto::errc::bad_sequence), client_seq);
-                co_return false;
-            }
-            proto::byte_buffer answer(client_in_.readable().begin(),
-                                      client_in_.readable().begin() + static_cast<std::ptrdiff_t>(client_packet.raw_size));
-            renumber_frames(answer, static_cast<std::uint8_t>(client_seq + shift));
-            client_seq = static_cast<std::uint8_t>(client_packet.last_seq + 1);
-            client_in_.consume(client_packet.raw_size);
-            if (!co_await write_backend(answer)) co_return false;
-            set_deadline(deadline_kind::connect, opt_.connect_timeout);
-        }
-    }
-
-    awaitable<bool> start_backend_tls(const proto::handshake_response& response,
-                                      const proto::packet_span& response_packet) {
-        if (!(server_caps_ & proto::cap::ssl)) {
-            admin::metrics().backend_errors("tls").inc();
-            co_await answer_error(response_packet.last_seq + 1, er::cannot_connect, "HY000",
-                                  "claimguard: backend TLS is required but the database does not offer TLS");
-            co_return false;
-        }
-        proto::handshake_response ssl_request = response;
-        ssl_request.is_ssl_request = true;
-        ssl_request.capabilities |= proto::cap::ssl;
-        proto::byte_buffer payload, out;
-        proto::serialize(ssl_request, payload);
-        std::uint8_t seq = response_packet.first_seq;
-        proto::write_packet(out, seq, payload);
-        if (!co_await write_backend(out)) co_return false;
-        const auto& tls = opt_.backend_tls;
-        auto ec = co_await backend_.start_tls(*ctx_.backend_tls,
-                                              tls.server_name.empty() ? opt_.backend.host : tls.server_name, tls.verify);
-        if (ec) {
-            admin::metrics().backend_errors("tls").inc();
-            spdlog::warn("session {} from {}: TLS handshake with the database failed: {}", id_, peer_, ec.message());
-            co_await answer_error(response_packet.last_seq + 1, er::cannot_connect, "HY000",
-                                  "claimguard: TLS handshake with the database failed: " + ec.message());
-            co_return false;
-        }
-        proto::byte_buffer patched(response_packet.first_payload.begin(), response_packet.first_payload.end());
-        proto::patch_capabilities(patched, response.capabilities | proto::cap::ssl);
-        out.clear();
-        proto::write_packet(out, seq, patched);
-        co_return co_await write_backend(out);
-    }
-
-    // ---- command phase -----------------------------------------------------------------------
-
-    awaitable<void> command_loop() {
-        for (;;) {
-            client_in_.shrink_if_idle(idle_buffer_bytes);
-            backend_in_.shrink_if_idle(idle_buffer_bytes);
-            auto [ec, packet] = co_await read_client_packet(true);
-            if (ec) {
-                co_await client_read_failed(ec, 1);
-                co_return;
-            }
-            if (packet.first_seq != 0) {
-                co_await client_read_failed(proto::errc::bad_sequence, static_cast<std::uint8_t>(packet.last_seq + 1));
-                co_return;
-            }
-            if (packet.payload_size == 0) {
-                co_await client_read_failed(proto::errc::empty_packet, 1);
-                co_return;
-            }
-            const std::uint8_t command = packet.first_payload[0];
-            const std::uint8_t reply_seq = static_cast<std::uint8_t>(packet.last_seq + 1);
-            admin::metrics().commands(command).inc();
-            if (proto::is_refused_command(command)) {
-                client_in_.consume(packet.raw_size);
-                co_await answer_error(reply_seq, er::unknown_command, "08S01",
-                                      "claimguard: command not supported through the proxy");
-                continue;
-            }
-            const auto started = clock_type::now();
-
-            // Decision point (claim engine): a command may be forwarded, rewritten or answered here.
-            if (!co_await write_backend(client_in_.readable().first(packet.raw_size))) {
-                co_await backend_failed(asio::error::broken_pipe, reply_seq);
-                co_return;
-            }
-            client_in_.consume(packet.raw_size);
-            if (command == proto::com::quit) co_return;
-
-            proto::command_exchange exchange(command, caps_, status_);
-            if (exchange.start(packet.last_seq) == proto::next_step::done) continue;
-            if (!co_await relay_reply(exchange)) co_return;
-            status_ = exchange.status();
-            // Decision point (claim engine): the reply's rows and affected rows are known here.
-            if (command == proto::com::change_user && exchange.failed()) co_return;  // the server closes too
-
-            admin::metrics().command_duration.observe(std::chrono::duration<double>(clock_type::now() - started).count());
-        }
-    }
-
-    // Forwards the server's reply to the client until the exchange says it is over.
-    // Complete packets are parsed in place and written in large batches straight
-    // from the read buffer; nothing is copied.
-    awaitable<bool> relay_reply(proto::command_exchange& exchange) {
-        std::size_t parsed = 0;  // bytes at the front of backend_in_ parsed, not yet sent
-        auto flush = [&]() -> awaitable<bool> {
-            if (parsed == 0) co_return true;
-            bool ok = co_await write_client(backend_in_.readable().first(parsed));
-            backend_in_.consume(parsed);
-            parsed = 0;
-            co_return ok;
-        };
-        auto step = proto::next_step::read_server;
-        while (step != proto::next_step::done) {
-            if (step == proto::next_step::read_server) {
-                auto scan = proto::scan_packet(backend_in_.readable().subspan(parsed), opt_.max_packet_bytes);
-                if (scan && scan->raw_size) {
-                    auto next = exchange.on_server_packet(*scan);
-                    if (!next) {
-                        if (!co_await flush()) co_return false;
-                        co_await backend_failed(next.error(), exchange.next_seq());
-                        co_return false;
-                    }
-                    parsed += scan->raw_size;
-                    step = *next;
-                    continue;
-                }
-                if (!co_await flush()) co_return false;
-                if (!scan) {
-                    co_await backend_failed(scan.error(), exchange.next_seq());
-                    co_return false;
-                }
-                auto space = backend_in_.prepare(std::max(read_chunk_bytes, backend_in_.size()));
-                auto [ec, n] = co_await backend_.read_some(asio::buffer(space.data(), space.size()));
-                if (ec) {
-                    co_await backend_failed(ec, exchange.next_seq());
-                    co_return false;
-                }
-                backend_in_.commit(n);
-            } else {
-                // LOCAL INFILE data or an authentication answer from the client.
-                if (!co_await flush()) co_return false;
-                auto [ec, packet] = co_await read_client_packet(false);
-                if (ec) {
-                    co_await client_read_failed(ec, exchange.next_seq());
-                    co_return false;
-                }
-                auto next = exchange.on_client_packet(packet);
-                if (!next) {
-                    co_await client_read_failed(next.error(), exchange.next_seq());
-                    co_return false;
-                }
-                if (!co_await write_backend(client_in_.readable().first(packet.raw_size))) {
-                    co_await backend_failed(asio::error::broken_pipe, exchange.next_seq());
-                    co_return false;
-                }
-                client_in_.consume(packet.raw_size);
-                step = *next;
-            }
-        }
-        co_return co_await flush();
-    }
-
-    tcp::socket client_;
-    backend_stream backend_;
-    asio::steady_timer timer_;
-    const session_context& ctx_;
-    const config::proxy_options& opt_;
-    std::uint64_t id_;
-    std::string peer_;
-    std::string user_;
-    packet_buffer client_in_;
-    packet_buffer backend_in_;
-    std::uint32_t server_caps_ = 0;
-    std::uint32_t caps_ = 0;  // what both sides agreed on
-    std::uint16_t status_ = 0;
-    clock_type::time_point deadline_ = clock_type::time_point::max();
-    clock_type::time_point armed_ = clock_type::time_point::max();
-    deadline_kind deadline_kind_ = deadline_kind::none;
-    deadline_kind timed_out_ = deadline_kind::none;
-    bool closed_ = false;
-};
-
 }  // namespace
 
-awaitable<void> run_session(tcp::socket client, const session_context& ctx) {
+awaitable<void> session::run() {
+    asio::co_spawn(client_.get_executor(), [self = shared_from_this()] { return self->watchdog(); },
+                   asio::detached);
+    spdlog::debug("session {} from {}: open", id_, peer_);
+    if (co_await connect_backend() && co_await relay_handshake()) co_await command_loop();
+    close();
+    spdlog::debug("session {} from {}: closed", id_, peer_);
+}
+
+void session::close() {
+    closed_ = true;
+    timer_.cancel();
+    error_code ignored;
+    client_.shutdown(tcp::socket::shutdown_both, ignored);
+    client_.close(ignored);
+    backend_.close();
+}
+
+awaitable<void> session::watchdog() {
+    while (!closed_) {
+        armed_ = deadline_;
+        timer_.expires_at(deadline_);
+        co_await timer_.async_wait(nothrow);
+        if (closed_) co_return;
+        if (deadline_kind_ != deadline_kind::none && clock_type::now() >= deadline_) {
+            timed_out_ = deadline_kind_;
+            deadline_ = clock_type::time_point::max();
+            deadline_kind_ = deadline_kind::none;
+            error_code ignored;
+            client_.cancel(ignored);
+            backend_.cancel();
+        }
+    }
+}
+
+void session::set_deadline(deadline_kind kind, clock_type::duration after) {
+    deadline_kind_ = kind;
+    deadline_ = kind == deadline_kind::none || after.count() <= 0 ? clock_type::time_point::max()
+                                                                   : clock_type::now() + after;
+    if (deadline_ < armed_) timer_.cancel();  // an earlier deadline: wake the watchdog
+}
+
+awaitable<std::pair<error_code, proto::packet_span>> session::read_client_packet(bool between_commands) {
+    co_return co_await read_packet(client_in_, [&](asio::mutable_buffer b) -> awaitable<backend_stream::result_type> {
+        bool idle = between_commands && client_in_.size() == 0;
+        set_deadline(idle ? deadline_kind::idle : deadline_kind::packet,
+                     idle ? clock_type::duration(opt_.idle_timeout) : clock_type::duration(opt_.packet_timeout));
+        auto r = co_await client_.async_read_some(b, nothrow);
+        set_deadline(deadline_kind::none, {});
+        co_return r;
+    });
+}
+
+awaitable<std::pair<error_code, proto::packet_span>> session::read_backend_packet() {
+    co_return co_await read_packet(backend_in_, [&](asio::mutable_buffer b) { return backend_.read_some(b); });
+}
+
+awaitable<bool> session::write_client(proto::bytes_view bytes) {
+    auto [ec, n] = co_await asio::async_write(client_, asio::buffer(bytes.data(), bytes.size()), nothrow);
+    admin::metrics().bytes_backend_to_client.inc(n);
+    if (ec) {
+        admin::metrics().client_errors("io").inc();
+        spdlog::debug("session {} from {}: client write failed: {}", id_, peer_, ec.message());
+    }
+    co_return !ec;
+}
+
+awaitable<bool> session::write_backend(proto::bytes_view bytes) {
+    auto [ec, n] = co_await backend_.write(asio::buffer(bytes.data(), bytes.size()));
+    admin::metrics().bytes_client_to_backend.inc(n);
+    if (ec) {
+        admin::metrics().backend_errors("io").inc();
+        spdlog::warn("session {} from {}: write to the database failed: {}", id_, peer_, ec.message());
+    }
+    co_return !ec;
+}
+
+awaitable<void> session::answer_error(std::uint8_t seq, std::uint16_t code, std::string_view sql_state,
+                             std::string_view message) {
+    auto frame = proto::make_err_frame(seq, code, sql_state, message);
+    co_await write_client(frame);
+}
+
+awaitable<void> session::client_read_failed(error_code ec, std::uint8_t seq) {
+    if (ec == asio::error::eof || ec == asio::error::connection_reset) co_return;  // client left
+    if (timed_out_ == deadline_kind::idle) {
+        admin::metrics().client_errors("idle_timeout").inc();
+        spdlog::info("session {} from {}: closed after {}s idle", id_, peer_, opt_.idle_timeout.count());
+        co_return;
+    }
+    if (timed_out_ == deadline_kind::packet) {
+        admin::metrics().client_errors("timeout").inc();
+        co_await answer_error(seq, er::read_timeout, "08S01", "Got timeout reading communication packets");
+        co_return;
+    }
+    if (ec.category() == proto::protocol_category()) {
+        admin::metrics().client_errors(ec == proto::errc::packet_too_large ? "packet_too_large" : "protocol").inc();
+        spdlog::warn("session {} from {}: bad packet from the client: {}", id_, peer_, ec.message());
+        auto [code, state] = client_error_answer(ec);
+        co_await answer_error(seq, code, state, "claimguard: " + ec.message());
+        co_return;
+    }
+    admin::metrics().client_errors("io").inc();
+}
+
+awaitable<void> session::backend_failed(error_code ec, std::uint8_t seq) {
+    bool protocol = ec.category() == proto::protocol_category();
+    admin::metrics().backend_errors(protocol ? "protocol" : ec == asio::error::eof ? "closed" : "io").inc();
+    spdlog::warn("session {} from {}: database connection failed: {}", id_, peer_, ec.message());
+    co_await answer_error(seq, protocol ? er::backend_malformed : er::server_lost, "HY000",
+                          protocol ? "claimguard: malformed packet from the database: " + ec.message()
+                                   : "Lost connection to the database during query (claimguard: " +
+                                         ec.message() + ")");
+}
+
+awaitable<bool> session::connect_backend() {
+    set_deadline(deadline_kind::connect, opt_.connect_timeout);
+    error_code ec;
+    auto address = asio::ip::make_address(opt_.backend.host, ec);
+    if (!ec) {
+        std::tie(ec) = co_await backend_.socket().async_connect({address, opt_.backend.port}, nothrow);
+    } else {
+        tcp::resolver resolver(client_.get_executor());
+        auto [rec, endpoints] =
+            co_await resolver.async_resolve(opt_.backend.host, std::to_string(opt_.backend.port), nothrow);
+        ec = rec;
+        if (!ec) std::tie(ec, std::ignore) = co_await asio::async_connect(backend_.socket(), endpoints, nothrow);
+    }
+    if (ec) {
+        bool timeout = timed_out_ == deadline_kind::connect;
+        admin::metrics().backend_errors(timeout ? "timeout" : "connect").inc();
+        spdlog::warn("session {} from {}: cannot connect to the database at {}:{}: {}", id_, peer_,
+                     opt_.backend.host, opt_.backend.port, timeout ? "timed out" : ec.message());
+        co_await answer_error(0, er::cannot_connect, "HY000",
+                              "claimguard: cannot connect to the database at " + opt_.backend.host + ":" +
+                                  std::to_string(opt_.backend.port) + ": " +
+                                  (timeout ? std::string("timed out") : ec.message()));
+        co_return false;
+    }
+    error_code ignored;
+    backend_.socket().set_option(tcp::no_delay(true), ignored);
+    backend_.socket().set_option(asio::socket_base::keep_alive(true), ignored);
+    client_.set_option(tcp::no_delay(true), ignored);
+    client_.set_option(asio::socket_base::keep_alive(true), ignored);
+    co_return true;
+}
+
+awaitable<bool> session::relay_handshake() {
+    // 1. The server's greeting, with the capabilities we cannot honour masked.
+    auto [ec, greeting_packet] = co_await read_backend_packet();
+    if (ec) {
+        co_await backend_failed(timed_out_ == deadline_kind::connect ? asio::error::timed_out : ec, 0);
+        co_return false;
+    }
+    auto payload = greeting_packet.first_payload;
+    if (!payload.empty() && payload[0] == proto::err_header) {  // e.g. too many connections
+        co_await write_client(backend_in_.readable().first(greeting_packet.raw_size));
+        co_return false;
+    }
+    auto greeting = proto::parse_server_greeting(payload);
+    if (!greeting) {
+        co_await backend_failed(greeting.error(), 0);
+        co_return false;
+    }
+    server_caps_ = greeting->capabilities;
+    status_ = greeting->status;
+    lexer_.mariadb = proto::is_mariadb(server_caps_);
+    lexer_.server_version = server_version_number(greeting->server_version);
+    greeting->capabilities &= ~(proto::cap::never_offered | proto::cap::ssl);
+    if (proto::is_mariadb(server_caps_)) greeting->mariadb_capabilities &= ~proto::mariadb_cap::never_offered;
+    const std::uint32_t greeting_mariadb_caps = greeting->mariadb_capabilities;
+    proto::byte_buffer masked, out;
+    proto::serialize(*greeting, masked);
+    std::uint8_t seq = greeting_packet.first_seq;
+    proto::write_packet(out, seq, masked);
+    backend_in_.consume(greeting_packet.raw_size);
+    if (!co_await write_client(out)) co_return false;
+    set_deadline(deadline_kind::none, {});
+
+    // 2. The client's handshake response: read for the user name and capabilities, never the password.
+    auto [cec, response_packet] = co_await read_client_packet(false);
+    if (cec) {
+        co_await client_read_failed(cec, static_cast<std::uint8_t>(seq));
+        co_return false;
+    }
+    if (response_packet.first_seq != seq) {
+        co_await client_read_failed(proto::errc::bad_sequence, static_cast<std::uint8_t>(seq + 1));
+        co_return false;
+    }
+    auto response = proto::parse_handshake_response(response_packet.first_payload);
+    if (!response || response_packet.frames != 1) {
+        admin::metrics().client_errors("protocol").inc();
+        co_await answer_error(response_packet.last_seq + 1, er::handshake, "08S01", "Bad handshake");
+        co_return false;
+    }
+    if (response->is_ssl_request) {
+        admin::metrics().client_errors("protocol").inc();
+        co_await answer_error(response_packet.last_seq + 1, er::handshake, "08S01",
+                              "claimguard: TLS between the app and the sidecar is not enabled");
+        co_return false;
+    }
+    user_ = response->username;
+    caps_ = response->capabilities & server_caps_;
+    mariadb_caps_ = response->mariadb_capabilities & greeting_mariadb_caps;
+    database_ = response->database;
+    lexer_.client_charset = rules::sql::charset_from_collation(response->charset);
+
+    // 3. Forward it, after an SSLRequest and TLS handshake when the backend link is TLS.
+    std::uint8_t shift = 0;
+    set_deadline(deadline_kind::connect, opt_.connect_timeout);
+    if (ctx_.backend_tls) {
+        if (!co_await start_backend_tls(*response, response_packet)) co_return false;
+        shift = 1;
+    } else if (!co_await write_backend(client_in_.readable().first(response_packet.raw_size))) {
+        co_return false;
+    }
+    std::uint8_t client_seq = static_cast<std::uint8_t>(response_packet.last_seq + 1);
+    client_in_.consume(response_packet.raw_size);
+
+    // 4. Authentication rounds until OK or ERR; the proxy only relays them.
+    proto::auth_exchange auth;
+    for (;;) {
+        auto [bec, server_packet] = co_await read_backend_packet();
+        if (bec) {
+            co_await backend_failed(timed_out_ == deadline_kind::connect ? asio::error::timed_out : bec,
+                                    client_seq);
+            co_return false;
+        }
+        auto step = auth.on_server_packet(server_packet.first_payload);
+        proto::byte_buffer raw(backend_in_.readable().begin(),
+                               backend_in_.readable().begin() + static_cast<std::ptrdiff_t>(server_packet.raw_size));
+        renumber_frames(raw, client_seq);
+        client_seq = static_cast<std::uint8_t>(client_seq + server_packet.frames);
+        if (step && *step == proto::next_step::done && auth.succeeded()) {
+            if (auto ok = proto::parse_ok(server_packet.first_payload, caps_)) status_ = ok->status;
+        }
+        backend_in_.consume(server_packet.raw_size);
+        if (!step) {
+            co_await backend_failed(step.error(), client_seq);
+            co_return false;
+        }
+        if (!co_await write_client(raw)) co_return false;
+        if (*step == proto::next_step::done) {
+            if (!auth.succeeded()) co_return false;  // the server's own ERR (e.g. 1045) was relayed
+            if (ctx_.health) ctx_.health->mark_backend_ok();
+            set_deadline(deadline_kind::none, {});
+            spdlog::debug("session {} from {}: user '{}' authenticated", id_, peer_, user_);
+            co_return true;
+        }
+        if (*step == proto::next_step::read_server) continue;
+        auto [rec, client_packet] = co_await read_client_packet(false);
+        if (rec || client_packet.first_seq != client_seq) {
+            co_await client_read_failed(rec ? rec : error_code(proto::errc::bad_sequence), client_seq);
+            co_return false;
+        }
+        proto::byte_buffer answer(client_in_.readable().begin(),
+                                  client_in_.readable().begin() + static_cast<std::ptrdiff_t>(client_packet.raw_size));
+        renumber_frames(answer, static_cast<std::uint8_t>(client_seq + shift));
+        client_seq = static_cast<std::uint8_t>(client_packet.last_seq + 1);
+        client_in_.consume(client_packet.raw_size);
+        if (!co_await write_backend(answer)) co_return false;
+        set_deadline(deadline_kind::connect, opt_.connect_timeout);
+    }
+}
+
+awaitable<bool> session::start_backend_tls(const proto::handshake_response& response,
+                                  const proto::packet_span& response_packet) {
+    if (!(server_caps_ & proto::cap::ssl)) {
+        admin::metrics().backend_errors("tls").inc();
+        co_await answer_error(response_packet.last_seq + 1, er::cannot_connect, "HY000",
+                              "claimguard: backend TLS is required but the database does not offer TLS");
+        co_return false;
+    }
+    proto::handshake_response ssl_request = response;
+    ssl_request.is_ssl_request = true;
+    ssl_request.capabilities |= proto::cap::ssl;
+    proto::byte_buffer payload, out;
+    proto::serialize(ssl_request, payload);
+    std::uint8_t seq = response_packet.first_seq;
+    proto::write_packet(out, seq, payload);
+    if (!co_await write_backend(out)) co_return false;
+    const auto& tls = opt_.backend_tls;
+    auto ec = co_await backend_.start_tls(*ctx_.backend_tls,
+                                          tls.server_name.empty() ? opt_.backend.host : tls.server_name, tls.verify);
+    if (ec) {
+        admin::metrics().backend_errors("tls").inc();
+        spdlog::warn("session {} from {}: TLS handshake with the database failed: {}", id_, peer_, ec.message());
+        co_await answer_error(response_packet.last_seq + 1, er::cannot_connect, "HY000",
+                              "claimguard: TLS handshake with the database failed: " + ec.message());
+        co_return false;
+    }
+    proto::byte_buffer patched(response_packet.first_payload.begin(), response_packet.first_payload.end());
+    proto::patch_capabilities(patched, response.capabilities | proto::cap::ssl);
+    out.clear();
+    proto::write_packet(out, seq, patched);
+    co_return co_await write_backend(out);
+}
+
+awaitable<void> session::command_loop() {
+    for (;;) {
+        client_in_.shrink_if_idle(idle_buffer_bytes);
+        backend_in_.shrink_if_idle(idle_buffer_bytes);
+        auto [ec, packet] = co_await read_client_packet(true);
+        if (ec) {
+            co_await client_read_failed(ec, 1);
+            co_return;
+        }
+        if (packet.first_seq != 0) {
+            co_await client_read_failed(proto::errc::bad_sequence, static_cast<std::uint8_t>(packet.last_seq + 1));
+            co_return;
+        }
+        if (packet.payload_size == 0) {
+            co_await client_read_failed(proto::errc::empty_packet, 1);
+            co_return;
+        }
+        const std::uint8_t command = packet.first_payload[0];
+        const std::uint8_t reply_seq = static_cast<std::uint8_t>(packet.last_seq + 1);
+        admin::metrics().commands(command).inc();
+        if (proto::is_refused_command(command)) {
+            client_in_.consume(packet.raw_size);
+            co_await answer_error(reply_seq, er::unknown_command, "08S01",
+                                  "claimguard: command not supported through the proxy");
+            continue;
+        }
+        const auto started = clock_type::now();
+        const bool was_in_transaction = status_ & proto::status::in_trans;
+
+        // Decision point (claim engine): a command may be forwarded, rewritten or answered here.
+        auto verdict = co_await intercept(packet, command);
+        if (verdict == intercepted::failed) co_return;
+        if (verdict == intercepted::handled) {
+            client_in_.consume(packet.raw_size);
+            after_command(was_in_transaction, started);
+            continue;
+        }
+        if (!co_await write_backend(client_in_.readable().first(packet.raw_size))) {
+            co_await backend_failed(asio::error::broken_pipe, reply_seq);
+            co_return;
+        }
+        client_in_.consume(packet.raw_size);
+        if (command == proto::com::quit) co_return;
+
+        proto::command_exchange exchange(command, caps_, status_);
+        if (exchange.start(packet.last_seq) == proto::next_step::done) {
+            after_command(was_in_transaction, started);
+            continue;
+        }
+        if (!co_await relay_reply(exchange)) co_return;
+        status_ = exchange.status();
+        if (command == proto::com::stmt_prepare && !exchange.failed()) last_prepared_id_ = exchange.statement_id();
+        if (command == proto::com::change_user && exchange.failed()) co_return;  // the server closes too
+        if (exchange.failed()) reset_after_reply_ = false;
+        after_command(was_in_transaction, started);
+    }
+}
+
+awaitable<bool> session::relay_reply(proto::command_exchange& exchange) {
+    std::size_t parsed = 0;  // bytes at the front of backend_in_ parsed, not yet sent
+    auto flush = [&]() -> awaitable<bool> {
+        if (parsed == 0) co_return true;
+        bool ok = co_await write_client(backend_in_.readable().first(parsed));
+        backend_in_.consume(parsed);
+        parsed = 0;
+        co_return ok;
+    };
+    auto step = proto::next_step::read_server;
+    while (step != proto::next_step::done) {
+        if (step == proto::next_step::read_server) {
+            auto scan = proto::scan_packet(backend_in_.readable().subspan(parsed), opt_.max_packet_bytes);
+            if (scan && scan->raw_size) {
+                auto next = exchange.on_server_packet(*scan);
+                if (!next) {
+                    if (!co_await flush()) co_return false;
+                    co_await backend_failed(next.error(), exchange.next_seq());
+                    co_return false;
+                }
+                parsed += scan->raw_size;
+                step = *next;
+                continue;
+            }
+            if (!co_await flush()) co_return false;
+            if (!scan) {
+                co_await backend_failed(scan.error(), exchange.next_seq());
+                co_return false;
+            }
+            auto space = backend_in_.prepare(std::max(read_chunk_bytes, backend_in_.size()));
+            auto [ec, n] = co_await backend_.read_some(asio::buffer(space.data(), space.size()));
+            if (ec) {
+                co_await backend_failed(ec, exchange.next_seq());
+                co_return false;
+            }
+            backend_in_.commit(n);
+        } else {
+            // LOCAL INFILE data or an authentication answer from the client.
+            if (!co_await flush()) co_return false;
+            auto [ec, packet] = co_await read_client_packet(false);
+            if (ec) {
+                co_await client_read_failed(ec, exchange.next_seq());
+                co_return false;
+            }
+            auto next = exchange.on_client_packet(packet);
+            if (!next) {
+                co_await client_read_failed(next.error(), exchange.next_seq());
+                co_return false;
+            }
+            if (!co_await write_backend(client_in_.readable().first(packet.raw_size))) {
+                co_await backend_failed(asio::error::broken_pipe, exchange.next_seq());
+                co_return false;
+            }
+            client_in_.consume(packet.raw_size);
+            step = *next;
+        }
+    }
+    co_return co_await flush();
+}
+
+void session::after_command(bool was_in_transaction, clock_type::time_point started) {
+    // The session's transaction ended (COMMIT, ROLLBACK, an implicit commit or a rollback
+    // after a deadlock): the claim bookkeeping of that transaction goes with it.
+    bool ended = was_in_transaction && !(status_ & proto::status::in_trans);
+    if (reset_after_reply_ || ended) engine::after_transaction_end(memory_);
+    reset_after_reply_ = false;
+    admin::metrics().command_duration.observe(std::chrono::duration<double>(clock_type::now() - started).count());
+}
+
+awaitable<void> run_session(tcp::socket client, const session_context& ctx, guards::redis_guard* redis) {
     std::shared_ptr<session> s;
     try {
-        s = std::make_shared<session>(std::move(client), ctx);
+        s = std::make_shared<session>(std::move(client), ctx, redis);
         co_await s->run();
     } catch (const std::exception& e) {  // the one catch per session: nothing escapes to the I/O loop
         spdlog::error("session ended by an unexpected error: {}", e.what());

@@ -14,8 +14,16 @@ class context;
 namespace claimguard::admin {
 struct health_state;
 }
+namespace claimguard::engine {
+class rules_holder;
+}
+namespace claimguard::guards {
+class redis_guard;
+}
 
 namespace claimguard::session {
+
+class audit_log;
 
 // Shared, read-only for sessions (except the counters, which are atomic).
 struct session_context {
@@ -23,9 +31,13 @@ struct session_context {
     boost::asio::ssl::context* backend_tls = nullptr;  // null: plain TCP to the backend
     admin::health_state* health = nullptr;
     std::atomic<std::uint64_t>* next_session_id = nullptr;
+    engine::rules_holder* rules = nullptr;  // null: no rules, a plain relay
+    audit_log* audit = nullptr;
 };
 
 // Serves one client until either side closes, then closes both connections.
-boost::asio::awaitable<void> run_session(boost::asio::ip::tcp::socket client, const session_context& ctx);
+// `redis` is the Redis guard of the I/O thread the session runs on (null: no Redis).
+boost::asio::awaitable<void> run_session(boost::asio::ip::tcp::socket client, const session_context& ctx,
+                                         guards::redis_guard* redis);
 
 }  // namespace claimguard::session

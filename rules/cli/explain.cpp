@@ -1,9 +1,43 @@
-// Scaffold: replaced by the rules library's real `claimguard explain`.
-#include "rules_cli.hpp"
+// `claimguard explain --rules R [--read VALUE] SQL`: a dry run of the rules on one statement.
+#include <charconv>
+#include <cstdint>
+#include <optional>
+
+#include "rules/cli/rules_cli.hpp"
+#include "rules/match/describe.hpp"
+#include "rules/match/rule_index.hpp"
+#include "rules/model/rules.hpp"
+
 namespace claimguard::rules_cli {
-int explain(const std::vector<std::string>&, const std::optional<std::string>&, const std::string&,
-            std::ostream&, std::ostream& err) {
-    err << "claimguard explain: not built yet\n";
-    return 2;
+namespace detail {
+
+// Defined in lint.cpp: reads every file and loads them as one rule set (2: unreadable file,
+// 1: invalid rules, both already printed on `err`; 0: `out` set).
+int read_and_load(const std::vector<std::string>& paths, std::string_view command, std::ostream& err,
+                  rules::rule_set& out);
+
+}  // namespace detail
+
+int explain(const std::vector<std::string>& rules_paths, const std::optional<std::string>& read_value,
+            const std::string& sql, std::ostream& out, std::ostream& err) {
+    rules::match::explain_options options;
+    if (read_value) {
+        std::int64_t v = 0;
+        const char* first = read_value->data();
+        const char* last = first + read_value->size();
+        const auto [end, ec] = std::from_chars(first, last, v);
+        if (ec != std::errc{} || end != last) {
+            err << "claimguard explain: --read takes the integer the session read before, not \"" << *read_value
+                << "\"\n";
+            return 2;
+        }
+        options.read_value = v;
+    }
+    rules::rule_set set;
+    if (const int rc = detail::read_and_load(rules_paths, "explain", err, set); rc != 0) return rc;
+    const rules::match::rule_index index(set);
+    rules::match::explain(index, sql, options, out);
+    return 0;
 }
+
 }  // namespace claimguard::rules_cli

@@ -1,6 +1,10 @@
 // load_rules: the rules files' text to a validated rule set or a list of located errors. Never throws.
 #include <algorithm>
 #include <map>
+#include <sstream>
+
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 #include "rules/model/limits.hpp"
 #include "rules/model/parsed_rules.hpp"
@@ -13,6 +17,48 @@ namespace {
 using detail::diagnostics;
 using detail::yaml_file;
 
+// Records where documents start; ignores their content.
+class document_counter final : public YAML::EventHandler {
+public:
+    std::vector<YAML::Mark> starts;
+    void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+};
+
+// The first document of `text`, after checking there is no second one. yaml-cpp 0.7's LoadAll
+// loops forever on some input (a lone ',' yields the same empty document again and again), so
+// documents are counted with at most two parser steps, and a step that makes no progress is a
+// syntax error.
+std::optional<YAML::Node> parse_first_document(const std::string& text, yaml_file& file) {
+    document_counter counter;
+    {
+        std::istringstream in(text);
+        YAML::Parser parser(in);
+        if (parser.HandleNextDocument(counter))
+            parser.HandleNextDocument(counter);
+    }
+    if (counter.starts.size() == 2) {
+        const auto& first = counter.starts[0];
+        const auto& second = counter.starts[1];
+        if (second.pos <= first.pos) {
+            const auto at = static_cast<std::size_t>(std::max(first.pos, 0));
+            file.error(first, "this is not valid YAML: unexpected " +
+                                  (at < text.size() ? "'" + std::string(1, text[at]) + "'" : std::string("end")) +
+                                  " here");
+            return std::nullopt;
+        }
+        file.error(second, "the file holds more than one YAML document ('---'); put each rule set in its own file");
+    }
+    return YAML::Load(text);
+}
+
 // Parses one source into `parsed`; every problem becomes a diagnostic.
 void read_source(const rules_source& source, detail::parsed_rules& parsed, diagnostics& diags) {
     yaml_file file(source.file, diags);
@@ -22,9 +68,9 @@ void read_source(const rules_source& source, detail::parsed_rules& parsed, diagn
         diags.add({source.file, p.line, p.column}, p.message);
     if (!problems.empty())
         return;
-    std::vector<YAML::Node> documents;
+    std::optional<YAML::Node> root;
     try {
-        documents = YAML::LoadAll(std::string(text));
+        root = parse_first_document(std::string(text), file);
     } catch (const YAML::DeepRecursion& e) {
         file.error(e.mark, "the YAML is nested too deeply for the parser here");
         return;
@@ -32,12 +78,8 @@ void read_source(const rules_source& source, detail::parsed_rules& parsed, diagn
         file.error(e.mark, "this is not valid YAML: " + e.msg);
         return;
     }
-    if (documents.empty())
-        return;
-    if (documents.size() > 1)
-        file.error(documents[1].Mark(), "the file holds more than one YAML document ('---'); put each rule set "
-                                        "in its own file");
-    detail::read_rules_document(file, documents.front(), parsed);
+    if (root)
+        detail::read_rules_document(file, *root, parsed);
 }
 
 rule_set build_rule_set(detail::parsed_rules& parsed, const std::vector<rules_source>& sources) {

@@ -1,6 +1,7 @@
 // Checks on the raw text of a rules file before yaml-cpp sees it: size, encoding, tabs, nesting.
 #include "rules/model/precheck.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "rules/model/limits.hpp"
@@ -99,13 +100,16 @@ private:
                 }
                 break;
             }
-            if (indicators == 0 && (content == line.size() || line[content] == '#'))
-                return;  // blank or comment-only lines do not change the structure
-            if (const auto tab = line.substr(0, content).find('\t'); tab != std::string_view::npos) {
+            const bool blank = indicators == 0 && (content == line.size() || line[content] == '#');
+            // yaml-cpp refuses a tab in column 1 even on a blank or comment line.
+            const auto tab = line.substr(0, blank ? std::min<std::size_t>(1, content) : content).find('\t');
+            if (tab != std::string_view::npos) {
                 problems_.push_back({line_no, static_cast<int>(tab) + 1,
                                      "a tab is used for indentation here; YAML indents with spaces only"});
                 return;
             }
+            if (blank)
+                return;  // blank or comment-only lines do not change the structure
             while (!indents_.empty() && indents_.back() > indent)
                 indents_.pop_back();
             if (indents_.empty() || indents_.back() < indent)
@@ -176,8 +180,8 @@ std::string_view strip_utf8_bom(std::string_view text) {
 std::vector<text_problem> precheck_rules_text(std::string_view text) {
     if (text.size() > max_rules_file_bytes)
         return {{1, 1,
-                 "the file is " + std::to_string(text.size()) + " bytes; a rules file may be at most " +
-                     std::to_string(max_rules_file_bytes) + " bytes"}};
+                 "the file is larger than " + std::to_string(max_rules_file_bytes) +
+                     " bytes, the most a rules file may hold"}};
     if (auto problems = check_encoding(text); !problems.empty())
         return problems;
     return structure_scanner(text).run();

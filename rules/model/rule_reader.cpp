@@ -94,21 +94,23 @@ private:
         if (f.value.IsNull())
             return;
         if (!f.value.IsSequence()) {
-            file_.error(f.value.Mark(), f.name + " must be a list of " + std::string(kind) +
+            file_.error(f.value_mark(), f.name + " must be a list of " + std::string(kind) +
                                             " rules, each starting with '- ', not " +
                                             std::string(describe_node(f.value)));
             return;
         }
         for (const auto& item : f.value) {
+            // An alias item carries its anchor's mark; report it at the list's key instead.
+            const auto item_mark = item.Mark().pos < f.key_mark.pos ? f.key_mark : item.Mark();
             if (out_.stocks.size() + out_.claims.size() >= max_rules_per_set) {
-                file_.error(item.Mark(), "too many rules: a rule set holds at most " +
+                file_.error(item_mark, "too many rules: a rule set holds at most " +
                                              std::to_string(max_rules_per_set));
                 return;
             }
             if (file_.diags().full())
                 return;
             if (!item.IsMap()) {
-                file_.error(item.Mark(), "each " + std::string(kind) + " rule is a mapping of fields (table:, ...), "
+                file_.error(item_mark, "each " + std::string(kind) + " rule is a mapping of fields (table:, ...), "
                                          "not " + std::string(describe_node(item)));
                 continue;
             }
@@ -185,7 +187,7 @@ private:
         if (const auto* f = fields.present("counter_column")) {
             const auto c = read_identifier(file_, *f);
             if (c && is_key(c->name)) {
-                file_.error(f->value.Mark(), "counter_column " + quoted(c->name) +
+                file_.error(f->value_mark(), "counter_column " + quoted(c->name) +
                                                  " is also a key column; the counter must be its own column");
                 p.complete = false;
             } else if (c) {
@@ -202,7 +204,7 @@ private:
         if (const auto* f = fields.get("version_column")) {
             const auto c = read_identifier(file_, *f);
             if (c && (is_key(c->name) || iequals(c->name, r.counter_column))) {
-                file_.error(f->value.Mark(), "version_column " + quoted(c->name) + " is also the " +
+                file_.error(f->value_mark(), "version_column " + quoted(c->name) + " is also the " +
                                                  (is_key(c->name) ? "key" : "counter") +
                                                  " column; the version must be its own column");
                 p.complete = false;
@@ -251,7 +253,7 @@ private:
             else
                 p.complete = false;
         } else {
-            file_.error(f.value.Mark(), "consumes has no rule: (the name of the stock rule this claim uses up, "
+            file_.error(f.value_mark(), "consumes has no rule: (the name of the stock rule this claim uses up, "
                                         "e.g. rule: coupon_stock)");
             p.complete = false;
         }
@@ -259,7 +261,7 @@ private:
         if (columns == nullptr)
             return;
         if (!columns->value.IsMap() || columns->value.size() == 0) {
-            file_.error(columns->value.Mark(), "columns needs a mapping from each claim column to the stock key "
+            file_.error(columns->value_mark(), "columns needs a mapping from each claim column to the stock key "
                                                "column it holds, e.g. {campaign_id: campaign_id}, not " +
                                                    std::string(columns->value.IsMap() ? "an empty mapping"
                                                                                       : describe_node(columns->value)));
@@ -289,7 +291,7 @@ private:
 
     void read_redis(const field& f, parsed_claim& p) {
         if (!f.value.IsMap()) {
-            file_.error(f.value.Mark(), "redis needs a mapping with key: and ttl:, not " +
+            file_.error(f.value_mark(), "redis needs a mapping with key: and ttl:, not " +
                                             std::string(describe_node(f.value)));
             p.complete = false;
             return;
@@ -325,14 +327,14 @@ private:
                     }
                 }
                 if (!problem.empty()) {
-                    file_.error(key->value.Mark(), "redis key " + quoted(*text) + " " + problem);
+                    file_.error(key->value_mark(), "redis key " + quoted(*text) + " " + problem);
                     ok = false;
                 } else {
                     guard.key_template = *text;
                 }
             }
         } else {
-            file_.error(f.value.Mark(), "redis has no key: (the Redis key template, e.g. "
+            file_.error(f.value_mark(), "redis has no key: (the Redis key template, e.g. "
                                         "key: \"lock:coupon:{user_id}:{campaign_id}\")");
             ok = false;
         }
@@ -376,7 +378,7 @@ private:
                                      return iequals(k.name, c->name);
                                  });
             if (in_idem) {
-                file_.error(f->value.Mark(), "idempotency_key_column " + quoted(c->name) +
+                file_.error(f->value_mark(), "idempotency_key_column " + quoted(c->name) +
                                                  " is already one of the idempotency_columns; name a separate "
                                                  "request-id column or leave it out");
                 p.complete = false;

@@ -164,8 +164,11 @@ void check_key_template(const parsed_claim& claim, bool mapping_known, diagnosti
                                                quoted(r.name) + " does not have; it can use: " + join_names(columns));
     }
     if (!any_placeholder) {
+        std::string example;
+        for (const auto& c : r.idempotency_columns)
+            example += ":{" + c + "}";
         diags.add(claim.redis_key_pos, "redis key names no column, so every claim would share one lock; add the "
-                                       "idempotency columns, e.g. {" + join_names(r.idempotency_columns) + "}");
+                                       "idempotency columns, e.g. lock" + example);
         return;
     }
     if (r.idempotency_key_column && uses(*r.idempotency_key_column))

@@ -72,7 +72,10 @@ source_pos yaml_file::pos(const YAML::Mark& mark) const {
 }
 
 YAML::Mark field::value_mark() const {
-    return value.IsNull() ? key_mark : value.Mark();
+    // An alias carries the mark of its anchor; a value that starts before its own key is one,
+    // and the key is where the DBA looks.
+    const auto mark = value.Mark();
+    return value.IsNull() || mark.pos < key_mark.pos ? key_mark : mark;
 }
 
 std::string_view describe_node(const YAML::Node& node) {
@@ -100,7 +103,7 @@ std::string_view suggest_field(std::string_view unknown, std::span<const std::st
         if (lower == alias && std::find(known.begin(), known.end(), target) != known.end())
             return target;
     for (const auto name : known)
-        if (lower == name || (lower.size() >= 3 && name.starts_with(lower)))
+        if (lower == name || (lower.size() >= 3 && (name.starts_with(lower) || name.ends_with("_" + lower))))
             return name;
     std::string_view best;
     std::size_t best_distance = std::max<std::size_t>(1, lower.size() / 3) + 1;
@@ -154,7 +157,7 @@ const std::string* read_scalar(yaml_file& file, const field& f, std::string_view
         return nullptr;
     }
     if (!f.value.IsScalar()) {
-        file.error(f.value.Mark(),
+        file.error(f.value_mark(),
                    f.name + " needs " + std::string(expectation) + ", not " + std::string(describe_node(f.value)));
         return nullptr;
     }
@@ -166,10 +169,10 @@ std::optional<located_name> read_identifier(yaml_file& file, const field& f) {
     if (text == nullptr)
         return std::nullopt;
     if (const auto problem = identifier_problem(*text); !problem.empty()) {
-        file.error(f.value.Mark(), f.name + " " + quoted(*text) + " " + problem);
+        file.error(f.value_mark(), f.name + " " + quoted(*text) + " " + problem);
         return std::nullopt;
     }
-    return located_name{*text, file.pos(f.value.Mark())};
+    return located_name{*text, file.pos(f.value_mark())};
 }
 
 std::optional<std::vector<located_name>> read_column_list(yaml_file& file, const field& f) {
@@ -180,16 +183,16 @@ std::optional<std::vector<located_name>> read_column_list(yaml_file& file, const
         return std::vector<located_name>{std::move(*one)};
     }
     if (!f.value.IsSequence()) {
-        file.error(f.value.Mark(), f.name + " needs a column name or a list of column names, not " +
+        file.error(f.value_mark(), f.name + " needs a column name or a list of column names, not " +
                                        std::string(describe_node(f.value)));
         return std::nullopt;
     }
     if (f.value.size() == 0) {
-        file.error(f.value.Mark(), f.name + " is an empty list; it needs at least one column");
+        file.error(f.value_mark(), f.name + " is an empty list; it needs at least one column");
         return std::nullopt;
     }
     if (f.value.size() > max_index_columns) {
-        file.error(f.value.Mark(), f.name + " lists " + std::to_string(f.value.size()) +
+        file.error(f.value_mark(), f.name + " lists " + std::to_string(f.value.size()) +
                                        " columns; a MySQL index holds at most " +
                                        std::to_string(max_index_columns));
         return std::nullopt;
@@ -197,7 +200,9 @@ std::optional<std::vector<located_name>> read_column_list(yaml_file& file, const
     std::vector<located_name> columns;
     bool ok = true;
     for (const auto& item : f.value) {
-        const auto column = read_identifier(file, field{"each entry of " + f.name, item.Mark(), item});
+        // An alias item carries its anchor's mark; report it at the list's key instead.
+        const auto item_mark = item.Mark().pos < f.key_mark.pos ? f.key_mark : item.Mark();
+        const auto column = read_identifier(file, field{"each entry of " + f.name, item_mark, item});
         if (!column) {
             ok = false;
             continue;
@@ -205,7 +210,7 @@ std::optional<std::vector<located_name>> read_column_list(yaml_file& file, const
         const auto dup = std::find_if(columns.begin(), columns.end(),
                                       [&](const located_name& c) { return iequals(c.name, column->name); });
         if (dup != columns.end()) {
-            file.error(item.Mark(), f.name + " lists " + quoted(column->name) + " twice");
+            file.error(item_mark, f.name + " lists " + quoted(column->name) + " twice");
             ok = false;
             continue;
         }
@@ -234,7 +239,7 @@ std::optional<std::string> read_rule_name(yaml_file& file, const field& f) {
     else if (text->front() == '-' || text->front() == '.')
         problem = "must start with a letter, a digit or '_'";
     if (!problem.empty()) {
-        file.error(f.value.Mark(), "name " + quoted(*text) + " " + problem);
+        file.error(f.value_mark(), "name " + quoted(*text) + " " + problem);
         return std::nullopt;
     }
     return *text;
@@ -256,7 +261,7 @@ std::optional<table_name> read_table(yaml_file& file, const field& f) {
             has_name = has_name || sub.name == "name";
         }
         if (!has_name) {
-            file.error(f.value.Mark(), "table needs name: (and optionally schema:)");
+            file.error(f.value_mark(), "table needs name: (and optionally schema:)");
             return std::nullopt;
         }
         if (!ok)
@@ -267,7 +272,7 @@ std::optional<table_name> read_table(yaml_file& file, const field& f) {
     if (text == nullptr)
         return std::nullopt;
     if (text->find('`') != std::string::npos) {
-        file.error(f.value.Mark(), "table " + quoted(*text) +
+        file.error(f.value_mark(), "table " + quoted(*text) +
                                        " contains a backtick; write names without quotes (claimguard quotes "
                                        "them itself), or use table: {schema: ..., name: ...} for a name that "
                                        "really contains one");
@@ -275,7 +280,7 @@ std::optional<table_name> read_table(yaml_file& file, const field& f) {
     }
     const auto dot = text->find('.');
     if (dot != std::string::npos && text->find('.', dot + 1) != std::string::npos) {
-        file.error(f.value.Mark(), "table " + quoted(*text) +
+        file.error(f.value_mark(), "table " + quoted(*text) +
                                        " has more than one '.'; for names that contain dots write "
                                        "table: {schema: ..., name: ...}");
         return std::nullopt;
@@ -285,14 +290,14 @@ std::optional<table_name> read_table(yaml_file& file, const field& f) {
         table.schema = text->substr(0, dot);
         table.name = text->substr(dot + 1);
         if (const auto problem = identifier_problem(table.schema); !problem.empty()) {
-            file.error(f.value.Mark(), "the schema in table " + quoted(*text) + " " + problem);
+            file.error(f.value_mark(), "the schema in table " + quoted(*text) + " " + problem);
             return std::nullopt;
         }
     } else {
         table.name = *text;
     }
     if (const auto problem = identifier_problem(table.name); !problem.empty()) {
-        file.error(f.value.Mark(), "the table name in table " + quoted(*text) + " " + problem);
+        file.error(f.value_mark(), "the table name in table " + quoted(*text) + " " + problem);
         return std::nullopt;
     }
     return table;
@@ -310,11 +315,11 @@ std::optional<std::int64_t> read_integer(yaml_file& file, const field& f, std::i
     if (end == last && ec == std::errc() && value >= min && value <= max)
         return value;
     if (end == last && (ec == std::errc() || ec == std::errc::result_out_of_range)) {
-        file.error(f.value.Mark(), f.name + " is " + quoted(*text) + ", outside the range " + std::to_string(min) +
+        file.error(f.value_mark(), f.name + " is " + quoted(*text) + ", outside the range " + std::to_string(min) +
                                        " to " + std::to_string(max));
         return std::nullopt;
     }
-    file.error(f.value.Mark(),
+    file.error(f.value_mark(),
                f.name + " must be a whole number such as " + std::string(example) + ", not " + quoted(*text));
     return std::nullopt;
 }
@@ -327,7 +332,7 @@ std::optional<mode> read_mode(yaml_file& file, const field& f) {
         return mode::enforce;
     if (*text == "observe")
         return mode::observe;
-    file.error(f.value.Mark(), f.name + " must be enforce or observe, not " + quoted(*text));
+    file.error(f.value_mark(), f.name + " must be enforce or observe, not " + quoted(*text));
     return std::nullopt;
 }
 
@@ -339,7 +344,7 @@ std::optional<strictness> read_strictness(yaml_file& file, const field& f) {
         return strictness::after_refused;
     if (*text == "require_decrement")
         return strictness::require_decrement;
-    file.error(f.value.Mark(), f.name + " must be after_refused or require_decrement, not " + quoted(*text));
+    file.error(f.value_mark(), f.name + " must be after_refused or require_decrement, not " + quoted(*text));
     return std::nullopt;
 }
 
@@ -382,14 +387,14 @@ std::optional<std::chrono::milliseconds> read_duration(yaml_file& file, const fi
         const bool well_formed = digits != 0 && (unit.empty() || unit == "ms" || unit == "s" || unit == "m" ||
                                                  unit == "h");
         if (well_formed)
-            file.error(f.value.Mark(), f.name + " is " + quoted(*text) + range);
+            file.error(f.value_mark(), f.name + " is " + quoted(*text) + range);
         else
-            file.error(f.value.Mark(), f.name + " must be a duration such as 3000ms or 3s (a whole number with "
+            file.error(f.value_mark(), f.name + " must be a duration such as 3000ms or 3s (a whole number with "
                                                 "unit ms, s, m or h), not " + quoted(*text));
         return std::nullopt;
     }
     if (*value < min_redis_ttl || *value > max_redis_ttl) {
-        file.error(f.value.Mark(), f.name + " is " + quoted(*text) + range);
+        file.error(f.value_mark(), f.name + " is " + quoted(*text) + range);
         return std::nullopt;
     }
     return value;
@@ -414,12 +419,12 @@ std::optional<answer> read_answer(yaml_file& file, const field& f, const answer&
             return answer{answer::kind::ok, 0, {}, {}};
         if (text == "error")
             return defaults;
-        file.error(f.value.Mark(), f.name + " must be ok, error, or a mapping with type, code, sqlstate and "
+        file.error(f.value_mark(), f.name + " must be ok, error, or a mapping with type, code, sqlstate and "
                                             "message, not " + quoted(text));
         return std::nullopt;
     }
     if (!f.value.IsMap()) {
-        file.error(f.value.Mark(), f.name + " needs a mapping with type, code, sqlstate and message, not " +
+        file.error(f.value_mark(), f.name + " needs a mapping with type, code, sqlstate and message, not " +
                                        std::string(describe_node(f.value)));
         return std::nullopt;
     }
@@ -437,7 +442,7 @@ std::optional<answer> read_answer(yaml_file& file, const field& f, const answer&
         } else if (*text == "ok") {
             out = answer{answer::kind::ok, 0, {}, {}};
         } else if (*text != "error") {
-            file.error(sub.value.Mark(), "type must be error or ok, not " + quoted(*text));
+            file.error(sub.value_mark(), "type must be error or ok, not " + quoted(*text));
             return std::nullopt;
         }
     }
@@ -450,7 +455,7 @@ std::optional<answer> read_answer(yaml_file& file, const field& f, const answer&
         } else if (sub.name == "code") {
             const auto code = read_integer(file, sub, min_error_code, max_error_code, "1644");
             if (code && *code >= first_client_error_code && *code <= last_client_error_code) {
-                file.error(sub.value.Mark(), "code " + std::to_string(*code) +
+                file.error(sub.value_mark(), "code " + std::to_string(*code) +
                                                  " is a client-library error (2000-2999, e.g. 2013 Lost "
                                                  "connection) that drivers treat as a broken connection; use a "
                                                  "server code such as 1644");
@@ -465,7 +470,7 @@ std::optional<answer> read_answer(yaml_file& file, const field& f, const answer&
             if (text == nullptr) {
                 ok = false;
             } else if (const auto problem = sql_state_problem(*text); !problem.empty()) {
-                file.error(sub.value.Mark(), "sqlstate " + quoted(*text) + " " + problem);
+                file.error(sub.value_mark(), "sqlstate " + quoted(*text) + " " + problem);
                 ok = false;
             } else {
                 out.sql_state = *text;
@@ -475,15 +480,15 @@ std::optional<answer> read_answer(yaml_file& file, const field& f, const answer&
             if (text == nullptr) {
                 ok = false;
             } else if (text->empty()) {
-                file.error(sub.value.Mark(), "message is empty; write the text the app should receive");
+                file.error(sub.value_mark(), "message is empty; write the text the app should receive");
                 ok = false;
             } else if (text->size() > max_answer_message_bytes) {
-                file.error(sub.value.Mark(), "message is " + std::to_string(text->size()) +
+                file.error(sub.value_mark(), "message is " + std::to_string(text->size()) +
                                                  " bytes long; it may be at most " +
                                                  std::to_string(max_answer_message_bytes));
                 ok = false;
             } else if (first_invalid_utf8(*text) || has_control_character(*text)) {
-                file.error(sub.value.Mark(), "message contains a control character or invalid UTF-8; keep it "
+                file.error(sub.value_mark(), "message contains a control character or invalid UTF-8; keep it "
                                              "to one line of plain text");
                 ok = false;
             } else {

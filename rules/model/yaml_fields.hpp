@@ -47,7 +47,8 @@ struct field {
     std::string name;
     YAML::Mark key_mark;
     YAML::Node value;
-    // Where problems with the value are reported: the value, or the key when the value is empty.
+    // Where problems with the value are reported: the value, or the key when the value is empty
+    // or an alias defined earlier in the file.
     [[nodiscard]] YAML::Mark value_mark() const;
 };
 

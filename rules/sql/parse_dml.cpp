@@ -205,7 +205,7 @@ bool parse_insert(cursor& c, insert_statement& out) {
     }
     if (c.accept_word("VALUES") || c.accept_word("VALUE")) {
         if (!parse_values_rows(c, out)) return false;
-        if (out.has_column_list && out.row_width != out.columns.size() && out.row_width != 0) return false;
+        if (out.has_column_list && out.row_width != out.columns.size()) return false;
     } else if (!out.has_column_list && c.accept_word("SET")) {
         out.set_form = true;
         out.has_column_list = true;

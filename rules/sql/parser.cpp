@@ -29,7 +29,8 @@ boost::system::error_code lex_statement(std::string_view sql, const lexer_option
         token t = lx.next();
         if (t.kind == token_kind::end) break;
         if (is_trivia(t.kind)) {
-            gap = token_flag::gap_before;
+            gap |= token_flag::gap_before;
+            if (t.kind != token_kind::whitespace) gap |= token_flag::comment_before;
             continue;
         }
         if (t.kind == token_kind::invalid) {
@@ -379,8 +380,14 @@ constexpr int max_where_depth = 16;
         compare_op op{};
         if (!comparison(c, op)) return false;
         ++c.pos;
-        if (!parse_name_ref(c, p.column, 3)) return false;
-        p.op = mirror(op);
+        operand rhs;
+        if (parse_value_operand(c, rhs)) {
+            p.kind = predicate_kind::constant;
+            p.op = op;
+        } else {
+            if (!parse_name_ref(c, p.column, 3)) return false;
+            p.op = mirror(op);
+        }
     }
     if (c.is_punct("(")) return false;  // a function call, not a column
     p.span = {start, c.pos};

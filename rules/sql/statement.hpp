@@ -62,7 +62,14 @@ struct operand {
 
 enum class compare_op : std::uint8_t { eq, null_safe_eq, ne, lt, le, gt, ge };
 
-enum class predicate_kind : std::uint8_t { compare, in_list, not_in_list, is_null, is_not_null };
+enum class predicate_kind : std::uint8_t {
+    compare,
+    in_list,
+    not_in_list,
+    is_null,
+    is_not_null,
+    constant,  // literal op literal, as in MyBatis' "WHERE 1=1 AND ..." (no column)
+};
 
 // One AND-ed condition of a WHERE clause, the column always on the left (`7 = id` is stored
 // as `id = 7`, `5 < c` as `c > 5`).

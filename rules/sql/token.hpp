@@ -49,6 +49,7 @@ namespace token_flag {
 constexpr std::uint8_t gap_before = 1;   // trivia precedes this token (set by lex_statement)
 constexpr std::uint8_t national = 2;     // N'...'
 constexpr std::uint8_t has_escape = 4;   // a backslash escape or doubled quote inside
+constexpr std::uint8_t comment_before = 8;  // the trivia before this token holds a comment or marker
 }  // namespace token_flag
 
 struct token {

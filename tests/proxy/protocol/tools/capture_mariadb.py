@@ -133,8 +133,8 @@ def command(k, payload, seq=0):
 def run(port):
     caps_eof, caps_deof = caps(), caps('deprecate_eof')
     out = {}
-    k, log = login(port, caps_eof, db=b'cg', attrs=[(b'_client_name', b'capture')],
-                   **{'plugin': b'mysql_native_password'})
+    k, log = login(port, caps_eof | CAP['connect_with_db'] | CAP['attrs'], db=b'cg',
+                   attrs=[(b'_client_name', b'capture')])
     out['greeting_and_login_with_db_and_attrs'] = log
     for name, c in (('eof', caps_eof), ('deof', caps_deof)):
         k, _ = login(port, c | CAP['connect_with_db'], db=b'cg')

@@ -1,0 +1,202 @@
+// The session class: one client connection and its backend connection. Shared by the
+// files that implement it (the relay core and the claim interception).
+#pragma once
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <map>
+#include <optional>
+
+#include "backend_stream.hpp"
+#include "packet_buffer.hpp"
+#include "proxy/protocol/exchange.hpp"
+#include "proxy/protocol/frame.hpp"
+#include "proxy/engine/decide.hpp"
+#include "proxy/engine/rules_snapshot.hpp"
+#include "proxy/protocol/binary_value.hpp"
+#include "proxy/protocol/packets.hpp"
+#include "rules/match/rewriter.hpp"
+#include "rules/sql/parser.hpp"
+#include "session.hpp"
+
+namespace claimguard::session {
+
+namespace asio = boost::asio;
+namespace proto = claimguard::protocol;
+using asio::awaitable;
+using asio::ip::tcp;
+using boost::system::error_code;
+using clock_type = std::chrono::steady_clock;
+
+inline constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
+inline constexpr std::size_t read_chunk_bytes = 64 * 1024;
+inline constexpr std::size_t idle_buffer_bytes = 64 * 1024;  // buffers shrink back to this after big packets
+
+enum class deadline_kind { none, connect, idle, packet };
+
+class session : public std::enable_shared_from_this<session> {
+public:
+    session(tcp::socket client, const session_context& ctx, guards::redis_guard* redis)
+        : client_(std::move(client)),
+          backend_(client_.get_executor()),
+          timer_(client_.get_executor()),
+          ctx_(ctx),
+          opt_(*ctx.options),
+          id_(ctx.next_session_id ? ctx.next_session_id->fetch_add(1) : 0),
+          redis_(redis) {
+        error_code ec;
+        auto ep = client_.remote_endpoint(ec);
+        peer_ = ec ? "unknown" : ep.address().to_string() + ":" + std::to_string(ep.port());
+    }
+
+    awaitable<void> run();
+
+    void close();
+
+private:
+    // ---- deadlines: one timer per session, re-armed lazily -------------------------------
+
+    awaitable<void> watchdog();
+
+    void set_deadline(deadline_kind kind, clock_type::duration after);
+
+    // ---- raw I/O ---------------------------------------------------------------------------
+
+    // Reads until a whole packet is at the front of `buf`.
+    template <class ReadSome>
+    awaitable<std::pair<error_code, proto::packet_span>> read_packet(packet_buffer& buf, ReadSome read_some) {
+        for (;;) {
+            auto scan = proto::scan_packet(buf.readable(), opt_.max_packet_bytes);
+            if (!scan) co_return std::pair{error_code(scan.error()), proto::packet_span{}};
+            if (scan->raw_size) co_return std::pair{error_code{}, *scan};
+            auto space = buf.prepare(std::max(read_chunk_bytes, buf.size()));
+            auto [ec, n] = co_await read_some(asio::buffer(space.data(), space.size()));
+            if (ec) co_return std::pair{ec, proto::packet_span{}};
+            buf.commit(n);
+        }
+    }
+
+    awaitable<std::pair<error_code, proto::packet_span>> read_client_packet(bool between_commands);
+
+    awaitable<std::pair<error_code, proto::packet_span>> read_backend_packet();
+
+    awaitable<bool> write_client(proto::bytes_view bytes);
+
+    awaitable<bool> write_backend(proto::bytes_view bytes);
+
+    awaitable<void> answer_error(std::uint8_t seq, std::uint16_t code, std::string_view sql_state,
+                                 std::string_view message);
+
+    // A client read failed: say why (when the client can still hear it) and count it.
+    awaitable<void> client_read_failed(error_code ec, std::uint8_t seq);
+
+    // The database went away or broke the protocol mid-command: the client gets an ERR.
+    awaitable<void> backend_failed(error_code ec, std::uint8_t seq);
+
+    // ---- connection phase ------------------------------------------------------------------
+
+    awaitable<bool> connect_backend();
+
+    awaitable<bool> relay_handshake();
+
+    awaitable<bool> start_backend_tls(const proto::handshake_response& response,
+                                      const proto::packet_span& response_packet);
+
+    // ---- command phase -----------------------------------------------------------------------
+
+    awaitable<void> command_loop();
+    void after_command(bool was_in_transaction, clock_type::time_point started);
+
+    // Forwards the server's reply to the client until the exchange says it is over.
+    // Complete packets are parsed in place and written in large batches straight
+    // from the read buffer; nothing is copied.
+    awaitable<bool> relay_reply(proto::command_exchange& exchange);
+
+    // ---- claim interception (claims.cpp) ----------------------------------------------------
+    enum class intercepted { forward, handled, failed };
+    // The whole reply to a command the proxy sent itself, not yet forwarded.
+    struct captured_reply {
+        proto::byte_buffer raw;  // every frame, as the server sent them
+        bool is_ok = false;      // a plain OK
+        bool is_err = false;
+        std::uint16_t err_code = 0;
+        std::uint64_t affected_rows = 0;
+        std::uint16_t status = 0;
+        proto::command_exchange exchange{0, 0, 0};
+    };
+    // What the proxy keeps about a client's prepared statement that a rule may concern.
+    struct prepared_statement {
+        std::unique_ptr<std::string> sql;  // owns the text the parse and the facts view
+        rules::sql::parsed_statement parsed;
+        rules::match::match_result facts;
+        std::shared_ptr<const engine::rules_snapshot> snapshot;  // keeps the facts' rules alive
+        std::uint16_t params = 0;
+        std::vector<proto::value_type> types;  // bound by the last execute
+    };
+    static constexpr std::size_t max_tracked_statements = 4096;
+    static constexpr std::size_t max_derived_statements = 64;
+
+    awaitable<intercepted> intercept(const proto::packet_span& packet, std::uint8_t command);
+    awaitable<intercepted> intercept_query(const proto::packet_span& packet, std::string_view sql);
+    awaitable<intercepted> intercept_prepare(const proto::packet_span& packet, std::string_view sql);
+    awaitable<intercepted> intercept_execute(const proto::packet_span& packet);
+    awaitable<intercepted> apply(const engine::decision& d, const rules::sql::parsed_statement& st,
+                                 const proto::packet_span& packet, const std::vector<proto::binary_value>* params,
+                                 const std::vector<proto::value_type>* types);
+    awaitable<std::optional<captured_reply>> roundtrip(proto::bytes_view raw, std::uint8_t command,
+                                                       std::uint8_t last_seq);
+    awaitable<std::optional<captured_reply>> forward_captured(const proto::packet_span& packet, std::uint8_t command);
+    awaitable<std::optional<captured_reply>> run_sql(const rules::match::rewritten_sql& sql,
+                                                     const std::vector<proto::binary_value>* params,
+                                                     const std::vector<proto::value_type>* types);
+    awaitable<bool> compensate(const engine::decision& d, const rules::sql::parsed_statement& st,
+                               const std::vector<proto::binary_value>* params,
+                               const std::vector<proto::value_type>* types);
+    awaitable<bool> answer(const rules::answer& a, std::uint16_t status);
+    std::optional<std::int64_t> read_counter(const captured_reply& reply, const engine::decision& d, bool binary);
+    void learn_session_changes(const rules::match::match_result& facts);
+    void audit(const engine::decision& d, std::string_view action, const rules::sql::parsed_statement& st);
+    void forget_statements();
+    [[nodiscard]] rules::sql::lexer_options lexer_options() const;
+
+    tcp::socket client_;
+    backend_stream backend_;
+    asio::steady_timer timer_;
+    const session_context& ctx_;
+    const config::proxy_options& opt_;
+    std::uint64_t id_;
+    std::string peer_;
+    std::string user_;
+    packet_buffer client_in_;
+    packet_buffer backend_in_;
+    std::uint32_t server_caps_ = 0;
+    std::uint32_t caps_ = 0;  // what both sides agreed on
+    std::uint32_t mariadb_caps_ = 0;
+    std::uint16_t status_ = 0;
+    clock_type::time_point deadline_ = clock_type::time_point::max();
+    clock_type::time_point armed_ = clock_type::time_point::max();
+    deadline_kind deadline_kind_ = deadline_kind::none;
+    deadline_kind timed_out_ = deadline_kind::none;
+    bool closed_ = false;
+
+    // claim state
+    guards::redis_guard* redis_ = nullptr;
+    std::shared_ptr<const engine::rules_snapshot> snapshot_;  // for the command being handled
+    engine::session_memory memory_;
+    rules::sql::lexer_options lexer_;
+    std::string database_;
+    std::unordered_map<std::uint32_t, std::unique_ptr<prepared_statement>> prepared_;
+    std::map<std::string, std::uint32_t> derived_;  // the proxy's own prepared statements, by SQL
+    std::uint32_t last_prepared_id_ = 0;
+    std::uint8_t command_seq_ = 0;  // last sequence id of the command being handled
+    bool reset_after_reply_ = false;  // COMMIT/ROLLBACK: bookkeeping resets once it succeeds
+};
+
+}  // namespace claimguard::session

@@ -1,0 +1,158 @@
+// Typed facts the matcher derives from a statement and the rules: what the engine decides on.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <variant>
+
+#include "rules/model/rules.hpp"
+#include "rules/sql/statement.hpp"
+#include "rules/sql/values.hpp"
+
+namespace claimguard::rules::match {
+
+using sql::small_vector;
+
+// A value the statement wrote. Literals keep their original bytes (sign and introducer
+// included) so SQL built from them reuses them byte for byte; placeholders keep their
+// 0-based position among the statement's "?" (bound later by COM_STMT_EXECUTE).
+struct value_ref {
+    enum class kind : std::uint8_t {
+        literal,
+        placeholder,
+        null,
+        default_,
+        expression,  // NOW(), UUID(), a + 1: known only to the server
+        absent,      // the column is not written (the table default applies)
+    };
+    kind type = kind::absent;
+    std::string_view text;  // views the statement text
+    std::uint32_t placeholder_index = 0;
+    sql::literal_value decoded;  // literal
+
+    [[nodiscard]] bool is_bindable() const noexcept { return type == kind::literal || type == kind::placeholder; }
+};
+
+// How the statement named the table.
+struct table_use {
+    std::string_view written;  // "shop.coupon_stock AS s", index hints included
+    std::string_view schema;   // as written; empty when unqualified
+    std::string_view alias;    // empty without one
+};
+
+// SELECT returning the counter of one row, every key column pinned by an equality.
+struct counter_read {
+    const stock_rule* rule = nullptr;
+    table_use table;
+    small_vector<value_ref, 2> key;                // rule->key_columns order
+    std::optional<std::uint32_t> counter_position;  // 0-based column of the result row; empty after a *
+    std::string_view counter_label;                 // the result column's name as written (alias if any)
+    sql::lock_clause lock = sql::lock_clause::none;
+};
+
+// UPDATE ... SET counter = V (an absolute value: the incident's SET remain = 99).
+struct counter_write {
+    const stock_rule* rule = nullptr;
+    table_use table;
+    small_vector<value_ref, 2> key;  // rule->key_columns order; absent where not pinned
+    bool full_key = false;           // every key column pinned by one equality
+    bool extra_conditions = false;   // the WHERE clause says more than the key
+    value_ref value;
+    std::optional<value_ref> expected;  // WHERE counter = E: already a compare-and-set
+    std::uint32_t assignment = 0;       // index into update_statement::assignments
+    std::optional<std::uint32_t> version_assignment;
+};
+
+enum class guard_state : std::uint8_t {
+    none,          // nothing bounds the counter from below
+    sufficient,    // counter >= floor + N holds for every row it changes
+    insufficient,  // a bound, but too low for this floor and amount
+    unknown,       // the bound or the amount is a placeholder
+};
+
+// UPDATE ... SET counter = counter - N (or + N).
+struct counter_change {
+    const stock_rule* rule = nullptr;
+    table_use table;
+    small_vector<value_ref, 2> key;
+    bool full_key = false;
+    char sign = '-';                    // as written
+    value_ref amount;                   // N
+    std::optional<std::int64_t> delta;  // signed change when N is an integer literal (remain - 2: -2)
+    guard_state guard = guard_state::none;
+    std::optional<value_ref> guard_bound;  // the strongest "counter >= B" / "counter > B" of the WHERE clause
+    bool guard_strict = false;             // ">" rather than ">="
+    std::uint32_t assignment = 0;
+    std::optional<std::uint32_t> version_assignment;
+
+    [[nodiscard]] bool is_decrement() const noexcept { return delta ? *delta < 0 : sign == '-'; }
+};
+
+struct claim_row {
+    small_vector<value_ref, 2> idempotency;   // rule->idempotency_columns order
+    std::optional<value_ref> idempotency_key;  // rule->idempotency_key_column, when declared
+    small_vector<value_ref, 2> stock_key;      // the consumed stock rule's key_columns order
+};
+
+// INSERT/REPLACE into a claim table.
+struct claim_insert {
+    const claim_rule* rule = nullptr;
+    const stock_rule* stock = nullptr;  // the stock rule it consumes (null if the name is unknown)
+    table_use table;
+    bool replace = false;
+    bool ignore = false;
+    bool on_duplicate_update = false;
+    bool columns_known = true;  // false for INSERT INTO t VALUES (...) without a column list
+    small_vector<claim_row, 1> rows;
+};
+
+enum class transaction_event : std::uint8_t {
+    begin,
+    commit,
+    rollback,
+    savepoint,
+    rollback_to_savepoint,
+    release_savepoint,
+    autocommit_on,
+    autocommit_off,
+    autocommit_unknown,  // SET autocommit = <expression or placeholder>
+};
+
+struct transaction_boundary {
+    transaction_event event = transaction_event::begin;
+    bool chain = false;    // AND CHAIN: a new transaction starts at once
+    bool release = false;  // RELEASE: the server closes the connection
+    bool read_only = false;
+};
+
+enum class session_setting : std::uint8_t {
+    sql_mode,        // changes ANSI_QUOTES / NO_BACKSLASH_ESCAPES
+    client_charset,  // SET NAMES, SET CHARACTER SET, character_set_client
+    database,        // USE db
+};
+
+struct session_change {
+    session_setting setting = session_setting::sql_mode;
+    value_ref value;                             // as written
+    std::optional<sql::sql_mode_flags> sql_mode;  // a literal sql_mode, decoded
+    std::optional<sql::charset> charset;          // a known character set name
+    std::string_view database;                    // USE: the name as written
+};
+
+// A statement that touches a protected table in a shape the engine cannot reason about:
+// forwarded untouched, worth a log line and a metric.
+struct unmodeled {
+    const stock_rule* stock = nullptr;
+    const claim_rule* claim = nullptr;
+    std::string_view reason;
+};
+
+using fact = std::variant<counter_read, counter_write, counter_change, claim_insert, transaction_boundary,
+                          session_change, unmodeled>;
+
+struct match_result {
+    small_vector<fact, 2> facts;
+};
+
+}  // namespace claimguard::rules::match

@@ -1,0 +1,422 @@
+// Matching statements to stock and claim rules: tables, key columns, counters, guards.
+#include "rules/match/matcher.hpp"
+
+#include <algorithm>
+
+#include "rules/sql/prefilter.hpp"
+#include "rules/sql/text.hpp"
+
+namespace claimguard::rules::match {
+namespace {
+
+using sql::compare_op;
+using sql::name_ref;
+using sql::no_token;
+using sql::operand_kind;
+using sql::parsed_statement;
+using sql::predicate_kind;
+using sql::table_ref;
+using sql::where_clause;
+
+// Two identifiers as written (quoted or not) that name the same thing.
+[[nodiscard]] bool same_identifier(std::string_view a, std::string_view b) {
+    return sql::identifier_equals(b, sql::unquote_identifier(a));
+}
+
+[[nodiscard]] bool table_matches(const parsed_statement& st, const table_ref& t, const table_name& rule_table,
+                                 const match_context& ctx) {
+    if (!sql::identifier_equals(st.text(t.name.name), rule_table.name)) return false;
+    if (rule_table.schema.empty()) return true;
+    if (t.name.qualifier != no_token) return sql::identifier_equals(st.text(t.name.qualifier), rule_table.schema);
+    if (ctx.current_database) return sql::iequals(*ctx.current_database, rule_table.schema);
+    return true;
+}
+
+[[nodiscard]] table_use use_of(const parsed_statement& st, const table_ref& t) {
+    table_use u;
+    u.written = st.text(t.span);
+    if (t.name.qualifier != no_token) u.schema = st.text(t.name.qualifier);
+    if (t.alias != no_token) u.alias = st.text(t.alias);
+    return u;
+}
+
+// Whether `col` names `column` of the statement's table `t` (qualified by alias or name).
+[[nodiscard]] bool column_is(const parsed_statement& st, const name_ref& col, std::string_view column,
+                             const table_ref& t) {
+    if (!sql::identifier_equals(st.text(col.name), column)) return false;
+    if (col.qualifier == no_token) return true;
+    const std::string_view q = st.text(col.qualifier);
+    if (t.alias != no_token && same_identifier(st.text(t.alias), q)) return true;
+    if (!same_identifier(st.text(t.name.name), q)) return false;
+    if (col.schema == no_token || t.name.qualifier == no_token) return true;
+    return same_identifier(st.text(t.name.qualifier), st.text(col.schema));
+}
+
+struct key_scan {
+    small_vector<value_ref, 2> key;
+    bool full = true;
+    bool extra = false;
+};
+
+[[nodiscard]] key_scan scan_key(const parsed_statement& st, const where_clause& w, const table_ref& t,
+                                const std::vector<std::string>& key_columns) {
+    key_scan out;
+    small_vector<bool, 8> used(w.predicates.size(), false);
+    for (const auto& kc : key_columns) {
+        value_ref v;
+        for (std::size_t i = 0; i < w.predicates.size(); ++i) {
+            const auto& p = w.predicates[i];
+            if (!column_is(st, p.column, kc, t)) continue;
+            const sql::operand* op = nullptr;
+            if (p.kind == predicate_kind::compare && (p.op == compare_op::eq || p.op == compare_op::null_safe_eq))
+                op = &p.value;
+            else if (p.kind == predicate_kind::in_list && p.list_count == 1)
+                op = &w.list_values[p.list_first];
+            if (op == nullptr) continue;
+            value_ref candidate = make_value(st, *op);
+            if (!candidate.is_bindable()) continue;
+            v = std::move(candidate);
+            used[i] = true;
+            break;
+        }
+        if (v.type == value_ref::kind::absent) out.full = false;
+        out.key.push_back(std::move(v));
+    }
+    out.extra = std::find(used.begin(), used.end(), false) != used.end();
+    return out;
+}
+
+void match_select(const parsed_statement& st, const rule_index& rules, const match_context& ctx, match_result& out) {
+    const auto& s = std::get<sql::select_statement>(st.body);
+    if (!s.has_from) return;
+    for (const auto& rule : rules.rules().stocks) {
+        if (!table_matches(st, s.table, rule.table, ctx)) continue;
+        counter_read r;
+        bool found = false;
+        bool star_seen = false;
+        for (std::size_t i = 0; i < s.items.size() && !found; ++i) {
+            const auto& item = s.items[i];
+            if (item.kind == sql::select_item_kind::star) {
+                star_seen = true;
+            } else if (item.kind == sql::select_item_kind::column && column_is(st, item.column, rule.counter_column, s.table)) {
+                found = true;
+                if (!star_seen) r.counter_position = static_cast<std::uint32_t>(i);
+                r.counter_label = item.alias != no_token ? st.text(item.alias) : st.text(item.column.name);
+            }
+        }
+        if (!found && !star_seen) continue;
+        if (!found) r.counter_label = rule.counter_column;
+        key_scan k = scan_key(st, s.where, s.table, rule.key_columns);
+        if (!k.full) continue;
+        r.rule = &rule;
+        r.table = use_of(st, s.table);
+        r.key = std::move(k.key);
+        r.lock = s.lock;
+        out.facts.emplace_back(std::move(r));
+    }
+}
+
+// The strongest lower bound the WHERE clause puts on the counter, and how it compares to
+// floor + units.
+void find_guard(const parsed_statement& st, const sql::update_statement& u, const stock_rule& rule,
+                counter_change& c) {
+    std::optional<std::int64_t> best;  // smallest counter value the bound lets through
+    bool placeholder = false;
+    for (const auto& p : u.where.predicates) {
+        if (p.kind != predicate_kind::compare || !column_is(st, p.column, rule.counter_column, u.table)) continue;
+        if (p.op != compare_op::ge && p.op != compare_op::gt && p.op != compare_op::eq) continue;
+        value_ref v = make_value(st, p.value);
+        if (v.type == value_ref::kind::placeholder) {
+            placeholder = true;
+            if (!c.guard_bound) {
+                c.guard_bound = v;
+                c.guard_strict = p.op == compare_op::gt;
+            }
+            continue;
+        }
+        if (v.type != value_ref::kind::literal || !v.decoded.integer) continue;
+        const std::int64_t b = *v.decoded.integer;
+        const std::int64_t lowest = p.op == compare_op::gt ? (b == INT64_MAX ? b : b + 1) : b;
+        if (!best || lowest > *best) {
+            best = lowest;
+            c.guard_bound = v;
+            c.guard_strict = p.op == compare_op::gt;
+        }
+    }
+    if (!best && !placeholder) {
+        c.guard = guard_state::none;
+        return;
+    }
+    if (!best || !c.delta) {
+        c.guard = guard_state::unknown;
+        return;
+    }
+    const std::int64_t units = -*c.delta;
+    const bool enough = units <= 0 || (rule.floor <= INT64_MAX - units && *best >= rule.floor + units);
+    c.guard = enough ? guard_state::sufficient : guard_state::insufficient;
+}
+
+void match_update(const parsed_statement& st, const rule_index& rules, const match_context& ctx, match_result& out) {
+    const auto& u = std::get<sql::update_statement>(st.body);
+    for (const auto& rule : rules.rules().stocks) {
+        if (!table_matches(st, u.table, rule.table, ctx)) continue;
+        std::optional<std::uint32_t> counter;
+        std::optional<std::uint32_t> version;
+        int counter_count = 0;
+        for (std::uint32_t i = 0; i < u.assignments.size(); ++i) {
+            const auto& a = u.assignments[i];
+            if (column_is(st, a.column, rule.counter_column, u.table)) {
+                ++counter_count;
+                counter = i;
+            } else if (rule.version_column && column_is(st, a.column, *rule.version_column, u.table)) {
+                version = i;
+            }
+        }
+        if (!counter) continue;
+        auto unmodeled_update = [&](std::string_view why) { out.facts.emplace_back(unmodeled{&rule, nullptr, why}); };
+        if (counter_count > 1) {
+            unmodeled_update("the counter is assigned more than once");
+            continue;
+        }
+        const auto& a = u.assignments[*counter];
+        key_scan k = scan_key(st, u.where, u.table, rule.key_columns);
+        if (a.kind == sql::assignment_kind::value) {
+            if (a.value.kind != operand_kind::literal && a.value.kind != operand_kind::placeholder) {
+                unmodeled_update("the counter is set to NULL or DEFAULT");
+                continue;
+            }
+            counter_write w;
+            w.rule = &rule;
+            w.table = use_of(st, u.table);
+            w.key = std::move(k.key);
+            w.full_key = k.full;
+            w.value = make_value(st, a.value);
+            w.assignment = *counter;
+            w.version_assignment = version;
+            for (const auto& p : u.where.predicates) {
+                if (p.kind == predicate_kind::compare && p.op == compare_op::eq &&
+                    column_is(st, p.column, rule.counter_column, u.table)) {
+                    w.expected = make_value(st, p.value);
+                    break;
+                }
+            }
+            w.extra_conditions = k.extra;
+            out.facts.emplace_back(std::move(w));
+        } else if (a.kind == sql::assignment_kind::relative && column_is(st, a.base, rule.counter_column, u.table)) {
+            counter_change c;
+            c.rule = &rule;
+            c.table = use_of(st, u.table);
+            c.key = std::move(k.key);
+            c.full_key = k.full;
+            c.sign = a.sign;
+            c.amount = make_value(st, a.value);
+            if (c.amount.type == value_ref::kind::literal && c.amount.decoded.integer &&
+                *c.amount.decoded.integer != INT64_MIN)
+                c.delta = a.sign == '-' ? -*c.amount.decoded.integer : *c.amount.decoded.integer;
+            c.assignment = *counter;
+            c.version_assignment = version;
+            find_guard(st, u, rule, c);
+            out.facts.emplace_back(std::move(c));
+        } else {
+            unmodeled_update("the counter is set from an expression claimguard does not read");
+        }
+    }
+}
+
+[[nodiscard]] value_ref row_value(const parsed_statement& st, const sql::insert_statement& ins, std::size_t row,
+                                  std::string_view column) {
+    if (!ins.has_column_list) return {};
+    for (std::size_t c = 0; c < ins.columns.size(); ++c)
+        if (column_is(st, ins.columns[c], column, ins.table)) return make_value(st, ins.values[row * ins.row_width + c]);
+    return {};
+}
+
+void match_insert(const parsed_statement& st, const rule_index& rules, const match_context& ctx, match_result& out) {
+    const auto& ins = std::get<sql::insert_statement>(st.body);
+    for (const auto& rule : rules.rules().claims) {
+        if (!table_matches(st, ins.table, rule.table, ctx)) continue;
+        claim_insert ci;
+        ci.rule = &rule;
+        ci.stock = rules.stock_named(rule.stock_rule);
+        ci.table = use_of(st, ins.table);
+        ci.replace = ins.replace;
+        ci.ignore = ins.ignore;
+        ci.on_duplicate_update = !ins.on_duplicate.empty();
+        ci.columns_known = ins.has_column_list;
+        for (std::size_t r = 0; r < ins.row_count(); ++r) {
+            claim_row row;
+            for (const auto& col : rule.idempotency_columns) row.idempotency.push_back(row_value(st, ins, r, col));
+            if (rule.idempotency_key_column) row.idempotency_key = row_value(st, ins, r, *rule.idempotency_key_column);
+            if (ci.stock != nullptr) {
+                for (const auto& kc : ci.stock->key_columns) {
+                    value_ref v;
+                    for (const auto& [claim_col, stock_col] : rule.stock_key_mapping)
+                        if (sql::iequals(stock_col, kc)) {
+                            v = row_value(st, ins, r, claim_col);
+                            break;
+                        }
+                    row.stock_key.push_back(std::move(v));
+                }
+            }
+            ci.rows.push_back(std::move(row));
+        }
+        out.facts.emplace_back(std::move(ci));
+    }
+}
+
+void match_transaction(const parsed_statement& st, match_result& out) {
+    const auto& t = std::get<sql::transaction_statement>(st.body);
+    transaction_boundary b;
+    switch (t.kind) {
+        case sql::transaction_kind::begin: b.event = transaction_event::begin; break;
+        case sql::transaction_kind::commit: b.event = transaction_event::commit; break;
+        case sql::transaction_kind::rollback: b.event = transaction_event::rollback; break;
+        case sql::transaction_kind::savepoint: b.event = transaction_event::savepoint; break;
+        case sql::transaction_kind::rollback_to_savepoint: b.event = transaction_event::rollback_to_savepoint; break;
+        case sql::transaction_kind::release_savepoint: b.event = transaction_event::release_savepoint; break;
+    }
+    b.chain = t.chain == sql::tristate::yes;
+    b.release = t.release == sql::tristate::yes;
+    b.read_only = t.read_only;
+    out.facts.emplace_back(b);
+}
+
+[[nodiscard]] transaction_event autocommit_event(const parsed_statement& st, const sql::operand& v) {
+    if (v.kind == operand_kind::literal) {
+        const auto d = sql::decode_literal(st, v);
+        if (d.integer && (*d.integer == 0 || *d.integer == 1))
+            return *d.integer == 1 ? transaction_event::autocommit_on : transaction_event::autocommit_off;
+        if (d.kind == sql::literal_kind::string) {
+            if (sql::iequals(d.bytes, "ON") || d.bytes == "1") return transaction_event::autocommit_on;
+            if (sql::iequals(d.bytes, "OFF") || d.bytes == "0") return transaction_event::autocommit_off;
+        }
+    } else if (v.kind == operand_kind::word) {
+        const std::string_view w = st.text(v.column.name);
+        if (sql::iequals(w, "ON")) return transaction_event::autocommit_on;
+        if (sql::iequals(w, "OFF")) return transaction_event::autocommit_off;
+    }
+    return transaction_event::autocommit_unknown;
+}
+
+// A character set named by a word, quoted name or string.
+[[nodiscard]] std::optional<sql::charset> charset_of(const parsed_statement& st, const sql::operand& v) {
+    if (v.kind == operand_kind::word) return sql::charset_from_name(sql::unquote_identifier(st.text(v.column.name)));
+    if (v.kind == operand_kind::literal) {
+        const auto d = sql::decode_literal(st, v);
+        if (d.kind == sql::literal_kind::string) return sql::charset_from_name(d.bytes);
+    }
+    return std::nullopt;
+}
+
+void match_set(const parsed_statement& st, match_result& out) {
+    const auto& s = std::get<sql::set_statement>(st.body);
+    for (const auto& item : s.items) {
+        if (item.target != sql::set_target::variable) {
+            session_change c;
+            c.setting = session_setting::client_charset;
+            c.value = make_value(st, item.value);
+            if (item.value.kind == operand_kind::word) c.value.type = value_ref::kind::expression;
+            c.charset = charset_of(st, item.value);
+            out.facts.emplace_back(std::move(c));
+            continue;
+        }
+        if (item.scope != sql::variable_scope::session) continue;  // GLOBAL/PERSIST/user variables
+        const std::string name = sql::unquote_identifier(item.name);
+        if (sql::iequals(name, "autocommit")) {
+            transaction_boundary b;
+            b.event = autocommit_event(st, item.value);
+            out.facts.emplace_back(b);
+        } else if (sql::iequals(name, "sql_mode")) {
+            session_change c;
+            c.setting = session_setting::sql_mode;
+            c.value = make_value(st, item.value);
+            if (item.value.kind == operand_kind::literal) {
+                const auto d = sql::decode_literal(st, item.value);
+                if (d.kind == sql::literal_kind::string) c.sql_mode = sql::parse_sql_mode(d.bytes);
+            }
+            out.facts.emplace_back(std::move(c));
+        } else if (sql::iequals(name, "character_set_client")) {
+            session_change c;
+            c.setting = session_setting::client_charset;
+            c.value = make_value(st, item.value);
+            c.charset = charset_of(st, item.value);
+            out.facts.emplace_back(std::move(c));
+        }
+    }
+}
+
+// Whether `sql` contains `name` as a whole word, ignoring ASCII case.
+[[nodiscard]] bool mentions(std::string_view sql, std::string_view name) {
+    if (name.empty() || sql.size() < name.size()) return false;
+    for (std::size_t i = 0; i + name.size() <= sql.size(); ++i) {
+        if (i > 0 && sql::is_ident_byte(sql[i - 1])) continue;
+        if (sql::iequals(sql.substr(i, name.size()), name) &&
+            (i + name.size() == sql.size() || !sql::is_ident_byte(sql[i + name.size()])))
+            return true;
+    }
+    return false;
+}
+
+void match_not_ours(const parsed_statement& st, const rule_index& rules, match_result& out) {
+    if (rules.filter().classify(st.sql) != sql::prefilter_verdict::candidate) return;
+    const std::string_view why = sql::not_ours_reason_text(st.reason);
+    for (const auto& s : rules.rules().stocks)
+        if (mentions(st.sql, s.table.name)) out.facts.emplace_back(unmodeled{&s, nullptr, why});
+    for (const auto& c : rules.rules().claims)
+        if (mentions(st.sql, c.table.name)) out.facts.emplace_back(unmodeled{nullptr, &c, why});
+}
+
+}  // namespace
+
+value_ref make_value(const parsed_statement& st, const sql::operand& op) {
+    value_ref v;
+    v.text = st.text(op.span);
+    // A literal with a comment inside (- /* x */ 5) has no clean bytes to reuse.
+    bool clean = true;
+    for (std::uint32_t i = op.span.first + 1; i < op.span.last; ++i)
+        if ((st.tokens[i].flags & sql::token_flag::comment_before) != 0) clean = false;
+    switch (op.kind) {
+        case operand_kind::literal:
+            if (!clean) {
+                v.type = value_ref::kind::expression;
+                break;
+            }
+            v.type = value_ref::kind::literal;
+            v.decoded = sql::decode_literal(st, op);
+            break;
+        case operand_kind::placeholder:
+            if (!clean) {
+                v.type = value_ref::kind::expression;
+                break;
+            }
+            v.type = value_ref::kind::placeholder;
+            v.placeholder_index = st.tokens[op.value_token].aux;
+            break;
+        case operand_kind::null: v.type = value_ref::kind::null; break;
+        case operand_kind::default_: v.type = value_ref::kind::default_; break;
+        default: v.type = value_ref::kind::expression; break;
+    }
+    return v;
+}
+
+match_result match(const parsed_statement& st, const rule_index& rules, const match_context& context) {
+    match_result out;
+    switch (st.kind) {
+        case sql::statement_kind::select: match_select(st, rules, context, out); break;
+        case sql::statement_kind::update: match_update(st, rules, context, out); break;
+        case sql::statement_kind::insert: match_insert(st, rules, context, out); break;
+        case sql::statement_kind::transaction: match_transaction(st, out); break;
+        case sql::statement_kind::set: match_set(st, out); break;
+        case sql::statement_kind::use: {
+            session_change c;
+            c.setting = session_setting::database;
+            c.database = st.text(std::get<sql::use_statement>(st.body).database);
+            out.facts.emplace_back(std::move(c));
+            break;
+        }
+        case sql::statement_kind::not_ours: match_not_ours(st, rules, out); break;
+    }
+    return out;
+}
+
+}  // namespace claimguard::rules::match

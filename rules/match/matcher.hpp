@@ -1,0 +1,27 @@
+// The matcher: parsed statement + rules -> typed facts (reads, writes, claims, boundaries).
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "rules/match/facts.hpp"
+#include "rules/match/rule_index.hpp"
+#include "rules/sql/statement.hpp"
+
+namespace claimguard::rules::match {
+
+struct match_context {
+    // The session's current database (unquoted). Empty: unknown, and then an unqualified
+    // table name matches a rule of any schema (protecting too much rather than too little).
+    std::optional<std::string_view> current_database;
+};
+
+// Facts about `st` under `rules`. Pure; the facts view `st.sql` and the rules.
+[[nodiscard]] match_result match(const sql::parsed_statement& st, const rule_index& rules,
+                                 const match_context& context = {});
+
+// A value as the statement wrote it (exposed for the engine: bound prepared-statement
+// values are compared against these).
+[[nodiscard]] value_ref make_value(const sql::parsed_statement& st, const sql::operand& op);
+
+}  // namespace claimguard::rules::match

@@ -1,0 +1,163 @@
+// Building the conditional decrement and the compensation from original tokens and rule names.
+#include "rules/match/rewriter.hpp"
+
+#include <limits>
+
+#include "rules/sql/values.hpp"
+
+namespace claimguard::rules::match {
+namespace {
+
+// Appends statement tokens as written; trivia between them (comments, versioned-comment
+// markers, whitespace) becomes one space.
+class writer {
+public:
+    writer(const sql::parsed_statement& st, rewritten_sql& out) : st_(st), out_(out) {}
+
+    void copy(sql::token_span s) {
+        for (std::uint32_t i = s.first; i < s.last; ++i) {
+            const sql::token& t = st_.tokens[i];
+            if (i != s.first && (t.flags & sql::token_flag::gap_before) != 0) out_.sql.push_back(' ');
+            out_.sql.append(t.text(st_.sql));
+            if (t.kind == sql::token_kind::placeholder) out_.parameters.push_back(t.aux);
+        }
+    }
+    void text(std::string_view s) { out_.sql.append(s); }
+    void placeholder(std::uint32_t index) {
+        out_.sql.push_back('?');
+        out_.parameters.push_back(index);
+    }
+
+private:
+    const sql::parsed_statement& st_;
+    rewritten_sql& out_;
+};
+
+[[nodiscard]] std::string table_sql(const table_name& t) {
+    if (t.schema.empty()) return sql::quote_identifier(t.name);
+    return sql::quote_identifier(t.schema) + "." + sql::quote_identifier(t.name);
+}
+
+}  // namespace
+
+result<rewritten_sql> conditional_decrement(const sql::parsed_statement& st, const stock_rule& rule,
+                                            std::uint32_t counter_assignment,
+                                            std::optional<std::uint32_t> version_assignment,
+                                            const decrement_amount& amount) {
+    const auto* u = std::get_if<sql::update_statement>(&st.body);
+    if (u == nullptr || counter_assignment >= u->assignments.size() ||
+        (version_assignment && *version_assignment >= u->assignments.size()))
+        return errc::not_an_update;
+    if (amount.placeholder && rule.floor != 0) return errc::amount_needs_value;
+    if (!amount.placeholder && amount.units <= 0) return errc::amount_not_positive;
+    if (!amount.placeholder && rule.floor > std::numeric_limits<std::int64_t>::max() - amount.units)
+        return errc::amount_out_of_range;
+
+    rewritten_sql out;
+    out.sql.reserve(st.sql.size() + 64);
+    writer w(st, out);
+    const sql::assignment& counter = u->assignments[counter_assignment];
+    auto counter_ref = [&] { w.copy(counter.column.span); };
+    auto version_ref = [&] {
+        if (version_assignment) {
+            w.copy(u->assignments[*version_assignment].column.span);
+        } else {  // the counter's qualifier (s. of s.remain), then the rule's column name
+            w.copy({counter.column.span.first, counter.column.name});
+            w.text(sql::quote_identifier(*rule.version_column));
+        }
+    };
+    auto bump_version = [&] {
+        version_ref();
+        w.text(" = ");
+        version_ref();
+        w.text(" + 1");
+    };
+
+    w.text("UPDATE ");
+    if (!u->modifiers.empty()) {
+        w.copy(u->modifiers);
+        w.text(" ");
+    }
+    w.copy(u->table.span);
+    w.text(" SET ");
+    for (std::uint32_t i = 0; i < u->assignments.size(); ++i) {
+        if (i != 0) w.text(", ");
+        if (i == counter_assignment) {
+            counter_ref();
+            w.text(" = ");
+            counter_ref();
+            w.text(" - ");
+            if (amount.placeholder) w.placeholder(*amount.placeholder);
+            else w.text(std::to_string(amount.units));
+            if (rule.version_column && !version_assignment) {
+                w.text(", ");
+                bump_version();
+            }
+        } else if (version_assignment && i == *version_assignment && rule.version_column) {
+            bump_version();
+        } else {
+            w.copy(u->assignments[i].span);
+        }
+    }
+    w.text(" WHERE ");
+    if (u->where.present) {
+        w.copy(u->where.span);
+        w.text(" AND ");
+    }
+    counter_ref();
+    w.text(" >= ");
+    if (amount.placeholder) {
+        w.placeholder(*amount.placeholder);
+    } else {
+        w.text(std::to_string(rule.floor + amount.units));
+    }
+    if (!u->limit.empty()) {
+        w.text(" ");
+        w.copy(u->limit);
+    }
+    return out;
+}
+
+result<rewritten_sql> rewrite_write(const sql::parsed_statement& st, const counter_write& fact, std::int64_t units) {
+    if (fact.rule == nullptr) return errc::not_an_update;
+    return conditional_decrement(st, *fact.rule, fact.assignment, fact.version_assignment, {units, std::nullopt});
+}
+
+result<rewritten_sql> rewrite_change(const sql::parsed_statement& st, const counter_change& fact) {
+    if (fact.rule == nullptr) return errc::not_an_update;
+    if (!fact.is_decrement()) return errc::amount_not_positive;
+    decrement_amount amount;
+    if (fact.amount.type == value_ref::kind::placeholder) amount.placeholder = fact.amount.placeholder_index;
+    else if (fact.delta) amount.units = -*fact.delta;
+    else return errc::amount_not_integer;
+    return conditional_decrement(st, *fact.rule, fact.assignment, fact.version_assignment, amount);
+}
+
+result<rewritten_sql> compensation(const stock_rule& rule, std::span<const value_ref> key, std::int64_t units) {
+    if (units <= 0) return errc::amount_not_positive;
+    if (key.size() != rule.key_columns.size()) return errc::key_not_bindable;
+    for (const auto& v : key)
+        if (!v.is_bindable()) return errc::key_not_bindable;
+    rewritten_sql out;
+    const std::string counter = sql::quote_identifier(rule.counter_column);
+    out.sql = "UPDATE " + table_sql(rule.table) + " SET " + counter + " = " + counter + " + " + std::to_string(units);
+    if (rule.version_column) {
+        const std::string version = sql::quote_identifier(*rule.version_column);
+        out.sql += ", " + version + " = " + version + " + 1";
+    }
+    out.sql += " WHERE ";
+    for (std::size_t i = 0; i < key.size(); ++i) {
+        if (i != 0) out.sql += " AND ";
+        out.sql += sql::quote_identifier(rule.key_columns[i]);
+        out.sql += " = ";
+        if (key[i].type == value_ref::kind::placeholder) {
+            out.sql.push_back('?');
+            out.parameters.push_back(key[i].placeholder_index);
+        } else {
+            out.sql.append(key[i].text);
+        }
+    }
+    return out;
+}
+
+}  // namespace claimguard::rules::match

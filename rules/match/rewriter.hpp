@@ -1,0 +1,51 @@
+// The rewriter: facts + what the session read -> the SQL claimguard sends instead.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "rules/match/errors.hpp"
+#include "rules/match/facts.hpp"
+#include "rules/model/rules.hpp"
+#include "rules/sql/statement.hpp"
+
+namespace claimguard::rules::match {
+
+// New SQL and, for each "?" in it in order, the 0-based index of the original statement's
+// placeholder whose bound value it takes (a prepared statement's parameters, reordered).
+// User data is never re-quoted: literals are the original tokens, byte for byte.
+struct rewritten_sql {
+    std::string sql;
+    small_vector<std::uint32_t, 4> parameters;
+};
+
+// Units a conditional decrement takes: a number claimguard computed, or the bound value of
+// one of the statement's placeholders (then used twice: "c = c - ?" and "c >= ?"; only with
+// a floor of 0, since "c >= floor + ?" is not a shape the recognizer reads back).
+struct decrement_amount {
+    std::int64_t units = 0;
+    std::optional<std::uint32_t> placeholder;
+};
+
+// UPDATE <table as written> SET c = c - N [, version = version + 1] WHERE <the original
+// WHERE clause> AND c >= floor + N, keeping every other assignment and the LIMIT as written.
+[[nodiscard]] result<rewritten_sql> conditional_decrement(const sql::parsed_statement& st, const stock_rule& rule,
+                                                          std::uint32_t counter_assignment,
+                                                          std::optional<std::uint32_t> version_assignment,
+                                                          const decrement_amount& amount);
+
+// The incident's absolute write (SET remain = V after reading R) as a decrement of R - V units.
+[[nodiscard]] result<rewritten_sql> rewrite_write(const sql::parsed_statement& st, const counter_write& fact,
+                                                  std::int64_t units);
+
+// A relative decrement (SET remain = remain - N) with the guard added.
+[[nodiscard]] result<rewritten_sql> rewrite_change(const sql::parsed_statement& st, const counter_change& fact);
+
+// Gives `units` back to the stock row of `key` (the claim's duplicate or failure):
+// UPDATE t SET c = c + units [, version = version + 1] WHERE k1 = <original token> AND ...
+[[nodiscard]] result<rewritten_sql> compensation(const stock_rule& rule, std::span<const value_ref> key,
+                                                 std::int64_t units = 1);
+
+}  // namespace claimguard::rules::match

@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""The incident's servers: a private MariaDB with the coupon schema, a private Redis, N claimguard sidecars.
+
+Imported by incident_test.py; also a command line for scripts/demo.sh:
+
+    cluster.py start-db DIR [--unique-index] [--no-redis]   MariaDB (+ legacy schema) and Redis
+    cluster.py start-proxies DIR --claimguard PATH --count N --rules FILE
+    cluster.py stop DIR                                       idempotent; logs stay in DIR
+
+`start-db` writes DIR/env (shell KEY=VALUE lines: ports, socket, users); `start-proxies` adds
+PROXY_PORTS (comma-separated). Builds on tests/integration/servers.py (free_port, MariaDB,
+Claimguard, kill_pidfile). Standard library only.
+"""
+
+import argparse
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+import servers  # noqa: E402  (tests/integration/servers.py)
+
+HOST = servers.HOST
+DATABASE = "incident"
+APP_USER = "cg_app"
+APP_PASSWORD = "app-Pw1"
+ADMIN_USER = "root"
+ADMIN_PASSWORD = "root-Pw1"
+LEGACY_SCHEMA = os.path.join(REPO, "sql", "legacy_schema.sql")
+UNIQUE_INDEX_MIGRATION = os.path.join(REPO, "sql", "migrations", "001_claimguard_unique_index.sql")
+EXAMPLE_RULES = os.path.join(REPO, "rules", "examples", "coupon.yaml")
+REDIS_START_TIMEOUT_S = 20.0
+REDIS_IO_TIMEOUT_S = 2.0
+POLL_INTERVAL_S = 0.05
+# Flags of `claimguard serve` this harness passes when the binary has them.
+SERVE_CLAIM_FLAGS = ("--rules", "--redis", "--audit-log")
+
+
+def wait_for(path_or_predicate, timeout_s, what):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path_or_predicate():
+            return
+        time.sleep(POLL_INTERVAL_S)
+    raise RuntimeError(f"{what} within {timeout_s}s")
+
+
+class Redis:
+    """A private redis-server in DIR on a free 127.0.0.1 port, with no persistence."""
+
+    def __init__(self, base_dir, port=None):
+        self.dir = os.path.abspath(base_dir)
+        self.port = port
+        self.pid_file = os.path.join(self.dir, "redis.pid.launcher")
+        self.log = os.path.join(self.dir, "redis.log")
+        self.proc = None
+
+    def start(self):
+        os.makedirs(self.dir, exist_ok=True)
+        if self.port is None:
+            self.port = servers.free_port()
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(
+                ["redis-server", "--port", str(self.port), "--bind", HOST, "--save", "", "--appendonly", "no",
+                 "--daemonize", "no", "--dir", self.dir],
+                cwd=self.dir, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        with open(self.pid_file, "w", encoding="ascii") as f:
+            f.write(f"{self.proc.pid}\n")
+
+        def answers():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"redis-server exited with {self.proc.returncode}; see {self.log}")
+            return self.command("PING") == "+PONG"
+        wait_for(answers, REDIS_START_TIMEOUT_S, f"redis-server did not answer PING on port {self.port}")
+        return self
+
+    def command(self, *args):
+        """The first line of Redis's reply to one command, or None when Redis does not answer."""
+        payload = f"*{len(args)}\r\n".encode() + b"".join(
+            f"${len(a.encode())}\r\n".encode() + a.encode() + b"\r\n" for a in args)
+        try:
+            with socket.create_connection((HOST, self.port), timeout=REDIS_IO_TIMEOUT_S) as s:
+                s.sendall(payload)
+                reply = b""
+                while not reply.endswith(b"\r\n"):
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    reply += chunk
+                return reply.decode(errors="replace").split("\r\n", 1)[0]
+        except OSError:
+            return None
+
+    def alive(self):
+        pid = servers.read_pid(self.pid_file)
+        return pid is not None and servers._pid_alive(pid)  # noqa: SLF001 - shared helper
+
+    def flush(self):
+        if self.alive():
+            self.command("FLUSHALL")
+
+    def signal(self, sig):
+        pid = servers.read_pid(self.pid_file)
+        if pid is not None and "redis-server" in servers._pid_cmdline(pid):  # noqa: SLF001
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def stop(self):
+        # A stopped (SIGSTOP) process would ignore SIGTERM until continued.
+        self.signal(signal.SIGCONT)
+        servers.kill_pidfile(self.pid_file, "redis-server")
+        if self.proc is not None:
+            self.proc.poll()
+
+
+def serve_flags_supported(claimguard):
+    """The subset of SERVE_CLAIM_FLAGS that `claimguard serve --help` lists."""
+    r = subprocess.run([claimguard, "serve", "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       stdin=subprocess.DEVNULL, check=False)
+    text = r.stdout.decode(errors="replace")
+    return {f for f in SERVE_CLAIM_FLAGS if re.search(re.escape(f) + r"\b", text)}
+
+
+def rules_with_exhausted_ok(source, dest):
+    """Writes a copy of a rules file whose stock rule answers a refused decrement with OK (0 rows)."""
+    with open(source, encoding="utf-8") as f:
+        text = f.read()
+    new, n = re.subn(r"(?m)^([ ]+)exhausted:[^\n]*\n(?:\1[ ]+[^\n]*\n)*", r"\1exhausted: ok\n", text)
+    if n != 1:
+        raise RuntimeError(f"{source}: expected one 'exhausted:' block to replace, found {n}")
+    with open(dest, "w", encoding="utf-8") as f:
+        f.write(new)
+    return dest
+
+
+class Cluster:
+    """MariaDB + optional Redis + N claimguard instances under one work directory."""
+
+    def __init__(self, work_dir):
+        self.dir = os.path.abspath(work_dir)
+        self.db = servers.MariaDB(os.path.join(self.dir, "mariadb"))
+        self.redis = None
+        self.proxies = []
+        self.missing_serve_flags = []
+
+    # --- MariaDB ---------------------------------------------------------------------------------
+    def start_db(self, unique_index=True):
+        os.makedirs(self.db.dir, exist_ok=True)
+        self.db.install()
+        self.db.start()
+        self.db.sql(f"""
+            CREATE DATABASE {DATABASE};
+            CREATE USER '{APP_USER}'@'%' IDENTIFIED BY '{APP_PASSWORD}';
+            GRANT SELECT, INSERT, UPDATE, DELETE ON {DATABASE}.* TO '{APP_USER}'@'%';
+            CREATE USER IF NOT EXISTS '{ADMIN_USER}'@'{HOST}';
+            ALTER USER '{ADMIN_USER}'@'{HOST}' IDENTIFIED BY '{ADMIN_PASSWORD}';
+            GRANT ALL PRIVILEGES ON *.* TO '{ADMIN_USER}'@'{HOST}' WITH GRANT OPTION;
+            FLUSH PRIVILEGES;
+        """)
+        self.apply_sql_file(LEGACY_SCHEMA)
+        if unique_index:
+            self.apply_sql_file(UNIQUE_INDEX_MIGRATION)
+        return self
+
+    def apply_sql_file(self, path):
+        with open(path, encoding="utf-8") as f:
+            self.db.sql(f.read(), database=DATABASE)
+
+    def sql(self, statements):
+        return self.db.sql(statements, database=DATABASE)
+
+    def reset(self, stocks):
+        """Empties coupon_order and sets coupon_stock to {campaign: remain} (version 0)."""
+        values = ", ".join(f"({k}, {v}, 0)" for k, v in stocks.items())
+        self.sql(f"TRUNCATE TABLE coupon_order; DELETE FROM coupon_stock; "
+                 f"INSERT INTO coupon_stock (campaign_id, remain, version) VALUES {values};")
+        if self.redis is not None:
+            self.redis.flush()
+
+    def facts(self, campaign):
+        """What the database holds for one campaign."""
+        out = self.sql(f"""
+            SELECT COUNT(*) FROM coupon_order WHERE campaign_id = {campaign};
+            SELECT COUNT(*) FROM (SELECT user_id FROM coupon_order WHERE campaign_id = {campaign}
+                                  GROUP BY user_id HAVING COUNT(*) > 1) d;
+            SELECT COALESCE(SUM(n - 1), 0) FROM (SELECT COUNT(*) n FROM coupon_order WHERE campaign_id = {campaign}
+                                                 GROUP BY user_id HAVING COUNT(*) > 1) d;
+            SELECT remain, version FROM coupon_stock WHERE campaign_id = {campaign};
+        """).split("\n")
+        rows, dup_pairs, extra_rows = int(out[0]), int(out[1]), int(out[2])
+        remain, version = (int(x) for x in out[3].split("\t")) if out[3].strip() else (None, None)
+        users = [int(x) for x in self.sql(
+            f"SELECT user_id FROM coupon_order WHERE campaign_id = {campaign} ORDER BY user_id;").split()]
+        return {"rows": rows, "duplicate_pairs": dup_pairs, "duplicate_extra_rows": extra_rows,
+                "remain": remain, "version": version, "users": users}
+
+    # --- Redis -----------------------------------------------------------------------------------
+    def start_redis(self, port=None):
+        self.redis = Redis(os.path.join(self.dir, "redis"), port=port).start()
+        return self.redis
+
+    # --- claimguard ------------------------------------------------------------------------------
+    def start_proxies(self, claimguard, count, rules=EXAMPLE_RULES, audit=True):
+        supported = serve_flags_supported(claimguard)
+        self.missing_serve_flags = [f for f in SERVE_CLAIM_FLAGS if f not in supported]
+        for i in range(1, count + 1):
+            extra = []
+            if "--rules" in supported:
+                extra += ["--rules", rules]
+            if "--redis" in supported and self.redis is not None:
+                extra += ["--redis", f"{HOST}:{self.redis.port}"]
+            if "--audit-log" in supported and audit:
+                extra += ["--audit-log", os.path.join(self.dir, f"audit-{i}.jsonl")]
+            p = servers.Claimguard(claimguard, self.dir, f"claimguard-{i}", self.db.port, extra_args=extra)
+            self.proxies.append(p)
+            p.start()
+        return self.proxies
+
+    def stop(self):
+        for p in self.proxies:
+            p.stop()
+        if self.redis is not None:
+            self.redis.stop()
+        self.db.stop()
+
+    def env(self):
+        env = {"DIR": self.dir, "HOST": HOST, "MARIADB_PORT": self.db.port, "SOCKET": self.db.socket,
+               "DATABASE": DATABASE, "APP_USER": APP_USER, "APP_PASSWORD": APP_PASSWORD,
+               "ADMIN_USER": ADMIN_USER, "ADMIN_PASSWORD": ADMIN_PASSWORD,
+               "REDIS_PORT": self.redis.port if self.redis else ""}
+        if self.proxies:
+            env["PROXY_PORTS"] = ",".join(str(p.port) for p in self.proxies)
+            env["ADMIN_PORTS"] = ",".join(str(p.admin_port) for p in self.proxies)
+            env["CLAIMGUARD"] = self.proxies[0].binary
+        return env
+
+
+def stop_dir(work_dir):
+    """Stops whatever a Cluster (or a killed test run) left running under work_dir, by pid file."""
+    work_dir = os.path.abspath(work_dir)
+    if not os.path.isdir(work_dir):
+        return
+    for name in sorted(os.listdir(work_dir)):
+        if name.startswith("claimguard-") and name.endswith(".pid"):
+            servers.kill_pidfile(os.path.join(work_dir, name), "claimguard")
+    Redis(os.path.join(work_dir, "redis")).stop()
+    servers.MariaDB(os.path.join(work_dir, "mariadb")).stop()
+
+
+def _write_env(work_dir, values):
+    servers.write_env(os.path.join(work_dir, "env"), values)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="action", required=True)
+    db = sub.add_parser("start-db")
+    db.add_argument("dir")
+    db.add_argument("--unique-index", action="store_true", help="also apply sql/migrations/001_*.sql")
+    db.add_argument("--no-redis", action="store_true")
+    px = sub.add_parser("start-proxies")
+    px.add_argument("dir")
+    px.add_argument("--claimguard", required=True)
+    px.add_argument("--count", type=int, default=1)
+    px.add_argument("--rules", default=EXAMPLE_RULES)
+    st = sub.add_parser("stop")
+    st.add_argument("dir")
+    args = ap.parse_args()
+
+    if args.action == "stop":
+        stop_dir(args.dir)
+        return 0
+    os.makedirs(args.dir, exist_ok=True)
+    if args.action == "start-db":
+        stop_dir(args.dir)
+        c = Cluster(args.dir)
+        try:
+            c.start_db(unique_index=args.unique_index)
+            if not args.no_redis:
+                c.start_redis()
+        except Exception:
+            c.stop()
+            raise
+        _write_env(args.dir, c.env())
+        return 0
+    # start-proxies: MariaDB and Redis are already up (their ports are in DIR/env).
+    env = servers.read_env(args.dir)
+    c = Cluster(args.dir)
+    c.db.port = int(env["MARIADB_PORT"])
+    if env.get("REDIS_PORT"):
+        c.redis = Redis(os.path.join(args.dir, "redis"), port=int(env["REDIS_PORT"]))
+    try:
+        c.start_proxies(args.claimguard, args.count, rules=args.rules)
+    except Exception:
+        for p in c.proxies:
+            p.stop()
+        raise
+    for f in c.missing_serve_flags:
+        print(f"cluster: WARNING: `claimguard serve` has no {f} flag yet; started without it", file=sys.stderr)
+    env.update(c.env())
+    _write_env(args.dir, env)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,443 @@
+#!/usr/bin/env python3
+"""incident_test.py: the coupon incident (DESIGN.md section 1) replayed through 8 claimguard sidecars.
+
+Usage: incident_test.py VARIANT --claimguard PATH --load PATH --work-dir DIR [--rounds N]
+       incident_test.py --list
+
+Each run starts its own MariaDB (sql/legacy_schema.sql, plus the UNIQUE index of
+sql/migrations/001_claimguard_unique_index.sql unless the variant says otherwise), a Redis and
+8 `claimguard serve` instances in DIR, then per round: resets the stock to 100, races 300 users x 3
+attempts from 24 threads of the unchanged legacy flow, checks DESIGN.md section 2's invariants with
+SQL straight against MariaDB and against what the app was told, then lets one thread of new users
+take what is left (units a refused duplicate gave back late) and checks that exactly the stock was
+issued. Timings are printed, never asserted. Exit 0 when every check passed, 1 otherwise, 77
+(ctest skip) when the variant needs a claimguard subcommand that does not exist yet.
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cluster  # noqa: E402  (same directory)
+
+STOCK = 100
+CAMPAIGN = 1
+CONTROL_CAMPAIGN = 2          # a second stock row no statement targets: must stay untouched
+USERS = 300
+ATTEMPTS_PER_USER = 3
+PROXIES = 8
+THREADS_PER_PROXY = 3         # the incident: 8 app instances x 3 threads
+ROUNDS = 3
+DRAIN_FIRST_USER = 1_000_001  # new users for the drain phase, never in the race
+DRAIN_USERS = STOCK
+LOAD_TIMEOUT_S = 120
+HARNESS_DEADLINE_S = 280      # below ctest's TIMEOUT 300, so the servers are always stopped
+SKIP_EXIT_CODE = 77
+LOG_TAIL_LINES = 25
+# The Redis fault: SIGSTOP when half the stock is gone, SIGKILL at a quarter left or this long after.
+REDIS_STOP_AT_REMAIN = STOCK // 2
+REDIS_KILL_AT_REMAIN = STOCK // 4
+REDIS_KILL_AFTER_S = 1.0
+REDIS_POLL_INTERVAL_S = 0.002
+CLI11_REJECTED = ("was not expected", "were not expected", "is required", "not a subcommand",
+                  "Run with --help for more information")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLAIM_LOAD_PY = os.path.join(cluster.REPO, "tests", "load", "claim_load.py")
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    description: str
+    through_claimguard: bool = True
+    client: str = "load"          # "load" (claimguard-load, libmariadb) or "pymysql" (claim_load.py)
+    protocol: str = "text"
+    transaction: bool = False
+    ignore_affected_rows: bool = False
+    version_column: bool = False
+    found_rows: bool = False
+    flow: str = "naive"
+    unique_index: bool = True
+    exhausted_ok: bool = False    # rules answer a refused decrement with OK, 0 rows
+    redis_fault: bool = False
+    exact: bool = True            # exactly the stock issued; False: only no over-issue and no leak
+    assert_nothing: bool = False  # the baseline: print what happened
+
+
+VARIANTS = {
+    "text": Variant("naive flow, text protocol, autocommit"),
+    "prepared": Variant("naive flow, prepared statements (mysql_stmt_*), autocommit", protocol="prepared"),
+    "transaction": Variant("naive flow, text protocol, BEGIN ... COMMIT", transaction=True),
+    "prepared_transaction": Variant("naive flow, prepared statements, BEGIN ... COMMIT", protocol="prepared",
+                                    transaction=True),
+    "found_rows": Variant("naive flow, CLIENT_FOUND_ROWS as JDBC drivers connect", found_rows=True),
+    "redis_down": Variant("naive flow; Redis gets SIGSTOP at half the stock, then SIGKILL", redis_fault=True),
+    "ignore_affected_rows": Variant("the app inserts whatever the UPDATE's affected rows; rules answer a refused "
+                                    "decrement with OK (exhausted: ok)", ignore_affected_rows=True,
+                                    exhausted_ok=True),
+    "version_column": Variant("naive flow that also writes version = <version+1>", version_column=True),
+    "pymysql": Variant("naive flow from PyMySQL (claim_load.py)", client="pymysql"),
+    "no_unique_index": Variant("legacy schema without the UNIQUE index: no over-issue, no leak",
+                               unique_index=False, exact=False),
+    "fixed_direct": Variant("control: the post-mortem's hand fix straight to MariaDB, no claimguard",
+                            through_claimguard=False, flow="fixed"),
+    "baseline_direct": Variant("baseline: the naive flow straight to MariaDB, legacy schema; asserts nothing",
+                               through_claimguard=False, unique_index=False, assert_nothing=True),
+}
+SPECIAL = {"schema_check": "claimguard check reports the missing UNIQUE index (exit non-zero), passes once added"}
+
+
+class HarnessError(Exception):
+    """The harness could not run the scenario (not an invariant violation)."""
+
+
+class Checks:
+    def __init__(self):
+        self.passed = 0
+        self.failed = []
+
+    def check(self, ok, what, detail=""):
+        if ok:
+            self.passed += 1
+            print(f"    ok    {what}")
+        else:
+            self.failed.append(what)
+            print(f"    FAIL  {what}" + (f": {detail}" if detail else ""))
+        return ok
+
+
+# --- running the load -------------------------------------------------------------------------------
+def load_command(args, variant, targets, threads, first_user, users, attempts, seed):
+    if variant.client == "pymysql":
+        cmd = [sys.executable, CLAIM_LOAD_PY]
+    else:
+        cmd = [args.load, "--protocol", variant.protocol]
+    for port in targets:
+        cmd += ["--target", f"{cluster.HOST}:{port}"]
+    cmd += ["--user", cluster.APP_USER, "--password", cluster.APP_PASSWORD, "--database", cluster.DATABASE,
+            "--threads", str(threads), "--first-user", str(first_user), "--users", str(users),
+            "--attempts-per-user", str(attempts), "--campaign", str(CAMPAIGN), "--flow", variant.flow,
+            "--seed", str(seed), "--json", "--record-claims"]
+    for flag, on in (("--transaction", variant.transaction), ("--ignore-affected-rows", variant.ignore_affected_rows),
+                     ("--version-column", variant.version_column), ("--found-rows", variant.found_rows)):
+        if on:
+            cmd.append(flag)
+    return cmd
+
+
+def run_load(cmd):
+    try:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                           timeout=LOAD_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired as e:
+        raise HarnessError(f"the load did not finish within {LOAD_TIMEOUT_S}s (a hang?): {' '.join(cmd)}") from e
+    if r.returncode != 0:
+        raise HarnessError(f"the load tool exited with {r.returncode}: {r.stderr.decode(errors='replace')}")
+    try:
+        return json.loads(r.stdout)
+    except ValueError as e:
+        raise HarnessError(f"the load tool printed no JSON: {r.stdout[:500]!r}") from e
+
+
+def top_errors(s, n=3):
+    errors = sorted(s["errors"], key=lambda e: -e["count"])[:n]
+    return "; ".join(f"{e['code']} x{e['count']} {e['message']}" for e in errors)
+
+
+def describe_load(s):
+    errs = top_errors(s)
+    return (f"attempts {s['attempts']}/{s['attempts_planned']}, claimed {s['claimed']}, sold out {s['sold_out']} "
+            f"{s['sold_out_by']}, already claimed {s['duplicate']} {s['duplicate_by']}, other errors "
+            f"{s['other_errors']}{' [' + errs + ']' if errs else ''}, reconnects {s['reconnects']}, "
+            f"{s['elapsed_s']:.2f} s, {s['claims_per_s']:.0f} claims/s, latency ms p50 {s['latency_ms']['p50']:.2f} "
+            f"p99 {s['latency_ms']['p99']:.2f}")
+
+
+# --- the Redis fault --------------------------------------------------------------------------------
+class RedisFault(threading.Thread):
+    """Watches remain in MariaDB while the load runs: SIGSTOP Redis at half the stock, SIGKILL later."""
+
+    def __init__(self, c):
+        super().__init__(daemon=True)
+        self.cluster = c
+        self.done = threading.Event()
+        self.events = []
+        self.stopped_at = None
+        self.killed = False
+        self.error = None
+
+    def run(self):
+        import pymysql  # python3-pymysql; only this variant needs it in the harness
+        try:
+            conn = pymysql.connect(unix_socket=self.cluster.db.socket, user="root", database=cluster.DATABASE,
+                                   autocommit=True)
+        except Exception as e:  # noqa: BLE001 - reported by the caller
+            self.error = e
+            return
+        began = time.monotonic()
+        stop_time = None
+        try:
+            with conn.cursor() as cur:
+                while not self.done.is_set() and not self.killed:
+                    cur.execute(f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}")
+                    remain = int(cur.fetchone()[0])
+                    now = time.monotonic()
+                    if stop_time is None and remain <= REDIS_STOP_AT_REMAIN:
+                        self.cluster.redis.signal(signal.SIGSTOP)
+                        stop_time, self.stopped_at = now, remain
+                        self.events.append(f"SIGSTOP at remain {remain} (+{now - began:.2f}s)")
+                    elif stop_time is not None and (remain <= REDIS_KILL_AT_REMAIN
+                                                    or now - stop_time >= REDIS_KILL_AFTER_S):
+                        self.cluster.redis.signal(signal.SIGKILL)
+                        self.killed = True
+                        self.events.append(f"SIGKILL at remain {remain} (+{now - began:.2f}s)")
+                    time.sleep(REDIS_POLL_INTERVAL_S)
+        finally:
+            conn.close()
+
+    def finish(self):
+        self.done.set()
+        self.join()
+        if not self.killed:
+            self.cluster.redis.signal(signal.SIGKILL)
+            note = " (never stopped mid-run)" if self.stopped_at is None else ""
+            self.events.append("SIGKILL after the run" + note)
+        # Reap it so the next round can start a new one on the same port.
+        self.cluster.redis.stop()
+
+
+# --- one round --------------------------------------------------------------------------------------
+def check_answers(checks, label, s):
+    checks.check(s["attempts"] == s["attempts_planned"], f"{label}: every attempt ran",
+                 f"{s['attempts']} of {s['attempts_planned']}")
+    answered = s["claimed"] + s["sold_out"] + s["duplicate"]
+    checks.check(s["other_errors"] == 0,
+                 f"{label}: every attempt got a claim, 'sold out' or 'already claimed' (no other error)",
+                 f"{s['other_errors']} other errors, most frequent: {top_errors(s)}; answered {answered} of "
+                 f"{s['attempts']}")
+
+
+def run_round(args, variant, c, rnd, checks, redis_port):
+    print(f"\n== round {rnd}/{args.rounds}")
+    if variant.redis_fault and c.redis is not None and not c.redis.alive():
+        c.redis = cluster.Redis(os.path.join(c.dir, "redis"), port=redis_port).start()
+    c.reset({CAMPAIGN: STOCK, CONTROL_CAMPAIGN: STOCK})
+    targets = [p.port for p in c.proxies] if variant.through_claimguard else [c.db.port]
+    threads = PROXIES * THREADS_PER_PROXY
+    fault = RedisFault(c) if variant.redis_fault else None
+    if fault:
+        fault.start()
+    try:
+        race = run_load(load_command(args, variant, targets, threads, 1, USERS, ATTEMPTS_PER_USER, rnd))
+    finally:
+        if fault:
+            fault.finish()
+    after = c.facts(CAMPAIGN)
+    print(f"  race:  {describe_load(race)}")
+    print(f"         database: {after['rows']} claim rows, {after['duplicate_pairs']} duplicate (user, campaign) "
+          f"pairs, remain {after['remain']}, version {after['version']}")
+    if fault:
+        print(f"         redis: {', '.join(fault.events) or 'nothing done'}"
+              + (f" (poller failed: {fault.error})" if fault.error else ""))
+    if variant.assert_nothing:
+        issued = after["rows"]
+        print(f"  baseline: {issued} coupons issued for {STOCK} ({issued - STOCK:+d}), "
+              f"{after['duplicate_pairs']} duplicate pairs, remain {after['remain']} "
+              f"(initial - remain = {STOCK - after['remain']} vs {issued} rows)")
+        return fault
+
+    rows, remain = after["rows"], after["remain"]
+    checks.check(rows <= STOCK, f"no over-issue: claim rows <= {STOCK}",
+                 f"OVER-ISSUE: {rows} claim rows for {STOCK} coupons ({rows - STOCK} too many)")
+    checks.check(remain is not None and remain >= 0, "the counter never goes below 0",
+                 f"remain is {remain}")
+    checks.check(remain is not None and STOCK - remain == rows, "no leak: initial - remain == claim rows",
+                 f"{STOCK} - {remain} = {STOCK - (remain or 0)} units taken, but {rows} claim rows")
+    if variant.unique_index or variant.exact:
+        checks.check(after["duplicate_pairs"] == 0, "no duplicates: one row per (user, campaign)",
+                     f"DUPLICATES: {after['duplicate_pairs']} users hold more than one coupon "
+                     f"({after['duplicate_extra_rows']} extra rows)")
+    else:
+        print(f"    note  {after['duplicate_pairs']} duplicate pairs (no UNIQUE index: Redis is only a filter)")
+    check_answers(checks, "race", race)
+    checks.check(sorted(race["claimed_users"]) == after["users"],
+                 "the app was told 'claimed' exactly for the rows in coupon_order",
+                 f"app believes {race['claimed']} claims, database has {rows} rows; told but missing: "
+                 f"{sorted(set(race['claimed_users']) - set(after['users']))[:10]}, present but not told: "
+                 f"{sorted(set(after['users']) - set(race['claimed_users']))[:10]}")
+
+    if variant.exact:
+        # Units a refused duplicate gave back after the last racer was answered are still in stock:
+        # new users, one thread, take them. Then exactly the stock must be issued.
+        drain = run_load(load_command(args, variant, targets[:1], 1, DRAIN_FIRST_USER, DRAIN_USERS, 1, rnd))
+        final = c.facts(CAMPAIGN)
+        print(f"  drain: {describe_load(drain)}")
+        print(f"         database: {final['rows']} claim rows, {final['duplicate_pairs']} duplicate pairs, "
+              f"remain {final['remain']}")
+        check_answers(checks, "drain", drain)
+        checks.check(final["rows"] == STOCK, f"exactly {STOCK} claim rows",
+                     f"{'OVER' if final['rows'] > STOCK else 'UNDER'}-ISSUE: {final['rows']} claim rows")
+        checks.check(final["remain"] == 0, "remain = 0", f"remain is {final['remain']}")
+        checks.check(race["claimed"] + drain["claimed"] == STOCK,
+                     f"the app believes exactly {STOCK} claims succeeded",
+                     f"{race['claimed']} in the race + {drain['claimed']} in the drain")
+        checks.check(final["duplicate_pairs"] == 0, "still no duplicates after the drain",
+                     f"{final['duplicate_pairs']} duplicate pairs")
+        checks.check(sorted(race["claimed_users"] + drain["claimed_users"]) == final["users"],
+                     "the app's claims match coupon_order after the drain")
+
+    control = c.facts(CONTROL_CAMPAIGN)
+    checks.check(control["rows"] == 0 and control["remain"] == STOCK and control["version"] == 0,
+                 f"campaign {CONTROL_CAMPAIGN}, which nobody claims, is untouched",
+                 f"{control['rows']} rows, remain {control['remain']}, version {control['version']}")
+    if variant.through_claimguard:
+        dead = [p.name for p in c.proxies if p.proc is not None and p.proc.poll() is not None]
+        checks.check(not dead, f"all {len(c.proxies)} claimguard instances still running",
+                     f"exited: {dead}")
+    return fault
+
+
+# --- the schema check -------------------------------------------------------------------------------
+def run_schema_check(args, c, checks):
+    probe = subprocess.run([args.claimguard, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           stdin=subprocess.DEVNULL, check=False)
+    text = probe.stdout.decode(errors="replace")
+    if not re.search(r"(?m)^\s+check\s", text):
+        print("NOT IMPLEMENTED: `claimguard check` does not exist yet (`claimguard --help` lists no check "
+              "subcommand); reported as skipped")
+        return SKIP_EXIT_CODE
+    c.start_db(unique_index=False)
+    cmd = [args.claimguard, "check", "--rules", cluster.EXAMPLE_RULES, "--backend",
+           f"{cluster.HOST}:{c.db.port}", "--user", cluster.ADMIN_USER, "--password", cluster.ADMIN_PASSWORD,
+           "--database", cluster.DATABASE]
+    print("$ " + " ".join(cmd))
+
+    def run_check():
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                           timeout=LOAD_TIMEOUT_S, check=False)
+        out = r.stdout.decode(errors="replace")
+        print("\n".join("  | " + line for line in out.splitlines()) + f"\n  (exit {r.returncode})")
+        return r.returncode, out
+
+    rc, out = run_check()
+    rejected = any(s in out for s in CLI11_REJECTED)
+    checks.check(not rejected, "check accepts --rules --backend --user --password --database", out.strip()[:300])
+    checks.check(rc != 0 and not rejected, "check exits non-zero on the legacy schema (no UNIQUE index)",
+                 f"exit {rc}")
+    checks.check("coupon_order" in out and "unique" in out.lower(),
+                 "check names coupon_order and the missing UNIQUE index")
+    c.apply_sql_file(cluster.UNIQUE_INDEX_MIGRATION)
+    rc, out = run_check()
+    checks.check(rc == 0, "check exits 0 once sql/migrations/001_claimguard_unique_index.sql is applied",
+                 f"exit {rc}")
+    return None
+
+
+# --- main -------------------------------------------------------------------------------------------
+def tail(path, lines=LOG_TAIL_LINES):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def _deadline(signum, frame):  # noqa: ARG001 - signal handler signature
+    raise HarnessError(f"the harness ran past its own deadline of {HARNESS_DEADLINE_S}s")
+
+
+def _terminate(signum, frame):  # noqa: ARG001
+    raise HarnessError(f"stopped by signal {signum}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("variant", nargs="?", choices=sorted(VARIANTS) + sorted(SPECIAL))
+    ap.add_argument("--list", action="store_true", help="print the variants and exit")
+    ap.add_argument("--claimguard", help="the claimguard binary")
+    ap.add_argument("--load", help="the claimguard-load binary")
+    ap.add_argument("--work-dir", help="servers, data and logs go here (emptied first)")
+    ap.add_argument("--rounds", type=int, default=ROUNDS)
+    args = ap.parse_args()
+    if args.list:
+        for name in sorted(VARIANTS):
+            print(f"{name:22} {VARIANTS[name].description}")
+        for name, text in SPECIAL.items():
+            print(f"{name:22} {text}")
+        return 0
+    if not (args.variant and args.claimguard and args.load and args.work_dir):
+        ap.error("give VARIANT --claimguard --load --work-dir (or --list)")
+
+    signal.signal(signal.SIGALRM, _deadline)
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.alarm(HARNESS_DEADLINE_S)
+    work = os.path.abspath(args.work_dir)
+    cluster.stop_dir(work)  # leftovers of a run that was killed
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    c = cluster.Cluster(work)
+    checks = Checks()
+    began = time.monotonic()
+    status = None
+    try:
+        what = VARIANTS[args.variant].description if args.variant in VARIANTS else SPECIAL[args.variant]
+        print(f"incident {args.variant}: {what}")
+        if args.variant in SPECIAL:
+            status = run_schema_check(args, c, checks)
+        else:
+            v = VARIANTS[args.variant]
+            c.start_db(unique_index=v.unique_index)
+            redis_port = None
+            if v.through_claimguard:
+                redis_port = c.start_redis().port
+                rules = cluster.EXAMPLE_RULES
+                if v.exhausted_ok:
+                    rules = cluster.rules_with_exhausted_ok(rules, os.path.join(work, "coupon-exhausted-ok.yaml"))
+                c.start_proxies(args.claimguard, PROXIES, rules=rules)
+                for flag in c.missing_serve_flags:
+                    print(f"WARNING: `claimguard serve` has no {flag} flag yet: the sidecars run without it")
+            print(f"servers up in {time.monotonic() - began:.1f} s: MariaDB {c.db.port}, Redis {redis_port}, claimguard "
+                  f"{[p.port for p in c.proxies] or 'none (direct)'}; {USERS} users x {ATTEMPTS_PER_USER} attempts, "
+                  f"{PROXIES * THREADS_PER_PROXY} threads, {STOCK} coupons")
+            stopped_mid_run = 0
+            for rnd in range(1, args.rounds + 1):
+                fault = run_round(args, v, c, rnd, checks, redis_port)
+                if fault is not None and fault.stopped_at is not None and fault.stopped_at > 0:
+                    stopped_mid_run += 1
+            if v.redis_fault:
+                checks.check(stopped_mid_run > 0, "Redis was stopped while coupons were still being claimed",
+                             "every round finished before the poller saw half the stock gone")
+    except HarnessError as e:
+        checks.failed.append(f"harness: {e}")
+        print(f"HARNESS ERROR: {e}")
+    finally:
+        signal.alarm(0)
+        c.stop()
+    elapsed = time.monotonic() - began
+    if checks.failed:
+        # The first sidecar's log, and those of any that exited.
+        for p in c.proxies:
+            if p is c.proxies[0] or (p.proc is not None and p.proc.returncode not in (None, 0, -signal.SIGTERM)):
+                print(f"\n--- last lines of {p.log}\n{tail(p.log)}")
+        print(f"\nincident {args.variant}: FAILED ({elapsed:.1f} s); servers' logs are in {work}")
+        for what in checks.failed:
+            print(f"  - {what}")
+    else:
+        shutil.rmtree(os.path.join(work, "mariadb", "data"), ignore_errors=True)
+    print(f"incident {args.variant}: {checks.passed} passed, {len(checks.failed)} failed ({elapsed:.1f} s)")
+    if status == SKIP_EXIT_CODE:
+        return SKIP_EXIT_CODE
+    return 1 if checks.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

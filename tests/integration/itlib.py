@@ -1,0 +1,73 @@
+"""Shared helpers for the python-driven integration tests: fixture env, targets, result comparison."""
+
+import difflib
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import servers  # noqa: E402  (same directory)
+
+# The proxies every transparency test runs through, after the direct run.
+PROXY_TARGETS = ("proxy1", "proxy2")
+# Lines of a unified diff shown when two runs differ.
+DIFF_LINES_SHOWN = 60
+
+
+def state_dir():
+    d = os.environ.get("CLAIMGUARD_STATE_DIR", "")
+    if not d:
+        raise RuntimeError("CLAIMGUARD_STATE_DIR is not set (run through ctest)")
+    return d
+
+
+def env():
+    return servers.read_env(state_dir())
+
+
+def port(target):
+    e = env()
+    return int(e["MARIADB_PORT" if target == "direct" else target.upper() + "_PORT"])
+
+
+def credentials(user="native"):
+    e = env()
+    key = "NATIVE" if user == "native" else "ED25519"
+    return e[f"{key}_USER"], e[f"{key}_PASSWORD"]
+
+
+def diff(direct, proxied, target):
+    a = direct if isinstance(direct, list) else str(direct).splitlines()
+    b = proxied if isinstance(proxied, list) else str(proxied).splitlines()
+    lines = list(difflib.unified_diff([str(x) for x in a], [str(x) for x in b], "direct", target, lineterm=""))
+    return "\n".join(lines[:DIFF_LINES_SHOWN])
+
+
+class TransparencyCase(unittest.TestCase):
+    """A scenario run directly and through each proxy; every observation must be identical."""
+
+    maxDiff = None
+
+    def assert_transparent(self, scenario, check_direct=None):
+        """scenario(target) -> list of observations; check_direct(observations) sanity-checks the direct run."""
+        e = env()
+        direct = scenario("direct")
+        self.assertTrue(direct, "the scenario observed nothing")
+        if check_direct is not None:
+            check_direct(direct)
+        for target in PROXY_TARGETS:
+            if e.get("PROXY_MODE") == "claimguard":
+                self.assertNotEqual(port(target), port("direct"), f"claimguard must be on {target}")
+            with self.subTest(target=target):
+                proxied = scenario(target)
+                if proxied != direct:
+                    self.fail(f"{target} differs from direct:\n{diff(direct, proxied, target)}")
+
+
+def main():
+    """unittest main that exits 0 only when every test passed (skips are reported, not failures)."""
+    result = unittest.main(exit=False, verbosity=2).result
+    ok = result.wasSuccessful() and result.testsRun > 0
+    print(f"tests run {result.testsRun}, failures {len(result.failures) + len(result.errors)}, "
+          f"skipped {len(result.skipped)}")
+    sys.exit(0 if ok else 1)

@@ -1,0 +1,76 @@
+// OK and ERR replies synthesized by the proxy, compared with what a real server sends.
+#include <gtest/gtest.h>
+
+#include "proxy/protocol/answers.hpp"
+#include "test_support.hpp"
+
+namespace claimguard::protocol::test {
+namespace {
+
+constexpr std::uint32_t caps = cap::protocol_41 | cap::transactions | cap::session_track;
+
+TEST(answers, ok_matches_mariadb_byte_for_byte) {
+    // MariaDB's reply to "DO 1" (autocommit on, nothing affected) is the OK we synthesize.
+    const auto fs = frames(mariadb::query_do_eof);
+    const auto ours = make_ok_frame(reply_seq(fs[0].seq), 0, status::autocommit, caps);
+    EXPECT_EQ(to_hex(ours), to_hex(fs[1].raw));
+}
+
+TEST(answers, ok_in_the_binary_protocol_is_the_same_packet) {
+    // MariaDB's OK to COM_STMT_RESET and to COM_QUERY "DO 1" are identical packets.
+    const auto reset = frames(mariadb::stmt_reset_deof);
+    const auto ours = make_ok_frame(reply_seq(reset[0].seq), 0, status::autocommit,
+                                    caps | cap::deprecate_eof);
+    EXPECT_EQ(to_hex(ours), to_hex(reset[1].raw));
+}
+
+TEST(answers, ok_layout) {
+    ok_packet ok;
+    ok.header = eof_header;  // forced back to 0x00: an answer never ends a result set
+    ok.affected_rows = 1;
+    ok.status = status::in_trans | status::more_results_exist | status::session_state_changed;
+    ok.warnings = 0;
+    const auto f = make_ok_frame(1, ok, caps);
+    // header: length 7, seq 1; then 00, affected 1, insert id 0, status IN_TRANS only, warnings 0.
+    EXPECT_EQ(to_hex(f), to_hex(hex("07 00 00 01 00 01 00 01 00 00 00")));
+}
+
+TEST(answers, ok_with_info_and_without_session_tracking) {
+    ok_packet ok;
+    ok.affected_rows = 0;
+    ok.status = status::autocommit;
+    ok.info = "sold out";
+    const auto tracked = make_ok_frame(1, ok, caps);
+    EXPECT_EQ(to_hex(tracked),
+              to_hex(hex("10 00 00 01 00 00 00 02 00 00 00 08 73 6f 6c 64 20 6f 75 74")));
+    const auto plain = make_ok_frame(1, ok, cap::protocol_41);
+    EXPECT_EQ(to_hex(plain),
+              to_hex(hex("0f 00 00 01 00 00 00 02 00 00 00 73 6f 6c 64 20 6f 75 74")));
+}
+
+TEST(answers, err_matches_mariadb_byte_for_byte) {
+    const auto fs = frames(mariadb::query_err_eof);
+    const auto ours = make_err_frame(reply_seq(fs[0].seq), 1146, "42S02",
+                                     "Table 'cg.nosuch' doesn't exist");
+    EXPECT_EQ(to_hex(ours), to_hex(fs[1].raw));
+}
+
+TEST(answers, err_for_a_refused_claim) {
+    const auto f = make_err_frame(1, 1062, "23000", "already claimed");
+    auto s = scan_packet(f, 1 << 20);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->first_seq, 1);
+    auto e = parse_err(s->first_payload);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->code, 1062);
+    EXPECT_EQ(e->sql_state, "23000");
+    EXPECT_EQ(e->message, "already claimed");
+}
+
+TEST(answers, reply_seq_wraps) {
+    EXPECT_EQ(reply_seq(0), 1);
+    EXPECT_EQ(reply_seq(255), 0);
+}
+
+}  // namespace
+}  // namespace claimguard::protocol::test

@@ -1,0 +1,313 @@
+// Matcher: statement + rules -> facts (reads, writes, relative changes, claims, boundaries).
+#include <gtest/gtest.h>
+
+#include "rules/match/matcher.hpp"
+#include "rules/sql/parser.hpp"
+#include "tests/rules/match/test_rules.hpp"
+
+namespace claimguard::rules::match {
+namespace {
+
+struct match_case {
+    const char* name;
+    std::string_view sql;
+    std::vector<std::string> facts;
+    std::optional<std::string_view> database = std::nullopt;
+    sql::lexer_options options = {};
+};
+
+const match_case read_cases[] = {
+    {"plain", "SELECT remain FROM coupon_stock WHERE campaign_id = 7",
+     {"read coupon_stock table='coupon_stock' key=[7] pos=0 label=remain lock=none"}},
+    {"placeholder", "SELECT remain FROM coupon_stock WHERE campaign_id = ?",
+     {"read coupon_stock table='coupon_stock' key=[?0] pos=0 label=remain lock=none"}},
+    {"position_and_alias", "SELECT id, remain AS r FROM coupon_stock WHERE campaign_id = 7 FOR UPDATE",
+     {"read coupon_stock table='coupon_stock' key=[7] pos=1 label=r lock=for_update"}},
+    {"star", "SELECT * FROM coupon_stock WHERE campaign_id = 7",
+     {"read coupon_stock table='coupon_stock' key=[7] pos=- label=remain lock=none"}},
+    {"column_after_star", "SELECT s.*, remain FROM coupon_stock s WHERE campaign_id = 7",
+     {"read coupon_stock table='coupon_stock s' alias=s key=[7] pos=- label=remain lock=none"}},
+    {"table_alias", "SELECT s.remain FROM coupon_stock s WHERE s.campaign_id = ?",
+     {"read coupon_stock table='coupon_stock s' alias=s key=[?0] pos=0 label=remain lock=none"}},
+    {"qualified_by_table_name", "SELECT coupon_stock.remain FROM coupon_stock WHERE coupon_stock.campaign_id = 7",
+     {"read coupon_stock table='coupon_stock' key=[7] pos=0 label=remain lock=none"}},
+    {"foreign_qualifier_is_not_the_counter", "SELECT x.remain FROM coupon_stock s WHERE s.campaign_id = 7", {}},
+    {"foreign_qualifier_is_not_the_key", "SELECT remain FROM coupon_stock s WHERE x.campaign_id = 7", {}},
+    {"no_key", "SELECT remain FROM coupon_stock WHERE id = 3", {}},
+    {"no_where", "SELECT remain FROM coupon_stock", {}},
+    {"in_single_value", "SELECT remain FROM coupon_stock WHERE campaign_id IN (7)",
+     {"read coupon_stock table='coupon_stock' key=[7] pos=0 label=remain lock=none"}},
+    {"in_several_values", "SELECT remain FROM coupon_stock WHERE campaign_id IN (7, 8)", {}},
+    {"range_is_not_a_key", "SELECT remain FROM coupon_stock WHERE campaign_id > 7", {}},
+    {"no_counter", "SELECT id FROM coupon_stock WHERE campaign_id = 7", {}},
+    {"counter_in_expression_only", "SELECT remain - 1 FROM coupon_stock WHERE campaign_id = 7", {}},
+    {"reversed_key", "SELECT remain FROM coupon_stock WHERE 7 = campaign_id",
+     {"read coupon_stock table='coupon_stock' key=[7] pos=0 label=remain lock=none"}},
+    {"null_safe_key", "SELECT remain FROM coupon_stock WHERE campaign_id <=> 7",
+     {"read coupon_stock table='coupon_stock' key=[7] pos=0 label=remain lock=none"}},
+    {"null_key", "SELECT remain FROM coupon_stock WHERE campaign_id = NULL", {}},
+    {"comment_inside_literal", "SELECT remain FROM coupon_stock WHERE campaign_id = - /* x */ 7", {}},
+    {"other_table", "SELECT remain FROM coupon_stock_old WHERE campaign_id = 7", {}},
+    {"upper_case", "SELECT REMAIN FROM COUPON_STOCK WHERE CAMPAIGN_ID = 7",
+     {"read coupon_stock table='COUPON_STOCK' key=[7] pos=0 label=REMAIN lock=none"}},
+    {"backticks", "SELECT `remain` FROM `coupon_stock` WHERE `campaign_id` = 7",
+     {"read coupon_stock table='`coupon_stock`' key=[7] pos=0 label=`remain` lock=none"}},
+    {"extra_conditions", "SELECT remain FROM coupon_stock WHERE campaign_id = 7 AND status = 1",
+     {"read coupon_stock table='coupon_stock' key=[7] pos=0 label=remain lock=none"}},
+    {"share_mode", "SELECT remain FROM coupon_stock WHERE campaign_id = 7 LOCK IN SHARE MODE",
+     {"read coupon_stock table='coupon_stock' key=[7] pos=0 label=remain lock=share_mode"}},
+    {"mybatis_1_eq_1", "select remain from coupon_stock where 1=1 and campaign_id = ?",
+     {"read coupon_stock table='coupon_stock' key=[?0] pos=0 label=remain lock=none"}},
+    {"string_key", "SELECT remain FROM coupon_stock WHERE campaign_id = 'spring-7'",
+     {"read coupon_stock table='coupon_stock' key=['spring-7'] pos=0 label=remain lock=none"}},
+    {"schema_rule", "SELECT qty FROM shop.inventory WHERE sku = 'A' AND warehouse = 2",
+     {"read inventory table='shop.inventory' schema=shop key=['A',2] pos=0 label=qty lock=none"}},
+    {"schema_rule_other_schema", "SELECT qty FROM other.inventory WHERE sku = 'A' AND warehouse = 2", {}},
+    {"schema_rule_unqualified_unknown_db", "SELECT qty FROM inventory WHERE warehouse = 2 AND sku = 'A'",
+     {"read inventory table='inventory' key=['A',2] pos=0 label=qty lock=none"}},
+    {"schema_rule_unqualified_in_shop", "SELECT qty FROM inventory WHERE sku = 'A' AND warehouse = 2",
+     {"read inventory table='inventory' key=['A',2] pos=0 label=qty lock=none"}, "shop"},
+    {"schema_rule_unqualified_elsewhere", "SELECT qty FROM inventory WHERE sku = 'A' AND warehouse = 2", {}, "other"},
+    {"schema_rule_missing_key_column", "SELECT qty FROM shop.inventory WHERE sku = 'A'", {}},
+    {"schema_rule_backticks", "SELECT `qty` FROM `shop`.`inventory` WHERE `sku` = ? AND `warehouse` = ?",
+     {"read inventory table='`shop`.`inventory`' schema=`shop` key=[?0,?1] pos=0 label=`qty` lock=none"}},
+    {"claim_table_read", "SELECT * FROM coupon_order WHERE user_id = 1", {}},
+    {"ansi_quoted_names", "SELECT \"remain\" FROM \"coupon_stock\" WHERE \"campaign_id\" = 7",
+     {"read coupon_stock table='\"coupon_stock\"' key=[7] pos=0 label=\"remain\" lock=none"}, std::nullopt,
+     [] { sql::lexer_options o; o.ansi_quotes = true; return o; }()},
+};
+
+const match_case write_cases[] = {
+    {"incident", "UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7",
+     {"write coupon_stock table='coupon_stock' key=[7] value=99 at=0 version=-"}},
+    {"prepared", "UPDATE coupon_stock SET remain = ? WHERE campaign_id = ?",
+     {"write coupon_stock table='coupon_stock' key=[?1] value=?0 at=0 version=-"}},
+    {"with_version", "UPDATE coupon_stock SET remain = 99, version = 4 WHERE campaign_id = 7",
+     {"write coupon_stock table='coupon_stock' key=[7] value=99 at=0 version=1"}},
+    {"version_first", "UPDATE coupon_stock SET version = version + 1, remain = 99 WHERE campaign_id = 7",
+     {"write coupon_stock table='coupon_stock' key=[7] value=99 at=1 version=0"}},
+    {"compare_and_set", "UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7 AND remain = 100",
+     {"write coupon_stock table='coupon_stock' key=[7] extra value=99 expected=100 at=0 version=-"}},
+    {"partial_key", "UPDATE coupon_stock SET remain = 99 WHERE id = 3",
+     {"write coupon_stock table='coupon_stock' key=[-] partial extra value=99 at=0 version=-"}},
+    {"no_where", "UPDATE coupon_stock SET remain = 0",
+     {"write coupon_stock table='coupon_stock' key=[-] partial value=0 at=0 version=-"}},
+    {"alias", "UPDATE coupon_stock s SET s.remain = 99 WHERE s.campaign_id = 7",
+     {"write coupon_stock table='coupon_stock s' alias=s key=[7] value=99 at=0 version=-"}},
+    {"string_value", "UPDATE coupon_stock SET remain = '99' WHERE campaign_id = 7",
+     {"write coupon_stock table='coupon_stock' key=[7] value='99' at=0 version=-"}},
+    {"other_assignments", "UPDATE coupon_stock SET updated_at = NOW(), remain = 99 WHERE campaign_id = 7",
+     {"write coupon_stock table='coupon_stock' key=[7] value=99 at=1 version=-"}},
+    {"null_value", "UPDATE coupon_stock SET remain = NULL WHERE campaign_id = 7", {"unmodeled coupon_stock"}},
+    {"default_value", "UPDATE coupon_stock SET remain = DEFAULT WHERE campaign_id = 7", {"unmodeled coupon_stock"}},
+    {"expression_value", "UPDATE coupon_stock SET remain = GREATEST(remain - 1, 0) WHERE campaign_id = 7",
+     {"unmodeled coupon_stock"}},
+    {"assigned_twice", "UPDATE coupon_stock SET remain = 1, remain = 2 WHERE campaign_id = 7", {"unmodeled coupon_stock"}},
+    {"other_column_base", "UPDATE coupon_stock SET remain = total - 1 WHERE campaign_id = 7", {"unmodeled coupon_stock"}},
+    {"counter_untouched", "UPDATE coupon_stock SET status = 0 WHERE campaign_id = 7", {}},
+    {"schema_rule", "UPDATE shop.inventory SET qty = 10 WHERE sku = 'A' AND warehouse = 2",
+     {"write inventory table='shop.inventory' schema=shop key=['A',2] value=10 at=0 version=-"}},
+    {"claim_table_update", "UPDATE coupon_order SET status = 1 WHERE user_id = 1", {}},
+    {"mybatis_plus_lock", "UPDATE coupon_stock SET remain=?, version=? WHERE campaign_id=? AND version=?",
+     {"write coupon_stock table='coupon_stock' key=[?2] extra value=?0 at=0 version=1"}},
+};
+
+const match_case change_cases[] = {
+    {"unguarded", "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7",
+     {"change coupon_stock table='coupon_stock' key=[7] -1 delta=-1 guard=none at=0 version=-"}},
+    {"guard_gt_zero", "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7 AND remain > 0",
+     {"change coupon_stock table='coupon_stock' key=[7] -1 delta=-1 guard=sufficient >0 at=0 version=-"}},
+    {"guard_ge_one", "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7 AND remain >= 1",
+     {"change coupon_stock table='coupon_stock' key=[7] -1 delta=-1 guard=sufficient >=1 at=0 version=-"}},
+    {"guard_too_weak", "UPDATE coupon_stock SET remain = remain - 2 WHERE campaign_id = 7 AND remain > 0",
+     {"change coupon_stock table='coupon_stock' key=[7] -2 delta=-2 guard=insufficient >0 at=0 version=-"}},
+    {"guard_enough_for_two", "UPDATE coupon_stock SET remain = remain - 2 WHERE campaign_id = 7 AND remain >= 2",
+     {"change coupon_stock table='coupon_stock' key=[7] -2 delta=-2 guard=sufficient >=2 at=0 version=-"}},
+    {"strongest_guard_wins", "UPDATE coupon_stock SET remain = remain - 2 WHERE remain > 0 AND campaign_id = 7 AND remain >= 5",
+     {"change coupon_stock table='coupon_stock' key=[7] -2 delta=-2 guard=sufficient >=5 at=0 version=-"}},
+    {"mirrored_guard", "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7 AND 0 < remain",
+     {"change coupon_stock table='coupon_stock' key=[7] -1 delta=-1 guard=sufficient >0 at=0 version=-"}},
+    {"upper_bound_is_not_a_guard", "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7 AND remain < 100",
+     {"change coupon_stock table='coupon_stock' key=[7] -1 delta=-1 guard=none at=0 version=-"}},
+    {"equality_guard", "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7 AND remain = 5",
+     {"change coupon_stock table='coupon_stock' key=[7] -1 delta=-1 guard=sufficient >=5 at=0 version=-"}},
+    {"placeholders", "UPDATE coupon_stock SET remain = remain - ? WHERE campaign_id = ? AND remain >= ?",
+     {"change coupon_stock table='coupon_stock' key=[?1] -?0 delta=- guard=unknown >=?2 at=0 version=-"}},
+    {"placeholder_amount_unguarded", "UPDATE coupon_stock SET remain = remain - ? WHERE campaign_id = ?",
+     {"change coupon_stock table='coupon_stock' key=[?1] -?0 delta=- guard=none at=0 version=-"}},
+    {"placeholder_guard", "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7 AND remain > ?",
+     {"change coupon_stock table='coupon_stock' key=[7] -1 delta=-1 guard=unknown >?0 at=0 version=-"}},
+    {"increment", "UPDATE coupon_stock SET remain = remain + 1 WHERE campaign_id = 7",
+     {"change coupon_stock table='coupon_stock' key=[7] +1 delta=1 guard=none at=0 version=-"}},
+    {"minus_negative_is_increment", "UPDATE coupon_stock SET remain = remain - -1 WHERE campaign_id = 7",
+     {"change coupon_stock table='coupon_stock' key=[7] --1 delta=1 guard=none at=0 version=-"}},
+    {"minus_minus_without_space", "UPDATE coupon_stock SET remain = remain--1 WHERE campaign_id = 7",
+     {"change coupon_stock table='coupon_stock' key=[7] --1 delta=1 guard=none at=0 version=-"}},
+    {"plus_negative_is_decrement", "UPDATE coupon_stock SET remain = remain + -2 WHERE campaign_id = 7",
+     {"change coupon_stock table='coupon_stock' key=[7] +-2 delta=-2 guard=none at=0 version=-"}},
+    {"alias", "UPDATE coupon_stock AS s SET s.remain = s.remain - 1 WHERE s.campaign_id = ?",
+     {"change coupon_stock table='coupon_stock AS s' alias=s key=[?0] -1 delta=-1 guard=none at=0 version=-"}},
+    {"with_version", "UPDATE coupon_stock SET remain = remain - 1, version = version + 1 WHERE campaign_id = 7",
+     {"change coupon_stock table='coupon_stock' key=[7] -1 delta=-1 guard=none at=0 version=1"}},
+    {"floor_too_weak", "UPDATE shop.inventory SET qty = qty - 1 WHERE sku = 'A' AND warehouse = 2 AND qty > 0",
+     {"change inventory table='shop.inventory' schema=shop key=['A',2] -1 delta=-1 guard=insufficient >0 at=0 version=-"}},
+    {"floor_respected", "UPDATE shop.inventory SET qty = qty - 1 WHERE sku = 'A' AND warehouse = 2 AND qty >= 6",
+     {"change inventory table='shop.inventory' schema=shop key=['A',2] -1 delta=-1 guard=sufficient >=6 at=0 version=-"}},
+    {"decimal_amount", "UPDATE coupon_stock SET remain = remain - 1.5 WHERE campaign_id = 7",
+     {"change coupon_stock table='coupon_stock' key=[7] -1.5 delta=- guard=none at=0 version=-"}},
+    {"whole_decimal_amount", "UPDATE coupon_stock SET remain = remain - 2.0 WHERE campaign_id = 7",
+     {"change coupon_stock table='coupon_stock' key=[7] -2.0 delta=-2 guard=none at=0 version=-"}},
+    {"guard_on_other_column", "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7 AND total > 0",
+     {"change coupon_stock table='coupon_stock' key=[7] -1 delta=-1 guard=none at=0 version=-"}},
+    {"no_where", "UPDATE coupon_stock SET remain = remain - 1",
+     {"change coupon_stock table='coupon_stock' key=[-] partial -1 delta=-1 guard=none at=0 version=-"}},
+    {"limit_kept", "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7 LIMIT 1",
+     {"change coupon_stock table='coupon_stock' key=[7] -1 delta=-1 guard=none at=0 version=-"}},
+};
+
+const match_case claim_cases[] = {
+    {"plain", "INSERT INTO coupon_order (user_id, campaign_id) VALUES (42, 7)",
+     {"claim coupon_order stock=coupon_stock table='coupon_order' rows=[{idem=[42,7] key=- stock=[7]}]"}},
+    {"with_request_id", "INSERT INTO coupon_order (user_id, campaign_id, request_id) VALUES (42, 7, 'r-1')",
+     {"claim coupon_order stock=coupon_stock table='coupon_order' rows=[{idem=[42,7] key='r-1' stock=[7]}]"}},
+    {"rows_and_placeholders", "INSERT INTO coupon_order (user_id, campaign_id) VALUES (?, ?), (43, 7)",
+     {"claim coupon_order stock=coupon_stock table='coupon_order' rows=[{idem=[?0,?1] key=- stock=[?1]} {idem=[43,7] key=- stock=[7]}]"}},
+    {"column_order", "INSERT INTO coupon_order (campaign_id, note, user_id) VALUES (7, 'x', 42)",
+     {"claim coupon_order stock=coupon_stock table='coupon_order' rows=[{idem=[42,7] key=- stock=[7]}]"}},
+    {"missing_column", "INSERT INTO coupon_order (campaign_id) VALUES (7)",
+     {"claim coupon_order stock=coupon_stock table='coupon_order' rows=[{idem=[-,7] key=- stock=[7]}]"}},
+    {"no_column_list", "INSERT INTO coupon_order VALUES (1, 42, 7)",
+     {"claim coupon_order stock=coupon_stock table='coupon_order' no_columns rows=[{idem=[-,-] key=- stock=[-]}]"}},
+    {"set_form", "INSERT INTO coupon_order SET user_id = 42, campaign_id = ?",
+     {"claim coupon_order stock=coupon_stock table='coupon_order' rows=[{idem=[42,?0] key=- stock=[?0]}]"}},
+    {"ignore", "INSERT IGNORE INTO coupon_order (user_id, campaign_id) VALUES (42, 7)",
+     {"claim coupon_order stock=coupon_stock table='coupon_order' ignore rows=[{idem=[42,7] key=- stock=[7]}]"}},
+    {"replace", "REPLACE INTO coupon_order (user_id, campaign_id) VALUES (42, 7)",
+     {"claim coupon_order stock=coupon_stock table='coupon_order' replace rows=[{idem=[42,7] key=- stock=[7]}]"}},
+    {"on_duplicate", "INSERT INTO coupon_order (user_id, campaign_id) VALUES (42, 7) ON DUPLICATE KEY UPDATE n = n + 1",
+     {"claim coupon_order stock=coupon_stock table='coupon_order' on_dup rows=[{idem=[42,7] key=- stock=[7]}]"}},
+    {"expression_value", "INSERT INTO coupon_order (user_id, campaign_id) VALUES (UUID(), 7)",
+     {"claim coupon_order stock=coupon_stock table='coupon_order' rows=[{idem=[expr(UUID()),7] key=- stock=[7]}]"}},
+    {"null_and_default", "INSERT INTO coupon_order (user_id, campaign_id) VALUES (NULL, DEFAULT)",
+     {"claim coupon_order stock=coupon_stock table='coupon_order' rows=[{idem=[NULL,DEFAULT] key=- stock=[DEFAULT]}]"}},
+    {"mapped_columns", "INSERT INTO shop.orders (order_no, item_sku, wh) VALUES ('o-1', 'A', 2)",
+     {"claim shop_order stock=inventory table='shop.orders' schema=shop rows=[{idem=['o-1'] stock=['A',2]}]"}},
+    {"mapped_columns_unqualified_in_shop", "INSERT INTO orders (wh, item_sku, order_no) VALUES (2, 'A', 'o-1')",
+     {"claim shop_order stock=inventory table='orders' rows=[{idem=['o-1'] stock=['A',2]}]"}, "shop"},
+    {"mapped_columns_unqualified_elsewhere", "INSERT INTO orders (order_no) VALUES ('o-1')", {}, "other"},
+    {"stock_table_insert", "INSERT INTO coupon_stock (campaign_id, remain) VALUES (8, 100)", {}},
+    {"case_and_backticks", "insert into `COUPON_ORDER` (`USER_ID`, `Campaign_Id`) values (42, 7)",
+     {"claim coupon_order stock=coupon_stock table='`COUPON_ORDER`' rows=[{idem=[42,7] key=- stock=[7]}]"}},
+    {"qualified_columns", "INSERT INTO coupon_order (coupon_order.user_id, campaign_id) VALUES (42, 7)",
+     {"claim coupon_order stock=coupon_stock table='coupon_order' rows=[{idem=[42,7] key=- stock=[7]}]"}},
+    {"escaped_string_value", "INSERT INTO coupon_order (user_id, campaign_id) VALUES ('a\\'b', 7)",
+     {"claim coupon_order stock=coupon_stock table='coupon_order' rows=[{idem=['a\\'b',7] key=- stock=[7]}]"}},
+    {"introducer_value", "INSERT INTO coupon_order (user_id, campaign_id) VALUES (_utf8mb4'u1', 7)",
+     {"claim coupon_order stock=coupon_stock table='coupon_order' rows=[{idem=[_utf8mb4'u1',7] key=- stock=[7]}]"}},
+};
+
+const match_case session_cases[] = {
+    {"begin", "BEGIN", {"txn begin"}},
+    {"start_read_only", "START TRANSACTION READ ONLY", {"txn begin read_only"}},
+    {"commit_chain", "COMMIT AND CHAIN", {"txn commit chain"}},
+    {"commit_no_chain", "COMMIT AND NO CHAIN", {"txn commit"}},
+    {"rollback_release", "ROLLBACK RELEASE", {"txn rollback release"}},
+    {"savepoint", "SAVEPOINT a", {"txn savepoint"}},
+    {"rollback_to", "ROLLBACK TO a", {"txn rollback_to"}},
+    {"release_savepoint", "RELEASE SAVEPOINT a", {"txn release"}},
+    {"autocommit_0", "SET autocommit=0", {"txn autocommit_off"}},
+    {"autocommit_1", "SET autocommit = 1", {"txn autocommit_on"}},
+    {"autocommit_on_word", "SET autocommit = ON", {"txn autocommit_on"}},
+    {"autocommit_off_string", "SET autocommit = 'OFF'", {"txn autocommit_off"}},
+    {"autocommit_true", "SET autocommit = TRUE", {"txn autocommit_on"}},
+    {"autocommit_session_prefix", "SET @@session.autocommit=0", {"txn autocommit_off"}},
+    {"autocommit_variable", "SET autocommit = @x", {"txn autocommit_unknown"}},
+    {"autocommit_placeholder", "SET autocommit = ?", {"txn autocommit_unknown"}},
+    {"autocommit_two", "SET autocommit = 2", {"txn autocommit_unknown"}},
+    {"autocommit_global_ignored", "SET GLOBAL autocommit = 0", {}},
+    {"sql_mode_ansi_quotes", "SET sql_mode = 'ANSI_QUOTES'", {"session sql_mode ansi=1 nbe=0"}},
+    {"sql_mode_nbe", "SET @@sql_mode = 'NO_BACKSLASH_ESCAPES,STRICT_TRANS_TABLES'", {"session sql_mode ansi=0 nbe=1"}},
+    {"sql_mode_concat", "SET sql_mode = concat(@@sql_mode, ',ANSI_QUOTES')", {"session sql_mode unknown"}},
+    {"sql_mode_default", "SET SESSION sql_mode = DEFAULT", {"session sql_mode unknown"}},
+    {"sql_mode_global_ignored", "SET GLOBAL sql_mode = 'ANSI'", {}},
+    {"names_gbk", "SET NAMES gbk", {"session charset gbk"}},
+    {"names_quoted_sjis", "SET NAMES 'sjis'", {"session charset sjis"}},
+    {"names_collate", "SET NAMES big5 COLLATE big5_bin", {"session charset big5"}},
+    {"names_utf8mb4", "SET NAMES utf8mb4", {"session charset utf8mb4/latin1 (no ASCII trail bytes)"}},
+    {"names_default", "SET NAMES DEFAULT", {"session charset unknown"}},
+    {"names_unknown", "SET NAMES klingon", {"session charset unknown"}},
+    {"character_set", "SET CHARACTER SET cp932", {"session charset cp932"}},
+    {"character_set_client", "SET character_set_client = gb18030", {"session charset gb18030"}},
+    {"driver_setup", "set autocommit=1, sql_mode = concat(@@sql_mode,',STRICT_TRANS_TABLES'), session_track_schema=1",
+     {"txn autocommit_on", "session sql_mode unknown"}},
+    {"use", "USE shop", {"session database shop"}},
+    {"use_backticks", "USE `shop`", {"session database `shop`"}},
+    {"user_variable", "SET @x = 1", {}},
+    {"versioned_names", "/*!40101 SET NAMES gbk */", {"session charset gbk"}},
+};
+
+const match_case unmodeled_cases[] = {
+    {"join_on_stock", "SELECT remain FROM coupon_stock s JOIN x ON x.id = s.id", {"unmodeled coupon_stock"}},
+    {"or_on_stock", "UPDATE coupon_stock SET remain = 1 WHERE campaign_id = 7 OR 1 = 1", {"unmodeled coupon_stock"}},
+    {"insert_select_claim", "INSERT INTO coupon_order (user_id, campaign_id) SELECT 1, 7", {"unmodeled coupon_order"}},
+    {"several_statements", "UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7; INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 7)",
+     {"unmodeled coupon_stock", "unmodeled coupon_order"}},
+    {"delete_is_not_watched", "DELETE FROM coupon_stock WHERE campaign_id = 7", {}},
+    {"unrelated_join", "SELECT a FROM x JOIN y ON 1", {}},
+    {"lex_error_on_stock", "UPDATE coupon_stock SET remain = 'x WHERE campaign_id = 7", {"unmodeled coupon_stock"}},
+};
+
+class match_table : public ::testing::TestWithParam<match_case> {};
+
+TEST_P(match_table, facts) {
+    const auto& c = GetParam();
+    static const rule_set rules = test::make_rules();
+    static const rule_index index(rules);
+    const auto st = sql::parse(c.sql, c.options);
+    match_context ctx;
+    ctx.current_database = c.database;
+    const auto result = match(st, index, ctx);
+    std::vector<std::string> got;
+    for (const auto& f : result.facts) got.push_back(test::render(f));
+    EXPECT_EQ(got, c.facts) << c.sql;
+    // The pre-filter never hides a statement that has facts.
+    if (!got.empty()) {
+        EXPECT_NE(index.filter().classify(c.sql), sql::prefilter_verdict::irrelevant) << c.sql;
+    }
+}
+
+auto case_name = [](const auto& info) { return std::string(info.param.name); };
+
+INSTANTIATE_TEST_SUITE_P(read, match_table, ::testing::ValuesIn(read_cases), case_name);
+INSTANTIATE_TEST_SUITE_P(write, match_table, ::testing::ValuesIn(write_cases), case_name);
+INSTANTIATE_TEST_SUITE_P(change, match_table, ::testing::ValuesIn(change_cases), case_name);
+INSTANTIATE_TEST_SUITE_P(claim, match_table, ::testing::ValuesIn(claim_cases), case_name);
+INSTANTIATE_TEST_SUITE_P(session, match_table, ::testing::ValuesIn(session_cases), case_name);
+INSTANTIATE_TEST_SUITE_P(unmodeled, match_table, ::testing::ValuesIn(unmodeled_cases), case_name);
+
+TEST(matcher, literal_facts_keep_decoded_values) {
+    const rule_set rules = test::make_rules();
+    const rule_index index(rules);
+    const auto st = sql::parse("UPDATE coupon_stock SET remain = 0099 WHERE campaign_id = '7'", {});
+    const auto result = match(st, index);
+    ASSERT_EQ(result.facts.size(), 1u);
+    const auto& w = std::get<counter_write>(result.facts[0]);
+    EXPECT_EQ(w.value.text, "0099");
+    EXPECT_EQ(w.value.decoded.integer, 99);
+    EXPECT_EQ(w.key[0].decoded.kind, sql::literal_kind::string);
+    EXPECT_EQ(w.key[0].decoded.bytes, "7");
+}
+
+TEST(matcher, facts_point_at_the_rules) {
+    const rule_set rules = test::make_rules();
+    const rule_index index(rules);
+    const auto st = sql::parse("INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 7)", {});
+    const auto result = match(st, index);
+    ASSERT_EQ(result.facts.size(), 1u);
+    const auto& c = std::get<claim_insert>(result.facts[0]);
+    EXPECT_EQ(c.rule, &rules.claims[0]);
+    EXPECT_EQ(c.stock, &rules.stocks[0]);
+}
+
+}  // namespace
+}  // namespace claimguard::rules::match

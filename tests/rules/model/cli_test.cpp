@@ -1,0 +1,152 @@
+// `claimguard lint` and `claimguard ddl`: file reading, output format and exit codes.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "rules/cli/rules_cli.hpp"
+#include "rules/model/ddl.hpp"
+#include "rules/model/limits.hpp"
+#include "rules/model/rules.hpp"
+
+namespace claimguard::rules_cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string valid_rules =
+    "stock_rules:\n  - name: s\n    table: coupon_stock\n    key_columns: campaign_id\n    counter_column: remain\n"
+    "claim_rules:\n  - name: c\n    table: coupon_order\n    idempotency_columns: [user_id, campaign_id]\n"
+    "    consumes: s\n";
+
+// A scratch directory per test, removed afterwards.
+class cli : public testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = fs::temp_directory_path() /
+               ("claimguard_cli_" + std::to_string(::getpid()) + "_" +
+                testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::create_directories(dir_);
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    std::string write(const std::string& name, const std::string& text) {
+        const auto path = (dir_ / name).string();
+        std::ofstream(path, std::ios::binary) << text;
+        return path;
+    }
+
+    struct run_result {
+        int rc;
+        std::string out;
+        std::string err;
+    };
+
+    static run_result run(int (*command)(const std::vector<std::string>&, std::ostream&, std::ostream&),
+                          const std::vector<std::string>& paths) {
+        std::ostringstream out, err;
+        const int rc = command(paths, out, err);
+        return {rc, out.str(), err.str()};
+    }
+
+    fs::path dir_;
+};
+
+TEST_F(cli, lint_valid_prints_counts_and_version) {
+    const auto path = write("rules.yaml", valid_rules);
+    const auto r = run(lint, {path});
+    const auto expected = rules::load_rules({{path, valid_rules}});
+    ASSERT_TRUE(expected.rules);
+    EXPECT_EQ(r.rc, 0);
+    EXPECT_EQ(r.out, "ok: 1 stock rules, 1 claim rules (version " + expected.rules->version_hash + ")\n");
+    EXPECT_EQ(r.err, "");
+}
+
+TEST_F(cli, lint_errors_go_to_err_with_file_line_column) {
+    const auto path = write("bad.yaml", "default_mode: strict\nfoo: 1\n");
+    const auto r = run(lint, {path});
+    EXPECT_EQ(r.rc, 1);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, path + ":1:15: error: default_mode must be enforce or observe, not 'strict'\n" + path +
+                         ":2:1: error: unknown field 'foo' in the rules file; its fields are: default_mode, "
+                         "stock_rules, claim_rules\n");
+}
+
+TEST_F(cli, lint_several_files_form_one_set) {
+    const auto a = write("a.yaml", valid_rules);
+    const auto b = write("b.yaml", "default_mode: observe\n");
+    const auto r = run(lint, {a, b});
+    EXPECT_EQ(r.rc, 0);
+    EXPECT_TRUE(r.out.starts_with("ok: 1 stock rules, 1 claim rules (version ")) << r.out;
+}
+
+TEST_F(cli, lint_missing_file_exits_2) {
+    const auto missing = (dir_ / "missing.yaml").string();
+    const auto r = run(lint, {missing});
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(r.err, "claimguard lint: cannot read " + missing + ": No such file or directory\n");
+    EXPECT_EQ(r.out, "");
+}
+
+TEST_F(cli, lint_unreadable_file_wins_over_rule_errors) {
+    const auto bad = write("bad.yaml", "foo: 1\n");
+    const auto r = run(lint, {bad, dir_.string()});
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(r.err, "claimguard lint: cannot read " + dir_.string() + ": it is a directory\n");
+}
+
+TEST_F(cli, lint_without_files_exits_2) {
+    const auto r = run(lint, {});
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(r.err, "claimguard lint: no rules files given (usage: claimguard lint RULES.yaml...)\n");
+}
+
+TEST_F(cli, lint_oversized_file_is_a_rules_error) {
+    const auto path = write("big.yaml", std::string(rules::max_rules_file_bytes + 100, '#'));
+    const auto r = run(lint, {path});
+    EXPECT_EQ(r.rc, 1);
+    EXPECT_EQ(r.err, path + ":1:1: error: the file is larger than 1048576 bytes, the most a rules file may hold\n");
+}
+
+TEST_F(cli, ddl_prints_the_generated_script) {
+    const auto path = write("rules.yaml", valid_rules);
+    const auto r = run(ddl, {path});
+    const auto expected = rules::load_rules({{path, valid_rules}});
+    ASSERT_TRUE(expected.rules);
+    EXPECT_EQ(r.rc, 0);
+    EXPECT_EQ(r.out, rules::render_ddl(*expected.rules));
+    EXPECT_NE(r.out.find("ALTER TABLE `coupon_order` ADD UNIQUE INDEX"), std::string::npos);
+    EXPECT_EQ(r.err, "");
+}
+
+TEST_F(cli, ddl_refuses_invalid_rules) {
+    const auto path = write("bad.yaml", "claim_rules: x\n");
+    const auto r = run(ddl, {path});
+    EXPECT_EQ(r.rc, 1);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, path + ":1:14: error: claim_rules must be a list of claim rules, each starting with '- ', not "
+                            "a single value\n");
+}
+
+TEST_F(cli, ddl_missing_file_exits_2) {
+    const auto r = run(ddl, {(dir_ / "nope.yaml").string()});
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_TRUE(r.err.starts_with("claimguard ddl: cannot read ")) << r.err;
+}
+
+TEST_F(cli, ddl_of_the_example_matches_the_checked_in_migration) {
+    // What `claimguard ddl rules/examples/coupon.yaml` prints from the repository root.
+    const auto cwd = fs::current_path();
+    fs::current_path(CLAIMGUARD_SOURCE_DIR);
+    const auto r = run(ddl, {"rules/examples/coupon.yaml"});
+    fs::current_path(cwd);
+    std::ifstream in(std::string(CLAIMGUARD_SOURCE_DIR) + "/sql/migrations/001_claimguard_unique_index.sql");
+    std::stringstream migration;
+    migration << in.rdbuf();
+    EXPECT_EQ(r.rc, 0);
+    EXPECT_EQ(r.out, migration.str());
+}
+
+}  // namespace
+}  // namespace claimguard::rules_cli
