@@ -1,31 +1,120 @@
-// The claimguard binary: `serve` runs the sidecar; lint, ddl and explain work on rules files.
+// The claimguard binary: `serve` runs the sidecar; validate, lint, ddl, explain, check,
+// inject and shutdown are the DBA's and the platform's tools around it.
 #include <CLI/CLI.hpp>
+#include <arpa/inet.h>
+#include <cstdlib>
 #include <iostream>
+#include <map>
+#include <netinet/in.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-#include "proxy/config/proxy_options.hpp"
+#include "proxy/config/settings.hpp"
+#include "proxy/engine/rules_snapshot.hpp"
 #include "proxy/session/server.hpp"
 #include "rules/cli/rules_cli.hpp"
 
 namespace {
 
-int serve(const std::string& listen, const std::string& backend, const std::string& admin,
-          claimguard::config::proxy_options options, const std::string& log_level, unsigned idle_s,
-          unsigned connect_ms) {
-    using namespace claimguard;
+using namespace claimguard;
+
+// Flags that may be given without a value (--backend-tls means --backend-tls=true).
+bool is_switch(std::string_view name) {
+    return name == "backend_tls" || name == "backend_tls_verify" || name == "watch_rules";
+}
+
+struct settings_flags {
+    std::string config_path;
+    std::map<std::string, std::vector<std::string>> values;
+    std::map<std::string, CLI::Option*> options;
+
+    void add_to(CLI::App* cmd) {
+        cmd->add_option("--config", config_path, "YAML config file (keys as below, '_' for '-')");
+        for (const auto& s : config::serve_settings()) {
+            std::string name(s.name);
+            std::string help = std::string(s.help) + " [env " + config::env_name(s.name) + "]";
+            auto flag = "--" + config::flag_name(s.name);
+            CLI::Option* opt = is_switch(s.name) ? cmd->add_flag(flag + "{true}", values[name], help)
+                                                 : cmd->add_option(flag, values[name], help);
+            if (!s.repeatable) opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+            options[name] = opt;
+        }
+    }
+
+    // defaults < config file < environment < flags
+    config::proxy_options resolve() const {
+        config::proxy_options o;
+        if (!config_path.empty()) config::apply_config_file(config_path, o);
+        config::apply_environment(o, [](const char* n) { return std::getenv(n); });
+        for (const auto& [name, opt] : options) {
+            if (opt->count() == 0) continue;
+            const auto& v = values.at(name);
+            config::apply_setting(o, name, v, "--" + config::flag_name(name));
+        }
+        if (o.schema_check_password.empty())
+            if (const char* pw = std::getenv("CLAIMGUARD_SCHEMA_CHECK_PASSWORD")) o.schema_check_password = pw;
+        config::validate(o);
+        return o;
+    }
+};
+
+int validate_command(const settings_flags& flags) {
+    config::proxy_options o;
     try {
-        options.listen = config::parse_endpoint(listen);
-        options.backend = config::parse_endpoint(backend);
-        options.admin_enabled = admin != "off";
-        if (options.admin_enabled) options.admin = config::parse_endpoint(admin);
+        o = flags.resolve();
     } catch (const std::exception& e) {
-        std::cerr << "claimguard: " << e.what() << "\n";
+        std::cerr << "claimguard validate: " << e.what() << "\n";
+        return 1;
+    }
+    auto paths = engine::rules_paths(o.rules_files, o.rules_dir);
+    if (paths.empty()) {
+        std::cout << "ok: config valid; no rules (a plain relay)\n";
+        return 0;
+    }
+    auto loaded = engine::load_rules_files(paths);
+    for (const auto& e : loaded.errors)
+        std::cerr << e.pos.file << ":" << e.pos.line << ":" << e.pos.column << ": error: " << e.message << "\n";
+    if (!loaded.rules) return 1;
+    std::cout << "ok: config valid; " << loaded.rules->stocks.size() << " stock rules, " << loaded.rules->claims.size()
+              << " claim rules (version " << loaded.rules->version_hash << ")\n";
+    return 0;
+}
+
+// POST /quitquitquit to a running claimguard's admin endpoint (for preStop hooks).
+int shutdown_command(const std::string& admin) {
+    config::endpoint ep;
+    try {
+        ep = config::parse_endpoint(admin);
+    } catch (const std::exception& e) {
+        std::cerr << "claimguard shutdown: " << e.what() << "\n";
         return 2;
     }
-    options.idle_timeout = std::chrono::seconds(idle_s);
-    options.connect_timeout = std::chrono::milliseconds(connect_ms);
-    spdlog::set_level(spdlog::level::from_str(log_level));
-    return session::run_server(options);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(ep.port);
+    if (inet_pton(AF_INET, ep.host == "localhost" ? "127.0.0.1" : ep.host.c_str(), &addr.sin_addr) != 1) {
+        std::cerr << "claimguard shutdown: the admin address must be an IPv4 literal\n";
+        return 2;
+    }
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        std::cerr << "claimguard shutdown: cannot reach the admin endpoint at " << admin << "\n";
+        if (fd >= 0) ::close(fd);
+        return 1;
+    }
+    std::string request = "POST /quitquitquit HTTP/1.1\r\nHost: " + ep.host + "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    bool ok = ::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size());
+    char reply[256] = {};
+    ssize_t n = ok ? ::recv(fd, reply, sizeof reply - 1, 0) : -1;
+    ::close(fd);
+    std::string_view head(reply, n > 0 ? static_cast<std::size_t>(n) : 0);
+    if (head.starts_with("HTTP/1.1 200")) {
+        std::cout << "claimguard is shutting down\n";
+        return 0;
+    }
+    std::cerr << "claimguard shutdown: unexpected answer: " << head.substr(0, head.find('\r')) << "\n";
+    return 1;
 }
 
 }  // namespace
@@ -34,36 +123,11 @@ int main(int argc, char** argv) {
     CLI::App app{"claimguard: a MySQL-protocol sidecar that makes stock claims safe without changing the app"};
     app.require_subcommand(1);
 
-    claimguard::config::proxy_options options;
-    std::string listen = "127.0.0.1:3306", backend = "127.0.0.1:3307", admin = "127.0.0.1:9090";
-    std::string log_level = "info";
-    unsigned idle_s = static_cast<unsigned>(options.idle_timeout.count());
-    unsigned connect_ms = static_cast<unsigned>(options.connect_timeout.count());
+    settings_flags serve_flags, validate_flags;
     auto* serve_cmd = app.add_subcommand("serve", "Run the sidecar proxy");
-    serve_cmd->add_option("--listen", listen, "Address the app connects to (host:port)")->capture_default_str();
-    serve_cmd->add_option("--backend", backend, "The MySQL/MariaDB server (host:port)")->capture_default_str();
-    serve_cmd->add_option("--admin", admin, "Admin HTTP endpoint (host:port, or 'off')")->capture_default_str();
-    serve_cmd->add_option("--threads", options.threads, "Worker threads (0: one per core)")->capture_default_str();
-    serve_cmd->add_option("--max-connections", options.max_connections, "Client connections accepted at once")
-        ->capture_default_str();
-    serve_cmd->add_option("--max-packet-bytes", options.max_packet_bytes, "Largest packet relayed, either direction")
-        ->capture_default_str();
-    serve_cmd->add_option("--connect-timeout-ms", connect_ms, "Backend connect and handshake timeout")
-        ->capture_default_str();
-    serve_cmd->add_option("--idle-timeout-s", idle_s, "Close client connections idle this long (0: never)")
-        ->capture_default_str();
-    serve_cmd->add_flag("--backend-tls", options.backend_tls.enabled, "Speak TLS to the database");
-    serve_cmd->add_option("--backend-tls-ca", options.backend_tls.ca_file, "CA bundle for the database certificate");
-    serve_cmd->add_flag("--backend-tls-verify", options.backend_tls.verify, "Verify the database certificate and name");
-    serve_cmd->add_option("--backend-tls-server-name", options.backend_tls.server_name, "Expected certificate name");
-    serve_cmd->add_option("--rules", options.rules_files, "Rules files (repeatable); none: a plain relay");
-    std::string redis;
-    serve_cmd->add_option("--redis", redis, "Redis for the claim rules' first filter (host:port)");
-    unsigned redis_timeout_ms = static_cast<unsigned>(options.redis_timeout.count());
-    serve_cmd->add_option("--redis-timeout-ms", redis_timeout_ms, "Per Redis command; then fail open to the database guard")
-        ->capture_default_str();
-    serve_cmd->add_option("--audit-log", options.audit_log, "Audit log: '-' (stderr), 'off', or a file")->capture_default_str();
-    serve_cmd->add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
+    serve_flags.add_to(serve_cmd);
+    auto* validate_cmd = app.add_subcommand("validate", "Check the config and the rules; non-zero exit with file:line on errors");
+    validate_flags.add_to(validate_cmd);
 
     std::vector<std::string> lint_files;
     auto* lint_cmd = app.add_subcommand("lint", "Check rules files; exits non-zero on any error");
@@ -81,23 +145,26 @@ int main(int argc, char** argv) {
     explain_cmd->add_option("--read", explain_read, "Counter value this session read before");
     explain_cmd->add_option("SQL", explain_sql, "The statement")->required();
 
+    std::string shutdown_admin = "127.0.0.1:9090";
+    auto* shutdown_cmd = app.add_subcommand("shutdown", "Ask a running claimguard to shut down gracefully (preStop)");
+    shutdown_cmd->add_option("--admin", shutdown_admin, "Its admin endpoint")->capture_default_str();
+
     CLI11_PARSE(app, argc, argv);
 
-    using namespace claimguard;
     if (*serve_cmd) {
-        options.redis_timeout = std::chrono::milliseconds(redis_timeout_ms);
-        if (!redis.empty()) {
-            try {
-                options.redis = config::parse_endpoint(redis);
-            } catch (const std::exception& e) {
-                std::cerr << "claimguard: --redis: " << e.what() << "\n";
-                return 2;
-            }
+        config::proxy_options options;
+        try {
+            options = serve_flags.resolve();
+        } catch (const std::exception& e) {
+            std::cerr << "claimguard: " << e.what() << "\n";
+            return 2;
         }
-        return serve(listen, backend, admin, options, log_level, idle_s, connect_ms);
+        return session::run_server(options);
     }
+    if (*validate_cmd) return validate_command(validate_flags);
     if (*lint_cmd) return rules_cli::lint(lint_files, std::cout, std::cerr);
     if (*ddl_cmd) return rules_cli::ddl(ddl_files, std::cout, std::cerr);
     if (*explain_cmd) return rules_cli::explain(explain_rules, explain_read, explain_sql, std::cout, std::cerr);
+    if (*shutdown_cmd) return shutdown_command(shutdown_admin);
     return 2;
 }

@@ -119,5 +119,5 @@ for (load, orders, _, _), name in zip(runs, ("direct", "through claimguard")):
     if orders > coupons:
         print(f"{name}: OVER-ISSUE, {orders - coupons} coupons more than the {coupons} planned")
     for e in load["errors"][:3]:
-        print(f"{name}: error {e['code']} x{e['count']}: {e['message']}")
+        print(f"{name}: {e['statement']} got error {e['code']} x{e['count']}: {e['message']}")
 EOF

@@ -135,6 +135,7 @@ struct admin_server::impl : std::enable_shared_from_this<impl> {
 
     std::mutex handlers_mutex_;
     std::map<std::string, post_handler, std::less<>> post_handlers_;
+    std::map<std::string, post_handler, std::less<>> get_handlers_;
 
     // Everything below is touched on the strand only.
     bool stopped_ = false;
@@ -227,11 +228,12 @@ asio::awaitable<void> admin_server::impl::serve(std::shared_ptr<impl>, tcp::sock
         if (stopped_)
             co_return;
         if (ec) {
-            if (const auto status = status_for_read_error(ec))
-                co_await write_and_linger(stream, make_response(http_version_11, false, *status,
-                                                                std::string(obsolete_reason(http::int_to_status(*status)))));
-            else
+            if (const auto status = status_for_read_error(ec)) {
+                const std::string reason(http::obsolete_reason(http::int_to_status(*status)));
+                co_await write_and_linger(stream, make_response(http_version_11, false, *status, reason));
+            } else {
                 stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+            }
             co_return;
         }
         const request& req = parser.get();
@@ -306,16 +308,22 @@ asio::awaitable<response> admin_server::impl::handle(const request& req) {
     }
 
     post_handler handler;
+    bool is_get = false;
     {
         const std::lock_guard lock(handlers_mutex_);
-        if (const auto it = post_handlers_.find(path); it != post_handlers_.end())
+        if (const auto it = post_handlers_.find(path); it != post_handlers_.end()) {
             handler = it->second;
+        } else if (const auto g = get_handlers_.find(path); g != get_handlers_.end()) {
+            handler = g->second;
+            is_get = true;
+        }
     }
     if (!handler)
         co_return make_response(version, keep_alive, 404, "not found");
-    if (method != http::verb::post) {
+    const bool method_ok = is_get ? (method == http::verb::get || method == http::verb::head) : method == http::verb::post;
+    if (!method_ok) {
         response res = make_response(version, keep_alive, 405, "method not allowed");
-        res.set(http::field::allow, "POST");
+        res.set(http::field::allow, is_get ? "GET, HEAD" : "POST");
         co_return res;
     }
     std::pair<int, std::string> answer;
@@ -334,6 +342,8 @@ asio::awaitable<verdict> admin_server::impl::readiness() {
         co_return verdict{false, "starting up"};
     if (health_.shutting_down.load())
         co_return verdict{false, "shutting down"};
+    if (health_.schema_blocked.load())
+        co_return verdict{false, "claim rules lack their unique index (schema_check: refuse); see claimguard check"};
     const std::int64_t last_ok = health_.last_backend_ok_ms.load(std::memory_order_relaxed);
     if (last_ok != 0 && steady_now_ms() - last_ok <= options_.backend_ok_window.count())
         co_return verdict{true, "ok"};
@@ -443,6 +453,11 @@ std::uint16_t admin_server::port() const {
 void admin_server::add_post_handler(std::string path, post_handler handler) {
     const std::lock_guard lock(impl_->handlers_mutex_);
     impl_->post_handlers_.insert_or_assign(std::move(path), std::move(handler));
+}
+
+void admin_server::add_get_handler(std::string path, post_handler handler) {
+    const std::lock_guard lock(impl_->handlers_mutex_);
+    impl_->get_handlers_.insert_or_assign(std::move(path), std::move(handler));
 }
 
 }  // namespace claimguard::admin

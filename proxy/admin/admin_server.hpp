@@ -54,7 +54,9 @@ struct admin_options {
 // `health` must outlive the io_context's run (the coroutines read it until they end).
 class admin_server {
 public:
-    // Returns {HTTP status, one-line body}. Runs on the server's strand: keep it short.
+    // Returns {HTTP status, one-line body}; an exception becomes 500 with its what(). Runs on the
+    // server's strand: keep it short, and do not call stop() from it (the answer would be lost):
+    // start a shutdown asynchronously instead.
     using post_handler = std::function<std::pair<int, std::string>()>;
 
     admin_server(boost::asio::io_context& io, admin_options options, health_state& health);
@@ -71,6 +73,8 @@ public:
     [[nodiscard]] std::uint16_t port() const;
     // POST `path` calls `handler`. Thread-safe; may be called after start().
     void add_post_handler(std::string path, post_handler handler);
+    // GET (and HEAD) `path` calls `handler`, e.g. /rules. Same contract as POST handlers.
+    void add_get_handler(std::string path, post_handler handler);
 
 private:
     struct impl;

@@ -16,7 +16,8 @@ inline std::int64_t steady_now_ms() noexcept {
 struct health_state {
     std::atomic<bool> started{false};        // set once the proxy listener is bound: /startup turns 200
     std::atomic<bool> shutting_down{false};  // set on SIGTERM: /readiness turns 503
-    std::atomic<std::int64_t> last_backend_ok_ms{0};  // steady_now_ms() of the last backend handshake; 0 = never
+    std::atomic<std::int64_t> last_backend_ok_ms{0};
+    std::atomic<bool> schema_blocked{false};  // the start-up schema check failed and is set to refuse  // steady_now_ms() of the last backend handshake; 0 = never
 
     // Sessions call this after a backend connection completed its handshake.
     void mark_backend_ok() noexcept { last_backend_ok_ms.store(steady_now_ms(), std::memory_order_relaxed); }

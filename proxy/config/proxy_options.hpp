@@ -33,7 +33,9 @@ struct proxy_options {
     backend_tls_options backend_tls;
     unsigned threads = 0;  // 0: one per core
 
-    std::vector<std::string> rules_files;  // empty: a plain relay, no claim engine
+    std::vector<std::string> rules_files;  // empty (and no rules_dir): a plain relay, no claim engine
+    std::string rules_dir;                 // every *.yaml/*.yml in it (a mounted ConfigMap)
+    bool watch_rules = true;               // reload when the files or the directory change
     std::optional<endpoint> redis;         // the claim rules' Redis first filter; empty: none
     std::chrono::milliseconds redis_timeout{50};  // per Redis command, then fail open
     std::string audit_log = "-";           // "-": standard error, "off", or a file
@@ -45,6 +47,21 @@ struct proxy_options {
     std::chrono::milliseconds connect_timeout{5000};   // backend TCP connect + greeting
     std::chrono::seconds idle_timeout{28800};          // client silent between commands; 0 = never
     std::chrono::seconds packet_timeout{30};           // a started client packet must complete
+
+    // Shutdown (SIGTERM, /quitquitquit): readiness turns 503 at once; new connections are
+    // still accepted for min_shutdown_delay; open sessions then get up to max_shutdown_delay
+    // to finish their command or transaction.
+    std::chrono::milliseconds min_shutdown_delay{0};
+    std::chrono::milliseconds max_shutdown_delay{30000};
+
+    std::string log_level = "info";
+    std::string log_format = "text";  // text or json
+
+    // Start-up schema check of the claim rules' unique indexes (needs credentials).
+    std::string schema_check = "warn";  // off, warn, or refuse (readiness stays 503)
+    std::string schema_check_user;
+    std::string schema_check_password;  // prefer the env var CLAIMGUARD_SCHEMA_CHECK_PASSWORD
+    std::string schema_check_database;
 };
 
 }  // namespace claimguard::config

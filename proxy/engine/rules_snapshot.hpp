@@ -21,6 +21,10 @@ struct rules_snapshot {
     std::vector<std::string> files;
 };
 
+// The rules files to load: `files` in order, then every *.yaml / *.yml directly in `dir`
+// (sorted; hidden entries such as a ConfigMap's ..data are skipped, the symlinks into it followed).
+[[nodiscard]] std::vector<std::string> rules_paths(const std::vector<std::string>& files, const std::string& dir);
+
 // Reads and validates rules files. The result has rules only when every file was
 // read and is valid; unreadable files become diagnostics too.
 [[nodiscard]] rules::load_result load_rules_files(const std::vector<std::string>& paths);

@@ -1,8 +1,6 @@
 // Decoders and encoders for the prepared-statement packets.
 #include "prepared.hpp"
 
-#include <algorithm>
-
 #include "binary_row.hpp"
 #include "command.hpp"
 #include "packets.hpp"
@@ -78,14 +76,16 @@ result<stmt_execute> parse_stmt_execute(bytes_view payload, const execute_contex
         if (context.previous_types.size() != n) return errc::missing_param_types;
         e.param_types.assign(context.previous_types.begin(), context.previous_types.end());
     }
+    // Mark long-data parameters once: a linear search per parameter would let a client
+    // that sent SEND_LONG_DATA for many ids make each execute cost params x ids.
+    std::vector<bool> long_data(n, false);
+    for (const auto id : context.long_data_params)
+        if (id < n) long_data[id] = true;
     e.params.reserve(n);
     for (std::size_t i = 0; i < n && r.ok(); ++i) {
-        const bool long_data =
-            std::find(context.long_data_params.begin(), context.long_data_params.end(), i) !=
-            context.long_data_params.end();
         if (null_bit(bitmap, i, 0)) {
             e.params.emplace_back(std::monostate{});
-        } else if (long_data) {
+        } else if (long_data[i]) {
             e.params.emplace_back(long_data_value{});
         } else {
             e.params.push_back(read_binary_value(r, e.param_types[i]));

@@ -12,7 +12,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <functional>
 #include <memory>
+#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 #include <thread>
 #include <vector>
@@ -22,6 +24,8 @@
 #include "proxy/engine/rules_snapshot.hpp"
 #include "proxy/guards/redis_guard.hpp"
 #include "audit_log.hpp"
+#include "logging.hpp"
+#include "rules_reloader.hpp"
 #include "proxy/protocol/packets.hpp"
 #include "session.hpp"
 
@@ -43,6 +47,7 @@ struct server_state {
     admin::health_state health;
     std::atomic<std::uint64_t> next_session_id{1};
     std::atomic<std::size_t> active{0};
+    std::atomic<bool> draining{false};
     engine::rules_holder rules;
     std::unique_ptr<audit_log> audit;
     std::vector<std::unique_ptr<guards::redis_guard>> redis;  // one per I/O thread
@@ -104,9 +109,85 @@ awaitable<void> accept_loop(tcp::acceptor& acceptor, server_state& state, const 
     }
 }
 
+// SIGTERM / /quitquitquit: readiness 503 at once; keep accepting for min_shutdown_delay; then
+// stop accepting and let open sessions finish their command or transaction, up to
+// max_shutdown_delay; then close what is left and stop.
+class shutdown_sequence {
+public:
+    shutdown_sequence(server_state& state, tcp::acceptor& acceptor, const config::proxy_options& options)
+        : state_(state), acceptor_(acceptor), options_(options), timer_(*state.contexts[0]) {}
+
+    void begin(std::string_view why) {
+        if (begun_) return;
+        begun_ = true;
+        spdlog::info("shutting down ({}): readiness is 503; accepting new connections for {} ms more", why,
+                     options_.min_shutdown_delay.count());
+        state_.health.shutting_down = true;
+        deadline_ = clock_type::now() + options_.max_shutdown_delay;
+        timer_.expires_after(options_.min_shutdown_delay);
+        timer_.async_wait([this](boost::system::error_code ec) {
+            if (ec) return;
+            boost::system::error_code ignored;
+            acceptor_.close(ignored);
+            state_.draining = true;
+            poll();
+        });
+    }
+
+    // A second signal: stop now.
+    void now() {
+        spdlog::warn("second shutdown request: closing every session now");
+        stop_all();
+    }
+
+private:
+    using clock_type = std::chrono::steady_clock;
+
+    void poll() {
+        for (auto& ctx : state_.contexts) asio::post(*ctx, [] { (void)drain_sessions_on_this_thread(false); });
+        if (state_.active.load() == 0) {
+            spdlog::info("all sessions closed");
+            return stop_contexts();
+        }
+        if (clock_type::now() >= deadline_) {
+            spdlog::warn("{} session(s) still open after max_shutdown_delay: closing them", state_.active.load());
+            return stop_all();
+        }
+        timer_.expires_after(poll_interval);
+        timer_.async_wait([this](boost::system::error_code ec) {
+            if (!ec) poll();
+        });
+    }
+
+    void stop_all() {
+        state_.draining = true;
+        boost::system::error_code ignored;
+        acceptor_.close(ignored);
+        for (auto& ctx : state_.contexts) asio::post(*ctx, [] { (void)drain_sessions_on_this_thread(true); });
+        timer_.expires_after(close_grace);
+        timer_.async_wait([this](boost::system::error_code) { stop_contexts(); });
+    }
+
+    void stop_contexts() {
+        for (auto& ctx : state_.contexts) ctx->stop();
+    }
+
+    static constexpr std::chrono::milliseconds poll_interval{100};
+    static constexpr std::chrono::milliseconds close_grace{200};  // for sessions to write their last bytes
+
+    server_state& state_;
+    tcp::acceptor& acceptor_;
+    const config::proxy_options& options_;
+    asio::steady_timer timer_;
+    clock_type::time_point deadline_{};
+    bool begun_ = false;
+};
+
 }  // namespace
 
 int run_server(const config::proxy_options& options) {
+    setup_logging(options.log_level, options.log_format);
+    (void)admin::metrics();  // process start time
     server_state state;
     unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
     for (unsigned i = 0; i < threads; ++i) state.contexts.push_back(std::make_unique<asio::io_context>(1));
@@ -118,21 +199,17 @@ int run_server(const config::proxy_options& options) {
         spdlog::critical("backend TLS setup failed: {}", e.what());
         return 1;
     }
-    state.session_ctx = {&options, state.backend_tls.get(), &state.health, &state.next_session_id, nullptr, nullptr};
+    state.session_ctx = {&options,      state.backend_tls.get(), &state.health, &state.next_session_id,
+                         nullptr,       nullptr,                 &state.draining};
 
-    if (!options.rules_files.empty()) {
-        auto loaded = engine::load_rules_files(options.rules_files);
-        if (!loaded.rules) {
-            for (const auto& e : loaded.errors)
-                spdlog::critical("{}:{}:{}: {}", e.pos.file, e.pos.line, e.pos.column, e.message);
-            spdlog::critical("the rules files are not valid: not starting");
+    std::unique_ptr<rules_reloader> reloader;
+    if (!options.rules_files.empty() || !options.rules_dir.empty()) {
+        reloader = std::make_unique<rules_reloader>(main_ctx, state.rules, options.rules_files, options.rules_dir);
+        if (!reloader->reload("load").first) {
+            spdlog::critical("the rules are not valid: not starting (check them with claimguard validate)");
             return 2;
         }
-        auto snapshot = std::make_shared<engine::rules_snapshot>(std::move(*loaded.rules));
-        snapshot->files = options.rules_files;
-        spdlog::info("rules loaded: {} stock rules, {} claim rules (version {})", snapshot->rules.stocks.size(),
-                     snapshot->rules.claims.size(), snapshot->rules.version_hash);
-        state.rules.replace(std::move(snapshot));
+        if (options.watch_rules) reloader->watch();
         state.session_ctx.rules = &state.rules;
         try {
             state.audit = std::make_unique<audit_log>(options.audit_log);
@@ -146,11 +223,13 @@ int run_server(const config::proxy_options& options) {
             ropts.host = options.redis->host;
             ropts.port = options.redis->port;
             ropts.command_timeout = options.redis_timeout;
-            for (auto& ctx : state.contexts) state.redis.push_back(std::make_unique<guards::redis_guard>(ctx->get_executor(), ropts));
+            for (auto& ctx : state.contexts)
+                state.redis.push_back(std::make_unique<guards::redis_guard>(ctx->get_executor(), ropts));
         }
     }
 
     tcp::acceptor acceptor(main_ctx);
+    shutdown_sequence shutdown(state, acceptor, options);
     std::unique_ptr<admin::admin_server> admin_srv;
     try {
         tcp::endpoint listen_ep(asio::ip::make_address(options.listen.host), options.listen.port);
@@ -166,6 +245,18 @@ int run_server(const config::proxy_options& options) {
             admin_opts.backend_port = options.backend.port;
             admin_srv = std::make_unique<admin::admin_server>(main_ctx, admin_opts, state.health);
             admin_srv->start();
+            // Handlers run on the admin strand (the main thread): they only post work.
+            admin_srv->add_post_handler("/quitquitquit", [&] {
+                asio::post(main_ctx, [&] { shutdown.begin("/quitquitquit"); });
+                return std::pair<int, std::string>{200, "shutting down"};
+            });
+            if (reloader) {
+                admin_srv->add_post_handler("/-/reload", [&] {
+                    auto [ok, text] = reloader->reload("reload (POST /-/reload)");
+                    return std::pair<int, std::string>{ok ? 200 : 400, text};
+                });
+                admin_srv->add_get_handler("/rules", [&] { return std::pair<int, std::string>{200, reloader->describe()}; });
+            }
         }
     } catch (const std::exception& e) {
         spdlog::critical("cannot listen on {}:{}: {}", options.listen.host, options.listen.port, e.what());
@@ -180,16 +271,20 @@ int run_server(const config::proxy_options& options) {
 
     asio::co_spawn(main_ctx, accept_loop(acceptor, state, options), asio::detached);
 
-    asio::signal_set signals(main_ctx, SIGINT, SIGTERM);
-    signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+    asio::signal_set signals(main_ctx, SIGINT, SIGTERM, SIGHUP);
+    std::function<void(const boost::system::error_code&, int)> on_signal = [&](const boost::system::error_code& ec,
+                                                                             int signo) {
         if (ec) return;
-        spdlog::info("signal {} received: shutting down", signo);
-        state.health.shutting_down = true;
-        boost::system::error_code ignored;
-        acceptor.close(ignored);
-        if (admin_srv) admin_srv->stop();
-        for (auto& ctx : state.contexts) ctx->stop();
-    });
+        if (signo == SIGHUP) {
+            if (reloader) (void)reloader->reload("reload (SIGHUP)");
+        } else if (state.health.shutting_down) {
+            shutdown.now();
+        } else {
+            shutdown.begin(signo == SIGTERM ? "SIGTERM" : "SIGINT");
+        }
+        signals.async_wait(on_signal);
+    };
+    signals.async_wait(on_signal);
 
     std::vector<std::thread> workers;
     std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
@@ -198,6 +293,7 @@ int run_server(const config::proxy_options& options) {
     main_ctx.run();
     for (auto& ctx : state.contexts) ctx->stop();
     for (auto& w : workers) w.join();
+    if (admin_srv) admin_srv->stop();
     spdlog::info("claimguard stopped");
     return 0;
 }

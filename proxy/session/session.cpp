@@ -11,6 +11,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <chrono>
+#include <unordered_set>
 #include <spdlog/spdlog.h>
 
 #include "backend_stream.hpp"
@@ -72,9 +73,35 @@ void renumber_frames(std::span<std::uint8_t> raw, std::uint8_t first) {
     }
 }
 
+// The sessions of this I/O thread (each io_context runs on one thread), for shutdown.
+thread_local std::unordered_set<session*> live_sessions;
+
 }  // namespace
 
+session::~session() { live_sessions.erase(this); }
+
+bool session::drain(bool everyone) {
+    if (closed_) return false;
+    if (everyone || (idle_ && !(status_ & proto::status::in_trans))) {
+        timed_out_ = deadline_kind::drain;
+        error_code ignored;
+        client_.cancel(ignored);
+        if (everyone) backend_.cancel();
+        return false;
+    }
+    return true;
+}
+
+std::size_t drain_sessions_on_this_thread(bool everyone) {
+    std::size_t open = 0;
+    auto sessions = std::vector<session*>(live_sessions.begin(), live_sessions.end());
+    for (auto* s : sessions)
+        if (s->drain(everyone)) ++open;
+    return open;
+}
+
 awaitable<void> session::run() {
+    live_sessions.insert(this);
     asio::co_spawn(client_.get_executor(), [self = shared_from_this()] { return self->watchdog(); },
                    asio::detached);
     spdlog::debug("session {} from {}: open", id_, peer_);
@@ -376,9 +403,12 @@ awaitable<void> session::command_loop() {
     for (;;) {
         client_in_.shrink_if_idle(idle_buffer_bytes);
         backend_in_.shrink_if_idle(idle_buffer_bytes);
+        if (ctx_.draining && ctx_.draining->load() && !(status_ & proto::status::in_trans)) co_return;
+        idle_ = true;
         auto [ec, packet] = co_await read_client_packet(true);
+        idle_ = false;
         if (ec) {
-            co_await client_read_failed(ec, 1);
+            if (timed_out_ != deadline_kind::drain) co_await client_read_failed(ec, 1);
             co_return;
         }
         if (packet.first_seq != 0) {

@@ -33,11 +33,16 @@ struct session_context {
     std::atomic<std::uint64_t>* next_session_id = nullptr;
     engine::rules_holder* rules = nullptr;  // null: no rules, a plain relay
     audit_log* audit = nullptr;
+    const std::atomic<bool>* draining = nullptr;  // shutting down: sessions close when idle outside a transaction
 };
 
 // Serves one client until either side closes, then closes both connections.
 // `redis` is the Redis guard of the I/O thread the session runs on (null: no Redis).
 boost::asio::awaitable<void> run_session(boost::asio::ip::tcp::socket client, const session_context& ctx,
                                          guards::redis_guard* redis);
+
+// Shutdown, on the calling thread's sessions (post it to each I/O thread): closes the ones
+// idle outside a transaction (all of them when `everyone`). Returns how many remain open.
+std::size_t drain_sessions_on_this_thread(bool everyone);
 
 }  // namespace claimguard::session

@@ -39,7 +39,7 @@ inline constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
 inline constexpr std::size_t read_chunk_bytes = 64 * 1024;
 inline constexpr std::size_t idle_buffer_bytes = 64 * 1024;  // buffers shrink back to this after big packets
 
-enum class deadline_kind { none, connect, idle, packet };
+enum class deadline_kind { none, connect, idle, packet, drain };
 
 class session : public std::enable_shared_from_this<session> {
 public:
@@ -56,9 +56,12 @@ public:
         peer_ = ec ? "unknown" : ep.address().to_string() + ":" + std::to_string(ep.port());
     }
 
+    ~session();
     awaitable<void> run();
-
     void close();
+    // Shutdown: stop waiting for a next command when idle outside a transaction (or at
+    // once when `everyone`). True while the session stays open.
+    bool drain(bool everyone);
 
 private:
     // ---- deadlines: one timer per session, re-armed lazily -------------------------------
@@ -185,6 +188,7 @@ private:
     deadline_kind deadline_kind_ = deadline_kind::none;
     deadline_kind timed_out_ = deadline_kind::none;
     bool closed_ = false;
+    bool idle_ = false;  // waiting for the client's next command
 
     // claim state
     guards::redis_guard* redis_ = nullptr;

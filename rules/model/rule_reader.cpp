@@ -235,23 +235,28 @@ private:
         out_.stocks.push_back(std::move(p));
     }
 
+    // The name of a stock rule, implied names (any table name) included; validate_rules looks it up.
+    void read_stock_reference(const field& f, parsed_claim& p) {
+        const std::string* text = read_scalar(file_, f, "a rule name");
+        if (text != nullptr && text->empty())
+            file_.error(f.value_mark(), f.name + " is empty; it needs the name of a stock rule");
+        if (text == nullptr || text->empty())
+            p.complete = false;
+        else
+            p.rule.stock_rule = *text;
+    }
+
     void read_consumes(const field& f, parsed_claim& p) {
         p.consumes_pos = file_.pos(f.value_mark());
         if (!f.value.IsMap()) {
-            if (auto n = read_rule_name(file_, f))
-                p.rule.stock_rule = std::move(*n);
-            else
-                p.complete = false;
+            read_stock_reference(f, p);
             return;
         }
         const auto list = read_fields(file_, f.value, "consumes", consumes_fields);
         const field_index fields(list);
         if (const auto* rule = fields.present("rule")) {
             p.consumes_pos = file_.pos(rule->value_mark());
-            if (auto n = read_rule_name(file_, *rule))
-                p.rule.stock_rule = std::move(*n);
-            else
-                p.complete = false;
+            read_stock_reference(*rule, p);
         } else {
             file_.error(f.value_mark(), "consumes has no rule: (the name of the stock rule this claim uses up, "
                                         "e.g. rule: coupon_stock)");

@@ -104,7 +104,10 @@ bool resolve_mapping(parsed_claim& claim, const parsed_stock& stock, diagnostics
     }
     bool ok = true;
     std::vector<const located_name*> claim_col_of(keys.size(), nullptr);
-    for (const auto& [claim_col, stock_col] : claim.explicit_mapping) {
+    for (const auto& entry : claim.explicit_mapping) {
+        // Named references, not structured bindings: clang 14 cannot capture those in lambdas.
+        const located_name& claim_col = entry.first;
+        const located_name& stock_col = entry.second;
         const auto k = std::find_if(keys.begin(), keys.end(), [&](const auto& key) { return iequals(key, stock_col.name); });
         if (k == keys.end()) {
             diags.add(stock_col.pos, "columns maps " + quoted(claim_col.name) + " to " + quoted(stock_col.name) +
@@ -145,9 +148,9 @@ void check_key_template(const parsed_claim& claim, bool mapping_known, diagnosti
     std::vector<std::string> columns = r.idempotency_columns;
     if (r.idempotency_key_column)
         columns.push_back(*r.idempotency_key_column);
-    for (const auto& [claim_col, stock_col] : r.stock_key_mapping)
-        if (std::none_of(columns.begin(), columns.end(), [&](const auto& c) { return iequals(c, claim_col); }))
-            columns.push_back(claim_col);
+    for (const auto& mapped : r.stock_key_mapping)
+        if (std::none_of(columns.begin(), columns.end(), [&](const auto& c) { return iequals(c, mapped.first); }))
+            columns.push_back(mapped.first);
     const auto uses = [&](std::string_view column) {
         return std::any_of(parts.begin(), parts.end(), [&](const template_part& p) {
             return p.type == template_part::kind::column && iequals(p.text, column);

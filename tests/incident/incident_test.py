@@ -150,7 +150,7 @@ def run_load(cmd):
 
 def top_errors(s, n=3):
     errors = sorted(s["errors"], key=lambda e: -e["count"])[:n]
-    return "; ".join(f"{e['code']} x{e['count']} {e['message']}" for e in errors)
+    return "; ".join(f"{e['statement']}: {e['code']} x{e['count']} {e['message']}" for e in errors)
 
 
 def describe_load(s):
@@ -405,8 +405,9 @@ def main():
                 c.start_proxies(args.claimguard, PROXIES, rules=rules)
                 for flag in c.missing_serve_flags:
                     print(f"WARNING: `claimguard serve` has no {flag} flag yet: the sidecars run without it")
-            print(f"servers up in {time.monotonic() - began:.1f} s: MariaDB {c.db.port}, Redis {redis_port}, claimguard "
-                  f"{[p.port for p in c.proxies] or 'none (direct)'}; {USERS} users x {ATTEMPTS_PER_USER} attempts, "
+            print(f"servers up in {time.monotonic() - began:.1f} s: MariaDB {c.db.port}, Redis {redis_port}, "
+                  f"claimguard {[p.port for p in c.proxies] or 'none (direct)'}; {USERS} users x {ATTEMPTS_PER_USER} "
+                  f"attempts, "
                   f"{PROXIES * THREADS_PER_PROXY} threads, {STOCK} coupons")
             stopped_mid_run = 0
             for rnd in range(1, args.rounds + 1):
@@ -416,9 +417,9 @@ def main():
             if v.redis_fault:
                 checks.check(stopped_mid_run > 0, "Redis was stopped while coupons were still being claimed",
                              "every round finished before the poller saw half the stock gone")
-    except HarnessError as e:
+    except Exception as e:  # noqa: BLE001 - a server that would not start, a hang, ...: a failure, reported
         checks.failed.append(f"harness: {e}")
-        print(f"HARNESS ERROR: {e}")
+        print(f"HARNESS ERROR: {type(e).__name__}: {e}")
     finally:
         signal.alarm(0)
         c.stop()

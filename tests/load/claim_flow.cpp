@@ -33,46 +33,51 @@ void abandon(mysql_session& session, const flow_options& options) {
 attempt_result refused(mysql_session& session, const flow_options& options, answer_kind kind,
                        answer_reason reason) {
     abandon(session, options);
-    return {kind, reason, std::nullopt};
+    return {kind, reason, std::nullopt, {}};
 }
 
-attempt_result failed(mysql_session& session, const flow_options& options, const sql_error& error) {
+attempt_result failed(mysql_session& session, const flow_options& options, const sql_error& error,
+                      const char* statement) {
+    attempt_result result{answer_kind::error, answer_reason::none, error, statement};
     if (error.connection_lost) {
         session.disconnect();
-        return {answer_kind::error, answer_reason::none, error};
+        return result;
     }
     abandon(session, options);
-    return classify_error(error, options.answers);
+    result = classify_error(error, options.answers);
+    result.statement = statement;
+    return result;
 }
 
 attempt_result claimed(mysql_session& session, const flow_options& options) {
     if (options.transaction) {
         if (auto r = session.execute("COMMIT"); !r)
-            return failed(session, options, r.error());
+            return failed(session, options, r.error(), "COMMIT");
     }
-    return {answer_kind::claimed, answer_reason::none, std::nullopt};
+    return {answer_kind::claimed, answer_reason::none, std::nullopt, {}};
 }
 
 attempt_result naive_attempt(mysql_session& session, const flow_options& options, std::int64_t user) {
     auto read = session.read_stock(options.campaign);
     if (!read)
-        return failed(session, options, read.error());
+        return failed(session, options, read.error(), "SELECT");
     if (!read->has_value()) {
         abandon(session, options);
         return {answer_kind::error, answer_reason::none,
-                sql_error(no_stock_row, "no coupon_stock row for campaign " + std::to_string(options.campaign), false)};
+                sql_error(no_stock_row, "no coupon_stock row for campaign " + std::to_string(options.campaign), false),
+                "SELECT"};
     }
     const stock_row row = **read;
     if (row.remain <= 0)
         return refused(session, options, answer_kind::sold_out, answer_reason::app_check);
     auto written = session.write_stock(options.campaign, row.remain - 1, row.version + 1);
     if (!written)
-        return failed(session, options, written.error());
+        return failed(session, options, written.error(), "UPDATE");
     if (*written == 0 && !options.ignore_affected_rows)
         return refused(session, options, answer_kind::sold_out, answer_reason::affected_rows);
     auto inserted = session.insert_order(user, options.campaign);
     if (!inserted)
-        return failed(session, options, inserted.error());
+        return failed(session, options, inserted.error(), "INSERT");
     if (*inserted == 0)
         return refused(session, options, answer_kind::sold_out, answer_reason::insert_no_row);
     return claimed(session, options);
@@ -81,7 +86,7 @@ attempt_result naive_attempt(mysql_session& session, const flow_options& options
 attempt_result fixed_attempt(mysql_session& session, const flow_options& options, std::int64_t user) {
     auto decremented = session.decrement_guarded(options.campaign);
     if (!decremented)
-        return failed(session, options, decremented.error());
+        return failed(session, options, decremented.error(), "UPDATE");
     if (*decremented == 0)
         return refused(session, options, answer_kind::sold_out, answer_reason::affected_rows);
     auto inserted = session.insert_order(user, options.campaign);
@@ -90,11 +95,11 @@ attempt_result fixed_attempt(mysql_session& session, const flow_options& options
         if (options.transaction)
             return refused(session, options, answer_kind::duplicate, answer_reason::duplicate_key);
         if (auto back = session.return_unit(options.campaign); !back)
-            return failed(session, options, back.error());
-        return {answer_kind::duplicate, answer_reason::duplicate_key, std::nullopt};
+            return failed(session, options, back.error(), "UPDATE (return unit)");
+        return {answer_kind::duplicate, answer_reason::duplicate_key, std::nullopt, {}};
     }
     if (!inserted)
-        return failed(session, options, inserted.error());
+        return failed(session, options, inserted.error(), "INSERT");
     if (*inserted == 0)
         return refused(session, options, answer_kind::sold_out, answer_reason::insert_no_row);
     return claimed(session, options);
@@ -105,17 +110,17 @@ attempt_result fixed_attempt(mysql_session& session, const flow_options& options
 attempt_result classify_error(const sql_error& error, const answer_rules& rules) {
     if (!error.connection_lost) {
         if (error.code == rules.sold_out_code && contains_ignoring_case(error.message, rules.sold_out_text))
-            return {answer_kind::sold_out, answer_reason::server_answer, error};
+            return {answer_kind::sold_out, answer_reason::server_answer, error, {}};
         if (error.code == rules.duplicate_code && contains_ignoring_case(error.message, rules.duplicate_text))
-            return {answer_kind::duplicate, answer_reason::server_answer, error};
+            return {answer_kind::duplicate, answer_reason::server_answer, error, {}};
     }
-    return {answer_kind::error, answer_reason::none, error};
+    return {answer_kind::error, answer_reason::none, error, {}};
 }
 
 attempt_result run_attempt(mysql_session& session, const flow_options& options, std::int64_t user) {
     if (options.transaction) {
         if (auto begun = session.execute("BEGIN"); !begun)
-            return failed(session, options, begun.error());
+            return failed(session, options, begun.error(), "BEGIN");
     }
     return options.flow == flow_kind::naive ? naive_attempt(session, options, user)
                                             : fixed_attempt(session, options, user);

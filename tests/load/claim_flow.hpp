@@ -47,6 +47,7 @@ struct attempt_result {
     answer_kind kind = answer_kind::error;
     answer_reason reason = answer_reason::none;
     std::optional<sql_error> error;  // set for answer_kind::error, and for answers that came as an ERR
+    std::string statement;           // which statement got the error: connect, BEGIN, SELECT, UPDATE, INSERT, COMMIT
 };
 
 // Classifies an ERR by code and message text (pure).

@@ -45,6 +45,7 @@ class SqlError(Exception):
         self.code = code
         self.message = message
         self.connection_lost = breaks_connection(code)
+        self.statement = ""
 
 
 def sql_error(e):
@@ -62,6 +63,7 @@ class Session:
     def __init__(self, host, port, args):
         self.host, self.port, self.args = host, port, args
         self.conn = None
+        self.statement = ""  # the last statement sent: BEGIN, SELECT, UPDATE, INSERT, COMMIT ...
 
     def connect(self):
         self.close()
@@ -84,8 +86,9 @@ class Session:
                 pass
             self.conn = None
 
-    def query(self, sql):
-        """(affected rows, rows) of one statement."""
+    def query(self, sql, label=None):
+        """(affected rows, rows) of one statement; label names it in error counts (default: its first word)."""
+        self.statement = label or sql.split(" ", 1)[0]
         try:
             with self.conn.cursor() as cur:
                 affected = cur.execute(sql)
@@ -122,6 +125,7 @@ def attempt(session, args, user):
         return kind, reason, None
 
     def failed(err):
+        err.statement = session.statement
         if err.connection_lost:
             session.close()
             return "error", None, err
@@ -137,7 +141,9 @@ def attempt(session, args, user):
             _, rows = session.query(f"SELECT {cols} FROM coupon_stock WHERE campaign_id = {k}")
             if not rows:
                 abandon()
-                return "error", None, SqlError(NO_STOCK_ROW, f"no coupon_stock row for campaign {k}")
+                err = SqlError(NO_STOCK_ROW, f"no coupon_stock row for campaign {k}")
+                err.statement = "SELECT"
+                return "error", None, err
             remain = int(rows[0][0])
             version = int(rows[0][1]) if args.version_column else 0
             if remain <= 0:
@@ -159,7 +165,8 @@ def attempt(session, args, user):
                 # The hand fix: a duplicate key is "already claimed", and the unit taken goes back.
                 if args.transaction:
                     return refused("duplicate", "duplicate_key")
-                session.query(f"UPDATE coupon_stock SET remain = remain + 1 WHERE campaign_id = {k}")
+                session.query(f"UPDATE coupon_stock SET remain = remain + 1 WHERE campaign_id = {k}",
+                              label="UPDATE (return unit)")
                 return "duplicate", "duplicate_key", None
             raise
         if inserted == 0:
@@ -196,9 +203,9 @@ class Tally:
                 self.duplicate_by[reason] += 1
             else:
                 self.other_errors += 1
-                key = (err.code, error_pattern(err.message)) if err else (0, "unknown")
+                key = (err.statement, err.code, error_pattern(err.message)) if err else ("", 0, "unknown")
                 if len(self.errors) >= MAX_DISTINCT_ERRORS and key not in self.errors:
-                    key = (key[0], OTHER_MESSAGES)
+                    key = (key[0], key[1], OTHER_MESSAGES)
                 self.errors[key] = self.errors.get(key, 0) + 1
 
 
@@ -286,6 +293,7 @@ def main():
                 try:
                     session.connect()
                 except SqlError as e:
+                    e.statement = "connect"
                     tally.add("error", None, e, user, time.monotonic() - began)
                     time.sleep(RECONNECT_BACKOFF_S)
                     continue
@@ -318,7 +326,8 @@ def main():
         "attempts_planned": len(plan), "attempts": t.attempts, "claimed": t.claimed, "sold_out": t.sold_out,
         "duplicate": t.duplicate, "other_errors": t.other_errors, "sold_out_by": t.sold_out_by,
         "duplicate_by": t.duplicate_by,
-        "errors": [{"code": c, "message": m, "count": n} for (c, m), n in sorted(t.errors.items())],
+        "errors": [{"statement": st, "code": c, "message": m, "count": n}
+                   for (st, c, m), n in sorted(t.errors.items())],
         "reconnects": t.reconnects, "elapsed_s": elapsed,
         "claims_per_s": t.claimed / elapsed if elapsed > 0 else 0.0,
         "attempts_per_s": t.attempts / elapsed if elapsed > 0 else 0.0,
@@ -334,8 +343,8 @@ def main():
               f"{args.threads} threads over {len(targets)} target(s), campaign {args.campaign}")
         print(f"  attempts {t.attempts} of {len(plan)}, claimed {t.claimed}, sold out {t.sold_out} {t.sold_out_by}, "
               f"already claimed {t.duplicate} {t.duplicate_by}, other errors {t.other_errors}")
-        for (c, m), n in sorted(t.errors.items()):
-            print(f"      {c:>6} x {n:>5}  {m}")
+        for (st, c, m), n in sorted(t.errors.items()):
+            print(f"      {n:>5} x {st:<8} {c:<8} {m}")
         lat = out["latency_ms"]
         print(f"  elapsed {elapsed:.3f} s, claims/s {out['claims_per_s']:.1f}, "
               f"latency ms p50 {lat['p50']:.2f} p95 {lat['p95']:.2f} p99 {lat['p99']:.2f} max {lat['max']:.2f}")

@@ -47,9 +47,9 @@ void tally::add(const attempt_result& result, std::int64_t user, std::chrono::mi
     ++other_errors;
     const unsigned code = result.error ? result.error->code : 0;
     std::string message = result.error ? error_pattern(result.error->message) : "unknown";
-    if (errors.size() >= max_distinct_errors && !errors.contains({code, message}))
+    if (errors.size() >= max_distinct_errors && !errors.contains({result.statement, code, message}))
         message = other_messages;
-    ++errors[{code, message}];
+    ++errors[{result.statement, code, message}];
 }
 
 void tally::merge(tally&& other) {
@@ -64,7 +64,7 @@ void tally::merge(tally&& other) {
     for (auto& [key, n] : other.errors) {
         auto k = key;
         if (errors.size() >= max_distinct_errors && !errors.contains(k))
-            k.second = other_messages;
+            std::get<2>(k) = other_messages;
         errors[k] += n;
     }
     latencies_us.insert(latencies_us.end(), other.latencies_us.begin(), other.latencies_us.end());
@@ -99,7 +99,10 @@ nlohmann::json to_json(const run_summary& s) {
     const tally& t = s.totals;
     nlohmann::json errors = nlohmann::json::array();
     for (const auto& [key, n] : t.errors)
-        errors.push_back({{"code", key.first}, {"message", key.second}, {"count", n}});
+        errors.push_back({{"statement", std::get<0>(key)},
+                          {"code", std::get<1>(key)},
+                          {"message", std::get<2>(key)},
+                          {"count", n}});
     nlohmann::json out = {
         {"tool", s.tool},
         {"config", s.config},
@@ -156,7 +159,7 @@ std::string to_table(const run_summary& s) {
                        count_of(t.duplicate_by, answer_reason::duplicate_key));
     out += fmt::format("  {:<22}{:>10}\n", "other errors", t.other_errors);
     for (const auto& [key, n] : t.errors)
-        out += fmt::format("      {:>6} x {:>5}  {}\n", key.first, n, key.second);
+        out += fmt::format("      {:>5} x {:<8} {:<8} {}\n", n, std::get<0>(key), std::get<1>(key), std::get<2>(key));
     out += fmt::format("  {:<22}{:>10}\n", "reconnects", t.reconnects);
     out += fmt::format("  {:<22}{:>10.3f} s\n", "elapsed", s.elapsed_s);
     out += fmt::format("  {:<22}{:>10.1f}\n", "claims/s", per_second(t.claimed, s.elapsed_s));

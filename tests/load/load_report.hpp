@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -28,7 +29,8 @@ struct tally {
     std::uint64_t reconnects = 0;
     std::map<answer_reason, std::uint64_t> sold_out_by;
     std::map<answer_reason, std::uint64_t> duplicate_by;
-    std::map<std::pair<unsigned, std::string>, std::uint64_t> errors;
+    // (statement, code, message pattern) -> count
+    std::map<std::tuple<std::string, unsigned, std::string>, std::uint64_t> errors;
     std::vector<std::uint32_t> latencies_us;
     std::vector<std::int64_t> claimed_users;
 

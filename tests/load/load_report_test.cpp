@@ -90,15 +90,15 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(tally, counts_each_kind_and_merges) {
     tally a, b;
-    a.add({answer_kind::claimed, answer_reason::none, std::nullopt}, 7, std::chrono::microseconds(100));
-    a.add({answer_kind::sold_out, answer_reason::app_check, std::nullopt}, 8, std::chrono::microseconds(200));
-    b.add({answer_kind::sold_out, answer_reason::server_answer, sql_error(1644, "sold out", false)}, 9,
+    a.add({answer_kind::claimed, answer_reason::none, std::nullopt, {}}, 7, std::chrono::microseconds(100));
+    a.add({answer_kind::sold_out, answer_reason::app_check, std::nullopt, {}}, 8, std::chrono::microseconds(200));
+    b.add({answer_kind::sold_out, answer_reason::server_answer, sql_error(1644, "sold out", false), {}}, 9,
           std::chrono::microseconds(300));
-    b.add({answer_kind::duplicate, answer_reason::server_answer, sql_error(1644, "already claimed", false)}, 7,
+    b.add({answer_kind::duplicate, answer_reason::server_answer, sql_error(1644, "already claimed", false), {}}, 7,
           std::chrono::microseconds(400));
-    b.add({answer_kind::error, answer_reason::none, sql_error(1213, "Deadlock found", false)}, 10,
+    b.add({answer_kind::error, answer_reason::none, sql_error(1213, "Deadlock found", false), "UPDATE"}, 10,
           std::chrono::microseconds(500));
-    b.add({answer_kind::error, answer_reason::none, sql_error(1213, "Deadlock found", false)}, 11,
+    b.add({answer_kind::error, answer_reason::none, sql_error(1213, "Deadlock found", false), "UPDATE"}, 11,
           std::chrono::microseconds(600));
     a.merge(std::move(b));
 
@@ -119,6 +119,7 @@ TEST(tally, counts_each_kind_and_merges) {
     EXPECT_EQ(j["other_errors"], 2);
     ASSERT_EQ(j["errors"].size(), 1u);
     EXPECT_EQ(j["errors"][0]["code"], 1213);
+    EXPECT_EQ(j["errors"][0]["statement"], "UPDATE");
     EXPECT_EQ(j["errors"][0]["count"], 2);
     EXPECT_EQ(j["claimed_users"], nlohmann::json::array({7}));
     EXPECT_DOUBLE_EQ(j["claims_per_s"].get<double>(), 0.5);
@@ -133,12 +134,13 @@ TEST(error_pattern, digits_become_n) {
 
 TEST(tally, groups_messages_that_differ_in_numbers) {
     tally t;
-    t.add({answer_kind::error, answer_reason::none, sql_error(1062, "Duplicate entry '7-1' for key 'u'", false)}, 7,
-          std::chrono::microseconds(1));
-    t.add({answer_kind::error, answer_reason::none, sql_error(1062, "Duplicate entry '9-1' for key 'u'", false)}, 9,
-          std::chrono::microseconds(1));
+    const auto duplicate = [](const char* message) {
+        return attempt_result{answer_kind::error, answer_reason::none, sql_error(1062, message, false), "INSERT"};
+    };
+    t.add(duplicate("Duplicate entry '7-1' for key 'u'"), 7, std::chrono::microseconds(1));
+    t.add(duplicate("Duplicate entry '9-1' for key 'u'"), 9, std::chrono::microseconds(1));
     ASSERT_EQ(t.errors.size(), 1u);
-    EXPECT_EQ((t.errors[{1062, "Duplicate entry 'N-N' for key 'u'"}]), 2u);
+    EXPECT_EQ((t.errors[{"INSERT", 1062, "Duplicate entry 'N-N' for key 'u'"}]), 2u);
 }
 
 TEST(tally, caps_distinct_error_messages) {
@@ -146,11 +148,11 @@ TEST(tally, caps_distinct_error_messages) {
     std::string letters;
     for (std::size_t i = 0; i < max_distinct_errors + 5; ++i) {
         letters += 'x';
-        t.add({answer_kind::error, answer_reason::none, sql_error(1105, "message " + letters, false)}, 1,
+        t.add({answer_kind::error, answer_reason::none, sql_error(1105, "message " + letters, false), "SELECT"}, 1,
               std::chrono::microseconds(1));
     }
     EXPECT_EQ(t.errors.size(), max_distinct_errors + 1);
-    EXPECT_EQ((t.errors[{1105, "(other messages)"}]), 5u);
+    EXPECT_EQ((t.errors[{"SELECT", 1105, "(other messages)"}]), 5u);
     EXPECT_EQ(t.other_errors, max_distinct_errors + 5);
 }
 

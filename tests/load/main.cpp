@@ -92,7 +92,7 @@ void run_worker(const connect_options& connection, const flow_options& flow, sha
             if (!session.connected()) {
                 ++out.reconnects;
                 if (auto c = session.connect(); !c) {
-                    result = {answer_kind::error, answer_reason::none, c.error()};
+                    result = {answer_kind::error, answer_reason::none, c.error(), "connect"};
                     out.add(result, user, std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - began));
                     std::this_thread::sleep_for(reconnect_backoff);
                     continue;

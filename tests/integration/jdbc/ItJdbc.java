@@ -123,9 +123,11 @@ public final class ItJdbc {
         return out;
     }
 
-    // Messages of Connector/J carry "(conn=ID)", the server thread id, which differs per connection.
+    // Messages of Connector/J carry "(conn=ID)", the server thread id, which differs per connection,
+    // and the port the client dialled, which differs per target.
     static String describe(Throwable e) {
-        String msg = String.valueOf(e.getMessage()).replaceAll("\\(conn=\\d+\\)", "(conn=N)");
+        String msg = String.valueOf(e.getMessage()).replaceAll("\\(conn=\\d+\\)", "(conn=N)")
+            .replaceAll("\\(port=\\d+\\)", "(port=P)");
         if (e instanceof SQLException) {
             SQLException se = (SQLException) e;
             return e.getClass().getSimpleName() + " code=" + se.getErrorCode() + " state=" + se.getSQLState()

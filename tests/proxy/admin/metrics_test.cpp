@@ -141,14 +141,31 @@ TEST(metrics_render, help_escapes_backslash_and_newline_but_not_quotes) {
     EXPECT_EQ(r.render(), "# HELP h_total a \\\\ b\\nc \"d\"\n# TYPE h_total counter\nh_total 1\n");
 }
 
-TEST(metrics_render, non_finite_values_use_the_format_spellings) {
+struct non_finite_case {
+    const char* name;
+    double value;
+    const char* rendered;
+};
+
+class metrics_non_finite : public testing::TestWithParam<non_finite_case> {};
+
+TEST_P(metrics_non_finite, counts_in_inf_bucket_and_uses_the_format_spelling) {
     registry r;
     const std::array<double, 1> bounds{1.0};
-    histogram& h = r.add_histogram("n_seconds", "N.", bounds);
-    h.observe(INFINITY);
-    const std::string text = r.render();
-    EXPECT_NE(text.find("n_seconds_sum +Inf\n"), std::string::npos) << text;
+    r.add_histogram("n_seconds", "N.", bounds).observe(GetParam().value);
+    EXPECT_EQ(r.render(), std::string("# HELP n_seconds N.\n# TYPE n_seconds histogram\n"
+                                      "n_seconds_bucket{le=\"1\"} 0\n"
+                                      "n_seconds_bucket{le=\"+Inf\"} 1\n"
+                                      "n_seconds_sum ") +
+                              GetParam().rendered + "\nn_seconds_count 1\n");
 }
+
+INSTANTIATE_TEST_SUITE_P(cases, metrics_non_finite,
+                         testing::Values(non_finite_case{"positive_infinity", INFINITY, "+Inf"},
+                                         non_finite_case{"nan", NAN, "NaN"}),
+                         [](const testing::TestParamInfo<non_finite_case>& info) {
+                             return std::string(info.param.name);
+                         });
 
 TEST(metrics_registry, same_definition_returns_the_same_family) {
     registry r;
@@ -185,7 +202,8 @@ INSTANTIATE_TEST_SUITE_P(
         bad_registration{"same_name_other_type", [](registry& r) { r.gauge_family("taken_total", "H.", {"rule"}); }},
         bad_registration{"same_name_other_labels",
                          [](registry& r) { r.counter_family("taken_total", "H.", {"kind"}); }},
-        bad_registration{"wrong_label_count", [](registry& r) { r.counter_family("taken_total", "H.", {"rule"}).with("a", "b"); }},
+        bad_registration{"wrong_label_count",
+                         [](registry& r) { r.counter_family("taken_total", "H.", {"rule"}).with("a", "b"); }},
         bad_registration{"unsorted_bounds",
                          [](registry& r) {
                              const std::array<double, 2> b{1.0, 0.5};

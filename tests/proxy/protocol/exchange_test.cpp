@@ -96,6 +96,8 @@ const shape_case shape_cases[] = {
     {"extended_metadata", mariadb::query_extended_metadata_deof, true, false, 1, 1},
 };
 
+void PrintTo(const shape_case& c, std::ostream* os) { *os << c.name; }
+
 class reply_shapes : public ::testing::TestWithParam<shape_case> {};
 
 TEST_P(reply_shapes, ends_exactly_at_the_last_frame) {

@@ -51,6 +51,8 @@ std::vector<ok_case> ok_cases() {
         {"multi-byte lenenc counters",
          hex("00 fc 2c 01 fe 00 00 00 00 01 00 00 00 02 00 00 00"), caps_41, 0x00, 300,
          std::uint64_t{1} << 32, status::autocommit, "", {}},
+        {"without CLIENT_PROTOCOL_41: no status, no warnings", hex("00 01 00 6f 6b"), 0, 0x00,
+         1, 0, 0, "ok", {}},
         {"MySQL 8 login OK", payload_of("0700000200000002000000"), caps_track, 0x00, 0, 0,
          status::autocommit, "", {}},
     };

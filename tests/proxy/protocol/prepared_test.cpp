@@ -95,6 +95,15 @@ TEST(stmt_execute, libmariadb_param_sent_as_long_data) {
     EXPECT_FALSE(parse_stmt_execute(p, context(12, driver_types)));
 }
 
+TEST(stmt_execute, long_data_ids_out_of_range_or_repeated) {
+    // Ids the statement does not have are ignored; a repeated id counts once.
+    const auto p = payload_of(libmariadb::execute_12_params_param_6_long_data);
+    const std::uint16_t long_data[] = {6, 6, 12, 4000};
+    auto e = parse_stmt_execute(p, context(12, driver_types, long_data));
+    ASSERT_TRUE(e) << e.error().message();
+    expect_values(e->params, driver_values(7, true).values);
+}
+
 TEST(stmt_execute, libmariadb_cursor) {
     const auto p = payload_of(libmariadb::execute_cursor_1_param);
     auto e = parse_stmt_execute(p, context(1));

@@ -40,6 +40,8 @@ const lenenc_case lenenc_cases[] = {
     {"fe alone", "fe", 0, errc::truncated, 0},
 };
 
+void PrintTo(const lenenc_case& c, std::ostream* os) { *os << c.name; }
+
 class lenenc_read : public ::testing::TestWithParam<lenenc_case> {};
 
 TEST_P(lenenc_read, decodes_or_fails) {

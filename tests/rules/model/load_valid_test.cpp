@@ -293,6 +293,13 @@ const valid_case valid_cases[] = {
          EXPECT_EQ(stock(r).table.name, "优惠券库存");
          EXPECT_EQ(stock(r).counter_column, "剩余");
      }},
+    {"implied_unicode_name_can_be_consumed",
+     "stock_rules:\n  - table: 优惠券库存\n    key_columns: 活动\n    counter_column: 剩余\n"
+     "claim_rules:\n  - table: 订单\n    idempotency_columns: [用户, 活动]\n    consumes: 优惠券库存\n",
+     [](const rule_set& r) {
+         EXPECT_EQ(claim(r).stock_rule, "优惠券库存");
+         EXPECT_EQ(r.find_stock("优惠券库存"), &r.stocks[0]);
+     }},
     {"identifier_of_64_multibyte_characters",
      [] {
          std::string name;

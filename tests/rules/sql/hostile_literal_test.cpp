@@ -148,7 +148,6 @@ struct round_trip_case {
     charset cs;
     bool ansi;
     bool nbe;
-    char quote;
     std::string payload;
 };
 
@@ -156,44 +155,43 @@ std::vector<round_trip_case> round_trip_cases() {
     std::vector<round_trip_case> out;
     for (const auto& c : charsets)
         for (const auto& m : modes)
-            for (char quote : {'\'', '"'}) {
-                if (quote == '"' && m.ansi_quotes) continue;  // "x" is a name under ANSI_QUOTES
-                for (const auto& p : payloads)
-                    out.push_back({std::string(c.name) + "_" + m.name + (quote == '"' ? "_double_" : "_single_") + p.name,
-                                   c.cs, m.ansi_quotes, m.no_backslash_escapes, quote, std::string(p.bytes)});
-            }
+            for (const auto& p : payloads)
+                out.push_back({std::string(c.name) + "_" + m.name + "_" + p.name, c.cs, m.ansi_quotes,
+                               m.no_backslash_escapes, std::string(p.bytes)});
     return out;
 }
 
 class escaped_round_trip : public ::testing::TestWithParam<round_trip_case> {};
 
-// The literal ends exactly where the escaper meant it to, and decodes to the payload: the
-// predicate after it is read as SQL, not as string content.
-TEST_P(escaped_round_trip, where_clause) {
+// The literal ends exactly where the escaper meant it to and decodes to the payload: what
+// follows it is read as SQL, not as string content. Single and (without ANSI_QUOTES)
+// double quotes, in a WHERE clause and in INSERT values.
+TEST_P(escaped_round_trip, literal_ends_where_the_server_ends_it) {
     const auto& c = GetParam();
-    const std::string sql = "SELECT remain FROM coupon_stock WHERE sku = " +
-                            escape_literal(c.payload, c.cs, c.nbe, c.quote) + " AND campaign_id = 7";
     const auto o = opts(c.cs, c.ansi, c.nbe);
-    const parsed_statement st = parse(sql, o);
-    ASSERT_TRUE(st.ours()) << printable(sql) << " -> " << test::dump_statement(st);
-    const auto& where = std::get<select_statement>(st.body).where;
-    ASSERT_EQ(where.predicates.size(), 2u) << printable(sql);
-    EXPECT_EQ(printable(decode_literal(st, where.predicates[0].value).bytes), printable(c.payload));
-    EXPECT_EQ(st.text(where.predicates[1].column.span), "campaign_id");
-    std::string why;
-    EXPECT_TRUE(test::tokens_tile(sql, o, &why)) << why;
-}
+    for (char quote : {'\'', '"'}) {
+        if (quote == '"' && c.ansi) continue;  // "x" is a name under ANSI_QUOTES
+        const std::string literal = escape_literal(c.payload, c.cs, c.nbe, quote);
+        SCOPED_TRACE(printable(literal));
 
-TEST_P(escaped_round_trip, insert_values) {
-    const auto& c = GetParam();
-    const std::string sql = "INSERT INTO coupon_order (note, user_id) VALUES (" +
-                            escape_literal(c.payload, c.cs, c.nbe, c.quote) + ", 42)";
-    const parsed_statement st = parse(sql, opts(c.cs, c.ansi, c.nbe));
-    ASSERT_TRUE(st.ours()) << printable(sql);
-    const auto& ins = std::get<insert_statement>(st.body);
-    ASSERT_EQ(ins.values.size(), 2u);
-    EXPECT_EQ(printable(decode_literal(st, ins.values[0]).bytes), printable(c.payload));
-    EXPECT_EQ(decode_literal(st, ins.values[1]).integer, 42);
+        const std::string select = "SELECT remain FROM coupon_stock WHERE sku = " + literal + " AND campaign_id = 7";
+        const parsed_statement st = parse(select, o);
+        ASSERT_TRUE(st.ours()) << printable(select) << " -> " << test::dump_statement(st);
+        const auto& where = std::get<select_statement>(st.body).where;
+        ASSERT_EQ(where.predicates.size(), 2u);
+        EXPECT_EQ(printable(decode_literal(st, where.predicates[0].value).bytes), printable(c.payload));
+        EXPECT_EQ(st.text(where.predicates[1].column.span), "campaign_id");
+        std::string why;
+        EXPECT_TRUE(test::tokens_tile(select, o, &why)) << why;
+
+        const std::string insert = "INSERT INTO coupon_order (note, user_id) VALUES (" + literal + ", 42)";
+        const parsed_statement ins_st = parse(insert, o);
+        ASSERT_TRUE(ins_st.ours()) << printable(insert);
+        const auto& ins = std::get<insert_statement>(ins_st.body);
+        ASSERT_EQ(ins.values.size(), 2u);
+        EXPECT_EQ(printable(decode_literal(ins_st, ins.values[0]).bytes), printable(c.payload));
+        EXPECT_EQ(decode_literal(ins_st, ins.values[1]).integer, 42);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(hostile, escaped_round_trip, ::testing::ValuesIn(round_trip_cases()),

@@ -2,7 +2,12 @@
 # Records real MariaDB server replies (and the raw client packets that caused them) for the
 # protocol tests; writes tests/proxy/protocol/captures_mariadb.hpp. Dev aid, not run by ctest.
 #
-# Setup: a scratch mariadbd on 127.0.0.1 (see the header of the generated file for the SQL).
+# Setup: a scratch server, e.g.
+#   mariadb-install-db --no-defaults --datadir=D --auth-root-authentication-method=normal
+#   mariadbd --no-defaults --datadir=D --port=P --bind-address=127.0.0.1 --socket=D/sock \
+#            --local-infile=1
+# then run SETUP_SQL as root over the socket (with the mariadb CLI, wrap the CREATE
+# PROCEDURE in DELIMITER //). The counts the tests expect follow from SETUP_SQL.
 # Usage: capture_mariadb.py PORT OUT.hpp
 import hashlib
 import socket
@@ -10,6 +15,7 @@ import struct
 import sys
 
 SETUP_SQL = """
+DROP USER IF EXISTS ''@'localhost';
 CREATE USER 'cg'@'%' IDENTIFIED BY 'pw'; GRANT ALL ON *.* TO 'cg'@'%';
 CREATE DATABASE cg; USE cg;
 CREATE TABLE t3 (a INT PRIMARY KEY, b VARCHAR(20), c DOUBLE);
@@ -20,7 +26,7 @@ CREATE TABLE types (id INT PRIMARY KEY, ti TINYINT, si SMALLINT, mi MEDIUMINT, i
   ts TIMESTAMP NULL, tm TIME(6), y YEAR, vc VARCHAR(30), bl BLOB, bt BIT(10), en ENUM('x','y'));
 INSERT INTO types VALUES (1,-5,-300,-70000,-2000000000,18446744073709551615,-9000000000000000000,
   1.5,-2.25,'-123.456','2024-02-29','2024-02-29 13:14:15.123456','2001-02-03 04:05:06',
-  '-838:59:58.999999',2024,'h\\xc3\\xa9llo','\\0\\1\\2',b'1010101010','y');
+  '-838:59:58.999999',2024,'héllo','\\0\\1\\2',b'1010101010','y');
 INSERT INTO types (id) VALUES (2);
 INSERT INTO types (id, dt, dtm, tm) VALUES (3,'0000-00-00','2020-01-01 00:00:00','00:00:00');
 CREATE TABLE ext (j JSON, ip INET6, u UUID);

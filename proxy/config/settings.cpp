@@ -1,0 +1,275 @@
+// The `serve` settings table and its three sources: YAML file, environment, flags.
+#include "settings.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <fmt/format.h>
+
+namespace claimguard::config {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+std::uint64_t parse_count(std::string_view text, std::uint64_t max) {
+    std::uint64_t v = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc{} || p != text.data() + text.size()) throw std::invalid_argument("expected a whole number");
+    if (v > max) throw std::invalid_argument(fmt::format("must be at most {}", max));
+    return v;
+}
+
+bool parse_bool(std::string_view text) {
+    if (text == "true" || text == "1" || text == "yes" || text == "on") return true;
+    if (text == "false" || text == "0" || text == "no" || text == "off") return false;
+    throw std::invalid_argument("expected true or false");
+}
+
+std::string one_of(std::string_view text, std::initializer_list<std::string_view> allowed) {
+    for (auto a : allowed)
+        if (text == a) return std::string(text);
+    std::string list;
+    for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+    throw std::invalid_argument("expected one of: " + list);
+}
+
+std::string show_duration(std::chrono::milliseconds d) {
+    if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + "s";
+    return std::to_string(d.count()) + "ms";
+}
+
+std::string show_endpoint(const endpoint& e) { return e.host + ":" + std::to_string(e.port); }
+
+constexpr std::size_t max_threads = 256;
+constexpr std::size_t max_connections_limit = 1'000'000;
+constexpr std::size_t max_packet_limit = 1u << 30;  // MySQL's own max_allowed_packet ceiling (1 GiB)
+
+std::vector<setting> make_settings() {
+    using o = proxy_options;
+    std::vector<setting> s;
+    auto add = [&](std::string_view name, std::string_view help, auto set, auto show, bool repeatable = false) {
+        s.push_back({name, help, repeatable, set, show});
+    };
+    add("listen", "Address the app connects to (host:port)",
+        [](o& x, std::string_view v) { x.listen = parse_endpoint(std::string(v)); },
+        [](const o& x) { return show_endpoint(x.listen); });
+    add("backend", "The MySQL/MariaDB server (host:port)",
+        [](o& x, std::string_view v) { x.backend = parse_endpoint(std::string(v)); },
+        [](const o& x) { return show_endpoint(x.backend); });
+    add("admin", "Admin HTTP endpoint (host:port, or off); loopback by default",
+        [](o& x, std::string_view v) {
+            x.admin_enabled = v != "off";
+            if (x.admin_enabled) x.admin = parse_endpoint(std::string(v));
+        },
+        [](const o& x) { return x.admin_enabled ? show_endpoint(x.admin) : std::string("off"); });
+    add("threads", "I/O threads (0: one per core)",
+        [](o& x, std::string_view v) { x.threads = static_cast<unsigned>(parse_count(v, max_threads)); },
+        [](const o& x) { return std::to_string(x.threads); });
+    add("rules", "Rules files (repeatable)", [](o& x, std::string_view v) { x.rules_files.emplace_back(v); },
+        [](const o& x) {
+            std::string out;
+            for (const auto& f : x.rules_files) out += (out.empty() ? "" : ",") + f;
+            return out;
+        },
+        true);
+    add("rules_dir", "A directory of rules files (*.yaml, *.yml), e.g. a mounted ConfigMap",
+        [](o& x, std::string_view v) { x.rules_dir = v; }, [](const o& x) { return x.rules_dir; });
+    add("watch_rules", "Reload the rules when their files or directory change",
+        [](o& x, std::string_view v) { x.watch_rules = parse_bool(v); },
+        [](const o& x) { return std::string(x.watch_rules ? "true" : "false"); });
+    add("redis", "Redis for the claim rules' first filter (host:port); none: the database guard alone",
+        [](o& x, std::string_view v) {
+            if (v.empty() || v == "off") {
+                x.redis.reset();
+            } else {
+                x.redis = parse_endpoint(std::string(v));
+            }
+        },
+        [](const o& x) { return x.redis ? show_endpoint(*x.redis) : std::string("off"); });
+    add("redis_timeout", "Per Redis command; then fail open to the database guard",
+        [](o& x, std::string_view v) { x.redis_timeout = parse_duration(v, 1ms); },
+        [](const o& x) { return show_duration(x.redis_timeout); });
+    add("audit_log", "Audit log of interventions: '-' (stderr), 'off', or a file",
+        [](o& x, std::string_view v) { x.audit_log = v; }, [](const o& x) { return x.audit_log; });
+    add("max_connections", "Client connections at once; beyond, ERR 1040",
+        [](o& x, std::string_view v) { x.max_connections = parse_count(v, max_connections_limit); },
+        [](const o& x) { return std::to_string(x.max_connections); });
+    add("max_packet_bytes", "Largest packet relayed in either direction; beyond, ERR 1153",
+        [](o& x, std::string_view v) { x.max_packet_bytes = parse_count(v, max_packet_limit); },
+        [](const o& x) { return std::to_string(x.max_packet_bytes); });
+    add("connect_timeout", "Backend connect and handshake",
+        [](o& x, std::string_view v) { x.connect_timeout = parse_duration(v, 1ms); },
+        [](const o& x) { return show_duration(x.connect_timeout); });
+    add("idle_timeout", "Close client connections silent this long between commands (0: never)",
+        [](o& x, std::string_view v) {
+            x.idle_timeout = std::chrono::duration_cast<std::chrono::seconds>(parse_duration(v, 1s));
+        },
+        [](const o& x) { return show_duration(x.idle_timeout); });
+    add("packet_timeout", "A client packet once started must arrive within this",
+        [](o& x, std::string_view v) {
+            x.packet_timeout = std::chrono::duration_cast<std::chrono::seconds>(parse_duration(v, 1s));
+        },
+        [](const o& x) { return show_duration(x.packet_timeout); });
+    add("backend_tls", "Speak TLS to the database (SSLRequest)",
+        [](o& x, std::string_view v) { x.backend_tls.enabled = parse_bool(v); },
+        [](const o& x) { return std::string(x.backend_tls.enabled ? "true" : "false"); });
+    add("backend_tls_verify", "Verify the database certificate and host name",
+        [](o& x, std::string_view v) { x.backend_tls.verify = parse_bool(v); },
+        [](const o& x) { return std::string(x.backend_tls.verify ? "true" : "false"); });
+    add("backend_tls_ca", "CA bundle for the database certificate (default: system CAs)",
+        [](o& x, std::string_view v) { x.backend_tls.ca_file = v; }, [](const o& x) { return x.backend_tls.ca_file; });
+    add("backend_tls_server_name", "Expected certificate name (default: the backend host)",
+        [](o& x, std::string_view v) { x.backend_tls.server_name = v; },
+        [](const o& x) { return x.backend_tls.server_name; });
+    add("min_shutdown_delay", "After SIGTERM, keep accepting new connections this long",
+        [](o& x, std::string_view v) { x.min_shutdown_delay = parse_duration(v, 1ms); },
+        [](const o& x) { return show_duration(x.min_shutdown_delay); });
+    add("max_shutdown_delay", "After SIGTERM, give open sessions up to this to finish",
+        [](o& x, std::string_view v) { x.max_shutdown_delay = parse_duration(v, 1ms); },
+        [](const o& x) { return show_duration(x.max_shutdown_delay); });
+    add("log_level", "trace, debug, info, warn, error",
+        [](o& x, std::string_view v) { x.log_level = one_of(v, {"trace", "debug", "info", "warn", "error"}); },
+        [](const o& x) { return x.log_level; });
+    add("log_format", "text or json (one JSON object per line)",
+        [](o& x, std::string_view v) { x.log_format = one_of(v, {"text", "json"}); },
+        [](const o& x) { return x.log_format; });
+    add("schema_check", "Check the claim rules' unique indexes at start-up: off, warn, refuse",
+        [](o& x, std::string_view v) { x.schema_check = one_of(v, {"off", "warn", "refuse"}); },
+        [](const o& x) { return x.schema_check; });
+    add("schema_check_user", "Database user for the start-up schema check",
+        [](o& x, std::string_view v) { x.schema_check_user = v; }, [](const o& x) { return x.schema_check_user; });
+    add("schema_check_password", "Its password (prefer the environment variable)",
+        [](o& x, std::string_view v) { x.schema_check_password = v; },
+        [](const o& x) { return x.schema_check_password.empty() ? std::string() : std::string("(set)"); });
+    add("schema_check_database", "Database the claim tables live in, when the rules do not say",
+        [](o& x, std::string_view v) { x.schema_check_database = v; },
+        [](const o& x) { return x.schema_check_database; });
+    return s;
+}
+
+const setting* find_setting(std::string_view name) {
+    for (const auto& s : serve_settings())
+        if (s.name == name) return &s;
+    return nullptr;
+}
+
+}  // namespace
+
+const std::vector<setting>& serve_settings() {
+    static const std::vector<setting> settings = make_settings();
+    return settings;
+}
+
+std::string flag_name(std::string_view name) {
+    std::string f(name);
+    for (auto& c : f)
+        if (c == '_') c = '-';
+    return f;
+}
+
+std::string env_name(std::string_view name) {
+    std::string e = "CLAIMGUARD_";
+    for (char c : name) e += static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
+    return e;
+}
+
+std::chrono::milliseconds parse_duration(std::string_view text, std::chrono::milliseconds bare_unit) {
+    std::size_t digits = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+    if (digits == 0) throw std::invalid_argument("expected a duration such as 500ms, 5s, 2m or 8h");
+    std::uint64_t n = parse_count(text.substr(0, digits), 1ull << 40);
+    auto unit = text.substr(digits);
+    std::chrono::milliseconds scale = bare_unit;
+    if (unit == "ms") scale = 1ms;
+    else if (unit == "s") scale = 1000ms;
+    else if (unit == "m") scale = 60'000ms;
+    else if (unit == "h") scale = 3'600'000ms;
+    else if (!unit.empty()) throw std::invalid_argument("unknown duration unit '" + std::string(unit) + "' (ms, s, m, h)");
+    return std::chrono::milliseconds(static_cast<std::int64_t>(n) * scale.count());
+}
+
+void apply_setting(proxy_options& options, std::string_view name, const std::vector<std::string>& values,
+                   std::string_view source) {
+    const setting* s = find_setting(name);
+    if (!s) throw config_error(fmt::format("{}: unknown setting '{}'", source, name));
+    if (s->repeatable) {
+        options.rules_files.clear();  // a later source replaces the list, it does not append
+    } else if (values.size() != 1) {
+        throw config_error(fmt::format("{}: '{}' takes one value", source, name));
+    }
+    for (const auto& v : values) {
+        try {
+            s->set(options, v);
+        } catch (const std::invalid_argument& e) {
+            throw config_error(fmt::format("{}: {}: {}", source, name, e.what()));
+        }
+    }
+}
+
+void apply_config_file(const std::string& path, proxy_options& options) {
+    YAML::Node root;
+    try {
+        root = YAML::LoadFile(path);
+    } catch (const YAML::BadFile&) {
+        throw config_error(path + ": cannot read the config file");
+    } catch (const YAML::Exception& e) {
+        throw config_error(fmt::format("{}:{}:{}: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg));
+    }
+    if (root.IsNull()) return;
+    if (!root.IsMap()) throw config_error(path + ":1:1: the config file must be a mapping of setting: value");
+    for (const auto& kv : root) {
+        auto mark = kv.first.Mark();
+        auto where = fmt::format("{}:{}:{}", path, mark.line + 1, mark.column + 1);
+        auto key = kv.first.as<std::string>();
+        std::vector<std::string> values;
+        const auto& v = kv.second;
+        if (v.IsSequence()) {
+            for (const auto& item : v) {
+                if (!item.IsScalar()) throw config_error(where + ": " + key + ": list items must be plain values");
+                values.push_back(item.as<std::string>());
+            }
+        } else if (v.IsScalar()) {
+            values.push_back(v.as<std::string>());
+        } else if (v.IsNull()) {
+            values.emplace_back();
+        } else {
+            throw config_error(where + ": " + key + ": expected a value, not a mapping");
+        }
+        const setting* s = find_setting(key);
+        if (!s) throw config_error(fmt::format("{}: unknown setting '{}' (see config/claimguard.example.yaml)", where, key));
+        if (v.IsSequence() && !s->repeatable) throw config_error(where + ": " + key + " takes one value, not a list");
+        apply_setting(options, key, values, where);
+    }
+}
+
+void apply_environment(proxy_options& options, const std::function<const char*(const char*)>& getenv) {
+    for (const auto& s : serve_settings()) {
+        auto name = env_name(s.name);
+        const char* value = getenv(name.c_str());
+        if (!value) continue;
+        std::vector<std::string> values;
+        std::string_view text(value);
+        if (s.repeatable) {
+            while (!text.empty()) {
+                auto comma = text.find(',');
+                values.emplace_back(text.substr(0, comma));
+                text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+            }
+        } else {
+            values.emplace_back(text);
+        }
+        apply_setting(options, s.name, values, name);
+    }
+}
+
+void validate(const proxy_options& options) {
+    if (options.max_connections == 0) throw config_error("max_connections must be at least 1");
+    if (options.max_packet_bytes < 1024) throw config_error("max_packet_bytes must be at least 1024");
+    if (options.min_shutdown_delay > options.max_shutdown_delay)
+        throw config_error("min_shutdown_delay must not exceed max_shutdown_delay");
+    if (options.backend_tls.verify && !options.backend_tls.enabled)
+        throw config_error("backend_tls_verify needs backend_tls: true");
+}
+
+}  // namespace claimguard::config

@@ -1,0 +1,30 @@
+// The injected claimguard container and its rules volume, as Kubernetes JSON (pure).
+#pragma once
+
+#include "proxy/inject/injection_config.hpp"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <string>
+#include <vector>
+
+namespace claimguard::inject {
+
+// What one pod's annotations (or the defaults) resolved to.
+struct sidecar_target {
+    std::string backend;          // host:port
+    std::string redis;            // host:port; empty: no Redis filter
+    std::string rules_configmap;  // mounted read-only at config.rules_mount_path
+    bool native = true;           // an init container with restartPolicy: Always (>= 1.29)
+};
+
+// The arguments after the image's entrypoint: `serve --listen ... --backend ...`.
+[[nodiscard]] std::vector<std::string> sidecar_args(const injection_config& config, const sidecar_target& target);
+// The container object: probes on the admin port, non-root, read-only root, no capabilities.
+// Native: restartPolicy Always (kubelet starts the app after the startup probe passes and stops
+// the sidecar after the app). Plain: a preStop hook that starts the graceful shutdown.
+[[nodiscard]] nlohmann::json sidecar_container(const injection_config& config, const sidecar_target& target);
+// The volume that projects the rules ConfigMap as a directory (watched for ..data swaps).
+[[nodiscard]] nlohmann::json rules_volume(const std::string& configmap);
+
+}  // namespace claimguard::inject

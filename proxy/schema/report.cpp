@@ -1,0 +1,194 @@
+// The schema check's decision: does a UNIQUE index on the server guarantee one row per claim tuple?
+#include "proxy/schema/report.hpp"
+
+#include <algorithm>
+
+#include "rules/model/text.hpp"
+
+namespace claimguard::schema {
+namespace {
+
+bool contains_name(const std::vector<std::string>& names, std::string_view name) {
+    return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return rules::iequals(n, name); });
+}
+
+// Every name of `a` is in `b` (ASCII case ignored); index columns and rule columns are distinct.
+bool is_subset(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    return std::all_of(a.begin(), a.end(), [&](const std::string& n) { return contains_name(b, n); });
+}
+
+std::vector<std::string> names_not_in(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    std::vector<std::string> out;
+    for (const auto& n : a)
+        if (!contains_name(b, n)) out.push_back(n);
+    return out;
+}
+
+const column_info* find_column(const table_info& table, std::string_view name) {
+    const auto it = std::find_if(table.columns.begin(), table.columns.end(),
+                                 [&](const column_info& c) { return rules::iequals(c.name, name); });
+    return it == table.columns.end() ? nullptr : &*it;
+}
+
+// Higher is worse; the order a rule's overall status is taken in.
+int severity(index_status s) {
+    switch (s) {
+        case index_status::covered: return 0;
+        case index_status::covered_stricter: return 1;
+        case index_status::missing: return 2;
+        case index_status::column_missing: return 3;
+        case index_status::table_missing: return 4;
+    }
+    return 4;
+}
+
+// How well `index` backs the rule's `columns`: 2 exactly, 1 stricter, 0 not at all.
+int coverage(const index_info& index, const std::vector<std::string>& columns) {
+    // An expression key part is no column: nothing can be said about what it makes unique.
+    if (!index.unique || index.expression || index.columns.empty() || !is_subset(index.columns, columns)) return 0;
+    // A prefix of a value is unique only if fewer values are allowed: stricter, like a subset.
+    const bool same_set = index.columns.size() == columns.size();
+    return same_set && !index.prefix ? 2 : 1;
+}
+
+}  // namespace
+
+std::string_view to_string(index_status s) {
+    switch (s) {
+        case index_status::covered: return "covered";
+        case index_status::covered_stricter: return "covered_stricter";
+        case index_status::missing: return "missing";
+        case index_status::table_missing: return "table_missing";
+        case index_status::column_missing: return "column_missing";
+    }
+    return "unknown";
+}
+
+bool is_covered(index_status s) { return s == index_status::covered || s == index_status::covered_stricter; }
+
+std::size_t schema_report::count(index_status s) const {
+    return static_cast<std::size_t>(
+        std::count_if(checks.begin(), checks.end(), [&](const index_check& c) { return c.status == s; }));
+}
+
+bool schema_report::all_covered() const {
+    return error.empty() &&
+           std::all_of(checks.begin(), checks.end(), [](const index_check& c) { return is_covered(c.status); });
+}
+
+std::string effective_schema(const rules::table_name& table, std::string_view default_schema) {
+    return table.schema.empty() ? std::string(default_schema) : table.schema;
+}
+
+std::vector<std::string> rules_without_schema(const rules::rule_set& rules, std::string_view default_schema) {
+    std::vector<std::string> out;
+    if (!default_schema.empty()) return out;
+    for (const auto& claim : rules.claims)
+        if (claim.table.schema.empty()) out.push_back(claim.name);
+    return out;
+}
+
+std::vector<rules::table_name> tables_to_inspect(const rules::rule_set& rules, std::string_view default_schema) {
+    std::vector<rules::table_name> out;
+    for (const auto& claim : rules.claims) {
+        rules::table_name t{effective_schema(claim.table, default_schema), claim.table.name};
+        const bool seen = std::any_of(out.begin(), out.end(), [&](const rules::table_name& o) {
+            return o.schema == t.schema && o.name == t.name;
+        });
+        if (!seen) out.push_back(std::move(t));
+    }
+    return out;
+}
+
+const table_info* find_table(const schema_metadata& metadata, const rules::table_name& resolved) {
+    const auto& tables = metadata.tables;
+    auto it = std::find_if(tables.begin(), tables.end(),
+                           [&](const table_info& t) { return t.schema == resolved.schema && t.name == resolved.name; });
+    if (it == tables.end())
+        it = std::find_if(tables.begin(), tables.end(), [&](const table_info& t) {
+            return rules::iequals(t.schema, resolved.schema) && rules::iequals(t.name, resolved.name);
+        });
+    return it == tables.end() ? nullptr : &*it;
+}
+
+index_check check_index(const rules::unique_index& required, const table_info* table) {
+    index_check out;
+    out.required = required;
+    if (table == nullptr) {
+        out.status = index_status::table_missing;
+        return out;
+    }
+    // The DDL must name the table as the server spells it.
+    out.required.table = {table->schema, table->name};
+    const auto& columns = required.columns;
+    for (const auto& c : columns)
+        if (find_column(*table, c) == nullptr) out.missing_columns.push_back(c);
+    if (!out.missing_columns.empty()) {
+        out.status = index_status::column_missing;
+        return out;
+    }
+
+    const index_info* best = nullptr;
+    int best_coverage = 0;
+    for (const auto& index : table->indexes) {
+        const int c = coverage(index, columns);
+        // The exact index wins; among stricter ones the one on the most columns (the least strict).
+        if (c > best_coverage || (c == 1 && best_coverage == 1 && index.columns.size() > best->columns.size())) {
+            best = &index;
+            best_coverage = c;
+        }
+        if (c > 0 || index.expression) continue;
+        if (index.unique && is_subset(columns, index.columns))
+            out.near_misses.push_back({index, near_miss::reason::superset, names_not_in(index.columns, columns)});
+        else if (!index.unique && index.columns.size() == columns.size() && is_subset(index.columns, columns))
+            out.near_misses.push_back({index, near_miss::reason::not_unique, {}});
+    }
+
+    out.status = best_coverage == 2   ? index_status::covered
+                 : best_coverage == 1 ? index_status::covered_stricter
+                                      : index_status::missing;
+    if (best != nullptr) out.covering = *best;
+    // NULLs are never equal to a UNIQUE index: a row holding one escapes the guarantee.
+    const auto& guarded = best != nullptr ? best->columns : columns;
+    for (const auto& c : guarded)
+        if (const auto* col = find_column(*table, c); col != nullptr && col->nullable)
+            out.nullable_columns.push_back(col->name);
+    return out;
+}
+
+schema_report build_report(const rules::rule_set& rules, const schema_metadata& metadata,
+                           std::string_view default_schema) {
+    schema_report report;
+    report.database = std::string(default_schema);
+    for (auto required : rules::required_unique_indexes(rules)) {
+        required.table.schema = effective_schema(required.table, default_schema);
+        report.checks.push_back(check_index(required, find_table(metadata, required.table)));
+    }
+    return report;
+}
+
+std::string duplicate_count_query(const rules::unique_index& index) {
+    std::string cols;
+    std::string not_null;
+    for (const auto& c : index.columns) {
+        cols += (cols.empty() ? "" : ", ") + rules::quote_identifier(c);
+        not_null += (not_null.empty() ? "" : " AND ") + rules::quote_identifier(c) + " IS NOT NULL";
+    }
+    return "SELECT COUNT(*), COALESCE(SUM(`n` - 1), 0) FROM (SELECT COUNT(*) AS `n` FROM " +
+           rules::quote_table(index.table) + " WHERE " + not_null + " GROUP BY " + cols +
+           " HAVING COUNT(*) > 1) AS `d`";
+}
+
+index_status rule_status(const schema_report& report, std::string_view rule) {
+    index_status worst = index_status::covered;
+    for (const auto& c : report.checks)
+        if (c.required.rule == rule && severity(c.status) > severity(worst)) worst = c.status;
+    return worst;
+}
+
+int exit_code(const schema_report& report) {
+    if (!report.error.empty()) return 2;
+    return report.all_covered() ? 0 : 1;
+}
+
+}  // namespace claimguard::schema

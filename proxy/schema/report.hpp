@@ -1,0 +1,148 @@
+// The schema check's pure part: which claim rules a UNIQUE index on the server backs, and the report.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "rules/model/ddl.hpp"
+#include "rules/model/rules.hpp"
+
+namespace claimguard::schema {
+
+// --- what the server holds (information_schema.COLUMNS and STATISTICS) -------------------------
+
+struct column_info {
+    std::string name;
+    bool nullable = false;  // IS_NULLABLE = 'YES'
+};
+
+struct index_info {
+    std::string name;                  // "PRIMARY" for the primary key
+    bool unique = false;               // NON_UNIQUE = 0
+    std::vector<std::string> columns;  // in index order (SEQ_IN_INDEX)
+    bool prefix = false;               // some column is indexed by its first characters only (SUB_PART)
+    bool expression = false;           // some key part is an expression, not a column (MySQL 8 functional index)
+};
+
+struct table_info {
+    std::string schema;
+    std::string name;
+    std::vector<column_info> columns;  // in table order
+    std::vector<index_info> indexes;
+};
+
+// The tables read from the server; a table that does not exist (or that the check's user
+// cannot see) is simply absent.
+struct schema_metadata {
+    std::vector<table_info> tables;
+};
+
+inline constexpr std::string_view primary_key_name = "PRIMARY";
+
+// --- the decision ---------------------------------------------------------------------------------
+
+enum class index_status {
+    covered,           // a UNIQUE index (or the PRIMARY KEY) on exactly these columns
+    covered_stricter,  // a UNIQUE index on some of these columns only: still one claim per tuple, but fewer claims
+                       // allowed
+    missing,           // no UNIQUE index guarantees one row per tuple
+    table_missing,     // the rule's table does not exist (or is invisible to the check's user)
+    column_missing,    // a rule column does not exist in the table
+};
+
+[[nodiscard]] std::string_view to_string(index_status s);
+
+// True for covered and covered_stricter: the database itself refuses a second claim.
+[[nodiscard]] bool is_covered(index_status s);
+
+// Rows that stop a UNIQUE index from being added (rows holding NULL in a column never do).
+struct duplicate_count {
+    std::uint64_t keys = 0;          // tuples held by more than one row
+    std::uint64_t surplus_rows = 0;  // rows beyond the first of each such tuple: to merge or delete
+};
+
+// Why an index on the table does not back the rule (shown so the DBA does not assume it does).
+struct near_miss {
+    enum class reason {
+        superset,    // UNIQUE, but on more columns than the rule: allows two claims for one tuple
+        not_unique,  // on exactly the rule's columns, but not UNIQUE
+    };
+    index_info index;
+    reason why = reason::superset;
+    std::vector<std::string> extra_columns;  // superset: the columns beyond the rule's
+};
+
+// One UNIQUE index a claim rule needs, and what the server has for it.
+struct index_check {
+    rules::unique_index required;  // table.schema is the schema that was inspected
+    index_status status = index_status::missing;
+    std::optional<index_info> covering;  // covered/covered_stricter: the index that does it
+    std::vector<near_miss> near_misses;
+    std::vector<std::string> missing_columns;   // column_missing: rule columns the table lacks
+    std::vector<std::string> nullable_columns;  // columns of the guarantee that allow NULL
+    std::optional<duplicate_count> duplicates;  // counted for missing indexes when asked to
+    std::string duplicates_error;               // the count was asked for and failed
+};
+
+struct schema_report {
+    std::string server;               // host:port, for messages
+    std::string database;             // the schema of rule tables named without one
+    std::string tls_cipher;           // the connection's TLS cipher; empty: not encrypted (or not connected)
+    std::vector<index_check> checks;  // in rule order, as rules::required_unique_indexes
+    std::string error;                // the database could not be reached or read; `checks` is empty then
+
+    [[nodiscard]] std::size_t count(index_status s) const;
+    // Reached, read, and every claim rule backed by a UNIQUE index.
+    [[nodiscard]] bool all_covered() const;
+};
+
+// The schema a rule table is looked up in: the rule's own, or `default_schema`.
+[[nodiscard]] std::string effective_schema(const rules::table_name& table, std::string_view default_schema);
+
+// Claim rules whose table names no schema, when `default_schema` is empty too (a usage error:
+// the check cannot know where to look).
+[[nodiscard]] std::vector<std::string> rules_without_schema(const rules::rule_set& rules,
+                                                            std::string_view default_schema);
+
+// The distinct tables of the claim rules, schema resolved, in rule order.
+[[nodiscard]] std::vector<rules::table_name> tables_to_inspect(const rules::rule_set& rules,
+                                                               std::string_view default_schema);
+
+// The table `resolved` names: the exact spelling first, then ignoring ASCII case (servers with
+// lower_case_table_names = 1 or 2 report names in another case). Null when absent.
+[[nodiscard]] const table_info* find_table(const schema_metadata& metadata, const rules::table_name& resolved);
+
+// The decision for one required index against the table (null: the table does not exist).
+// Column names compare without regard to ASCII case, as MySQL compares them.
+[[nodiscard]] index_check check_index(const rules::unique_index& required, const table_info* table);
+
+// Every claim rule's required indexes checked against `metadata`.
+[[nodiscard]] schema_report build_report(const rules::rule_set& rules, const schema_metadata& metadata,
+                                         std::string_view default_schema);
+
+// SELECT COUNT(*), SUM(n - 1) over the duplicate tuples of `index` (rows holding NULL excluded):
+// one row, two BIGINTs. Identifiers are backtick-quoted; no value is ever spliced in.
+[[nodiscard]] std::string duplicate_count_query(const rules::unique_index& index);
+
+// --- output ---------------------------------------------------------------------------------------
+
+// The worst status of a claim rule's checks (table_missing > column_missing > missing >
+// covered_stricter > covered).
+[[nodiscard]] index_status rule_status(const schema_report& report, std::string_view rule);
+
+// 0: every claim rule covered; 1: something missing; 2: the database could not be reached or read.
+[[nodiscard]] int exit_code(const schema_report& report);
+
+// Lines a DBA reads: per claim rule the status, why, existing duplicates and the DDL that fixes it.
+[[nodiscard]] std::string render_text(const schema_report& report);
+
+// The same for tooling; the shape is documented at the top of report_json.cpp.
+[[nodiscard]] nlohmann::json to_json(const schema_report& report);
+
+}  // namespace claimguard::schema

@@ -1,0 +1,94 @@
+// The schema check's JSON report, for tooling (CI gates, dashboards).
+//
+// {
+//   "server": "host:port", "database": "app", "tls_cipher": null | "TLS_AES_256_GCM_SHA384",
+//   "error": null | "why the database was not read",
+//   "ok": bool, "exit_code": 0 | 1 | 2,
+//   "summary": {"indexes": n, "covered": n, "covered_stricter": n, "missing": n,
+//               "table_missing": n, "column_missing": n},
+//   "rules": [{"rule": "coupon_order", "status": <worst of its indexes>, "indexes": [{
+//       "purpose": "idempotency_columns" | "idempotency_key_column",
+//       "schema": "app", "table": "coupon_order", "columns": ["user_id", "campaign_id"],
+//       "status": "covered" | "covered_stricter" | "missing" | "table_missing" | "column_missing",
+//       "covering_index": null | {"name", "columns", "primary_key", "prefix"},
+//       "near_misses": [{"name", "columns", "reason": "superset" | "not_unique", "extra_columns"}],
+//       "missing_columns": [...], "nullable_columns": [...],
+//       "duplicates": null | {"keys": n, "surplus_rows": n}, "duplicates_error": null | "...",
+//       "index_name": "uq_claimguard_...", "duplicates_query": "SELECT ...",
+//       "fix": null | "ALTER TABLE ..."}]}]
+// }
+#include <nlohmann/json.hpp>
+
+#include "proxy/schema/report.hpp"
+
+namespace claimguard::schema {
+namespace {
+
+nlohmann::json index_json(const index_info& index) {
+    return {{"name", index.name},
+            {"columns", index.columns},
+            {"primary_key", index.name == primary_key_name},
+            {"prefix", index.prefix}};
+}
+
+nlohmann::json check_json(const index_check& c) {
+    const auto& r = c.required;
+    nlohmann::json j;
+    j["purpose"] =
+        r.why == rules::unique_index::purpose::idempotency_columns ? "idempotency_columns" : "idempotency_key_column";
+    j["schema"] = r.table.schema;
+    j["table"] = r.table.name;
+    j["columns"] = r.columns;
+    j["status"] = to_string(c.status);
+    j["covering_index"] = c.covering ? index_json(*c.covering) : nlohmann::json(nullptr);
+    auto misses = nlohmann::json::array();
+    for (const auto& m : c.near_misses) {
+        auto mj = index_json(m.index);
+        mj["reason"] = m.why == near_miss::reason::superset ? "superset" : "not_unique";
+        mj["extra_columns"] = m.extra_columns;
+        misses.push_back(std::move(mj));
+    }
+    j["near_misses"] = std::move(misses);
+    j["missing_columns"] = c.missing_columns;
+    j["nullable_columns"] = c.nullable_columns;
+    j["duplicates"] = c.duplicates
+                          ? nlohmann::json{{"keys", c.duplicates->keys}, {"surplus_rows", c.duplicates->surplus_rows}}
+                          : nlohmann::json(nullptr);
+    j["duplicates_error"] = c.duplicates_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.duplicates_error);
+    j["index_name"] = r.name;
+    j["duplicates_query"] = rules::duplicates_query(r);
+    j["fix"] =
+        c.status == index_status::missing ? nlohmann::json(rules::add_index_statement(r)) : nlohmann::json(nullptr);
+    return j;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const schema_report& report) {
+    nlohmann::json j;
+    j["server"] = report.server;
+    j["database"] = report.database;
+    j["tls_cipher"] = report.tls_cipher.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.tls_cipher);
+    j["error"] = report.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.error);
+    j["ok"] = exit_code(report) == 0;
+    j["exit_code"] = exit_code(report);
+    j["summary"] = {{"indexes", report.checks.size()},
+                    {"covered", report.count(index_status::covered)},
+                    {"covered_stricter", report.count(index_status::covered_stricter)},
+                    {"missing", report.count(index_status::missing)},
+                    {"table_missing", report.count(index_status::table_missing)},
+                    {"column_missing", report.count(index_status::column_missing)}};
+    auto rules_json = nlohmann::json::array();
+    for (const auto& c : report.checks) {
+        const auto& rule = c.required.rule;
+        if (rules_json.empty() || rules_json.back()["rule"] != rule)
+            rules_json.push_back({{"rule", rule},
+                                  {"status", to_string(rule_status(report, rule))},
+                                  {"indexes", nlohmann::json::array()}});
+        rules_json.back()["indexes"].push_back(check_json(c));
+    }
+    j["rules"] = std::move(rules_json);
+    return j;
+}
+
+}  // namespace claimguard::schema
