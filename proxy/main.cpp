@@ -12,6 +12,7 @@
 
 #include "proxy/config/settings.hpp"
 #include "proxy/engine/rules_snapshot.hpp"
+#include "proxy/schema/check_cli.hpp"
 #include "proxy/session/server.hpp"
 #include "rules/cli/rules_cli.hpp"
 
@@ -145,6 +146,9 @@ int main(int argc, char** argv) {
     explain_cmd->add_option("--read", explain_read, "Counter value this session read before");
     explain_cmd->add_option("SQL", explain_sql, "The statement")->required();
 
+    schema::check_options check_opts;
+    auto* check_cmd = schema::add_check_command(app, check_opts);
+
     std::string shutdown_admin = "127.0.0.1:9090";
     auto* shutdown_cmd = app.add_subcommand("shutdown", "Ask a running claimguard to shut down gracefully (preStop)");
     shutdown_cmd->add_option("--admin", shutdown_admin, "Its admin endpoint")->capture_default_str();
@@ -166,5 +170,6 @@ int main(int argc, char** argv) {
     if (*ddl_cmd) return rules_cli::ddl(ddl_files, std::cout, std::cerr);
     if (*explain_cmd) return rules_cli::explain(explain_rules, explain_read, explain_sql, std::cout, std::cerr);
     if (*shutdown_cmd) return shutdown_command(shutdown_admin);
+    if (*check_cmd) return schema::run_check(check_opts, std::cout, std::cerr);
     return 2;
 }

@@ -92,22 +92,27 @@ void add_inject_options(CLI::App& cmd, inject_options& o) {
     cmd.add_option("--sidecar-arg", s.extra_args, "Extra `claimguard serve` argument (repeatable; use --sidecar-arg=--flag)");
 }
 
+injection_config make_injection_config(const inject_options& o) {
+    injection_config c = o.injection;
+    auto version = parse_k8s_version(o.k8s_version);
+    if (!version)
+        throw std::invalid_argument(fmt::format("--k8s-version \"{}\": {}", o.k8s_version, version.error().message()));
+    c.cluster_version = *version;
+    if (!o.namespace_name.empty()) {
+        auto& excluded = c.excluded_namespaces;
+        if (std::find(excluded.begin(), excluded.end(), o.namespace_name) == excluded.end())
+            excluded.push_back(o.namespace_name);
+    }
+    validate(c);
+    return c;
+}
+
 webhook_options make_webhook_options(const inject_options& o) {
     webhook_options w;
     const listen_address listen = parse_listen(o.listen);
     w.address = listen.host;
     w.port = listen.port;
-    w.injection = o.injection;
-    auto version = parse_k8s_version(o.k8s_version);
-    if (!version)
-        throw std::invalid_argument(fmt::format("--k8s-version \"{}\": {}", o.k8s_version, version.error().message()));
-    w.injection.cluster_version = *version;
-    if (!o.namespace_name.empty()) {
-        auto& excluded = w.injection.excluded_namespaces;
-        if (std::find(excluded.begin(), excluded.end(), o.namespace_name) == excluded.end())
-            excluded.push_back(o.namespace_name);
-    }
-    validate(w.injection);
+    w.injection = make_injection_config(o);
     w.max_connections = o.max_connections;
     w.body_limit = o.body_limit;
     w.request_timeout = std::chrono::milliseconds(o.request_timeout_ms);

@@ -42,6 +42,10 @@ struct inject_options {
 // Declares the `inject` subcommand's options on `cmd`, bound to `options`.
 void add_inject_options(CLI::App& cmd, inject_options& options);
 
+// The sidecar configuration the options describe: the cluster version parsed, the injector's
+// own namespace added to the exclusions, everything validated. Throws std::invalid_argument.
+[[nodiscard]] injection_config make_injection_config(const inject_options& options);
+
 // Turns the options into the server's, generating certificates when self_signed (the CA is
 // written to ca_bundle_out). Throws std::invalid_argument or std::runtime_error (start-up).
 [[nodiscard]] webhook_options make_webhook_options(const inject_options& options);

@@ -22,7 +22,7 @@ inline constexpr std::size_t max_warning_value_chars = 40;
 
 // Which MutatingWebhookConfiguration entry sent the review. The webhook cannot see namespace
 // labels, so the entry whose namespaceSelector matches claimguard.io/inject=enabled calls
-// `/mutate?default=inject`; there every pod is injected unless it opts out.
+// `/mutate/namespace`; there every pod is injected unless it opts out.
 enum class opt_in {
     pod_annotation,   // inject only pods annotated claimguard.io/inject: "true"
     namespace_label,  // inject every pod not annotated claimguard.io/inject: "false"

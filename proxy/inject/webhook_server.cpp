@@ -45,9 +45,12 @@ namespace {
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::string_view text_plain = "text/plain; charset=utf-8";
 constexpr std::string_view application_json = "application/json";
+// Two paths because the webhook cannot see namespace labels: the webhook entry whose
+// namespaceSelector matches claimguard.io/inject=enabled calls the second. (A service path
+// may not carry a query: each segment must be a DNS-1123 subdomain.)
 constexpr std::string_view path_mutate = "/mutate";
+constexpr std::string_view path_mutate_namespace = "/mutate/namespace";
 constexpr std::string_view path_healthz = "/healthz";
-constexpr std::string_view query_namespace_default = "default=inject";
 constexpr unsigned http_version_11 = 11;
 constexpr std::chrono::milliseconds accept_retry_delay{100};  // after EMFILE and the like
 constexpr std::chrono::milliseconds tls_shutdown_timeout{1000};
@@ -123,7 +126,7 @@ struct webhook_server::impl : std::enable_shared_from_this<impl> {
     asio::awaitable<void> accept_loop(std::shared_ptr<impl> keep_alive);
     asio::awaitable<void> serve(std::shared_ptr<impl> keep_alive, tcp::socket socket);
     response handle(const request& req);
-    response mutate(const request& req);
+    response mutate(const request& req, opt_in source);
 
     asio::strand<asio::io_context::executor_type> strand_;
     const webhook_options options_;
@@ -304,18 +307,19 @@ response webhook_server::impl::handle(const request& req) {
             res.body().clear();  // Content-Length stays that of the GET answer
         return res;
     }
-    if (path == path_mutate) {
+    if (path == path_mutate || path == path_mutate_namespace) {
         if (req.method() != http::verb::post) {
             response res = make_response(version, keep_alive, http::status::method_not_allowed, "method not allowed");
             res.set(http::field::allow, "POST");
             return res;
         }
-        return mutate(req);
+        return mutate(req, path == path_mutate ? opt_in::pod_annotation : opt_in::namespace_label);
     }
     return make_response(version, keep_alive, http::status::not_found, "not found");
 }
 
-response webhook_server::impl::mutate(const request& req) {
+// The API server adds "?timeout=10s" to the path; the query is ignored.
+response webhook_server::impl::mutate(const request& req, opt_in source) {
     const unsigned version = req.version();
     const bool keep_alive = req.keep_alive();
     const auto bad_request = [&](http::status status, std::string why) {
@@ -327,18 +331,10 @@ response webhook_server::impl::mutate(const request& req) {
         return make_response(version, keep_alive, status, std::move(why));
     };
 
-    const std::string_view target = req.target();
-    const std::size_t question = target.find('?');
-    const std::string_view query = question == std::string_view::npos ? std::string_view{} : target.substr(question + 1);
-    if (!query.empty() && query != query_namespace_default)
-        return bad_request(http::status::bad_request, fmt::format("unknown query \"{}\" (expected {})",
-                                                                  query.substr(0, max_warning_value_chars),
-                                                                  query_namespace_default));
     const std::string_view content_type = req[http::field::content_type];
     if (content_type.substr(0, application_json.size()) != application_json)
         return bad_request(http::status::unsupported_media_type, "an AdmissionReview must be application/json");
 
-    const opt_in source = query.empty() ? opt_in::pod_annotation : opt_in::namespace_label;
     auto outcome = review(req.body(), options_.injection, source);
     if (!outcome)
         return bad_request(http::status::bad_request, outcome.error().message());

@@ -1,4 +1,5 @@
-// The injection webhook's HTTPS server: POST /mutate (AdmissionReview), GET /healthz.
+// The injection webhook's HTTPS server: POST /mutate and /mutate/namespace (AdmissionReview),
+// GET /healthz.
 #pragma once
 
 // No Beast, Asio or OpenSSL here: the server lives behind a pimpl in webhook_server.cpp.

@@ -182,7 +182,8 @@ awaitable<session::intercepted> session::intercept_query(const proto::packet_spa
     auto facts = match::match(st, index, mctx);
     learn_session_changes(facts);
     auto d = engine::decide(facts, snapshot_->rules, engine::resolve_literal, memory_);
-    co_return co_await apply(d, st, packet, nullptr, nullptr);
+    co_return co_await apply(d, st, proto::com::query, client_in_.readable().first(packet.raw_size), packet.last_seq,
+                             nullptr, nullptr);
 }
 
 awaitable<session::intercepted> session::intercept_prepare(const proto::packet_span& packet, std::string_view sql) {
@@ -197,7 +198,8 @@ awaitable<session::intercepted> session::intercept_prepare(const proto::packet_s
     ps->facts = match::match(ps->parsed, index, mctx);
     if (ps->facts.facts.empty()) co_return intercepted::forward;
     ps->snapshot = snapshot_;
-    auto reply = co_await forward_captured(packet, proto::com::stmt_prepare);
+    auto reply = co_await roundtrip(client_in_.readable().first(packet.raw_size), proto::com::stmt_prepare,
+                                    packet.last_seq);
     if (!reply) co_return intercepted::failed;
     if (!reply->is_err) {
         auto id = reply->exchange.statement_id();
@@ -232,15 +234,44 @@ awaitable<session::intercepted> session::intercept_execute(const proto::packet_s
     };
     learn_session_changes(ps.facts);
     auto d = engine::decide(ps.facts, ps.snapshot->rules, resolver, memory_);
-    co_return co_await apply(d, ps.parsed, packet, &exec->params, &exec->param_types);
+
+    // Types the server has not seen yet (an earlier execute carrying them was answered by the
+    // proxy): send this execute re-encoded with them, or the server answers ERR 1210.
+    const bool carries_types = exec->new_params_bound || ps.params == 0;
+    proto::byte_buffer patched;
+    if (!carries_types && !ps.server_has_types) {
+        proto::stmt_execute with_types = *exec;
+        with_types.new_params_bound = true;
+        proto::byte_buffer payload;
+        if (!proto::serialize(with_types, payload)) {
+            std::uint8_t seq = packet.first_seq;
+            proto::write_packet(patched, seq, payload);
+        }
+    }
+    proto::bytes_view bytes = patched.empty() ? client_in_.readable().first(packet.raw_size) : proto::bytes_view(patched);
+    forwarded_statement_ = false;
+    auto result = co_await apply(d, ps.parsed, proto::com::stmt_execute, bytes, packet.last_seq, &exec->params,
+                                 &exec->param_types);
+    if (result == intercepted::forward && !patched.empty()) {
+        auto reply = co_await roundtrip(bytes, proto::com::stmt_execute, packet.last_seq);
+        if (!reply) co_return intercepted::failed;
+        forwarded_statement_ = true;
+        result = co_await write_client(reply->raw) ? intercepted::handled : intercepted::failed;
+    }
+    if (result == intercepted::forward || forwarded_statement_) ps.server_has_types = ps.server_has_types || carries_types || !patched.empty();
+    co_return result;
 }
 
 awaitable<session::intercepted> session::apply(const engine::decision& d, const sqlns::parsed_statement& st,
-                                               const proto::packet_span& packet,
-                                               const std::vector<proto::binary_value>* params,
+                                               std::uint8_t command, proto::bytes_view forward_bytes,
+                                               std::uint8_t last_seq, const std::vector<proto::binary_value>* params,
                                                const std::vector<proto::value_type>* types) {
     auto& m = claim_metrics::get();
-    const std::uint8_t command = packet.first_payload[0];
+    // The client's statement, sent as written; the reply is kept for the engine to read.
+    auto forward_captured = [&]() -> awaitable<std::optional<captured_reply>> {
+        forwarded_statement_ = true;
+        co_return co_await roundtrip(forward_bytes, command, last_seq);
+    };
     if (d.untracked) {
         m.untracked.with(rule_name(d)).inc();
         spdlog::debug("session {}: untracked statement on rule {}: {}", id_, rule_name(d), d.note);
@@ -256,7 +287,7 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
         co_return intercepted::forward;
 
     case verdict::remember_read: {
-        auto reply = co_await forward_captured(packet, command);
+        auto reply = co_await forward_captured();
         if (!reply) co_return intercepted::failed;
         if (auto counter = read_counter(*reply, d, command == proto::com::stmt_execute))
             engine::after_read(memory_, d, *counter);
@@ -290,7 +321,7 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
 
     case verdict::track_decrement:
     case verdict::restock: {
-        auto reply = co_await forward_captured(packet, command);
+        auto reply = co_await forward_captured();
         if (!reply) co_return intercepted::failed;
         if (reply->is_ok) {
             if (d.what == verdict::restock) {
@@ -324,7 +355,7 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
             }
             locked = got == guards::acquire_result::acquired;
         }
-        auto reply = co_await forward_captured(packet, command);
+        auto reply = co_await forward_captured();
         if (!reply) co_return intercepted::failed;
         if (!reply->is_err) {
             (void)engine::after_claim(memory_, d, engine::claim_outcome::inserted, reply->status & proto::status::in_trans);
@@ -405,11 +436,6 @@ awaitable<std::optional<session::captured_reply>> session::roundtrip(proto::byte
     r.status = r.exchange.status();
     status_ = r.status;
     co_return r;
-}
-
-awaitable<std::optional<session::captured_reply>> session::forward_captured(const proto::packet_span& packet,
-                                                                             std::uint8_t command) {
-    co_return co_await roundtrip(client_in_.readable().first(packet.raw_size), command, packet.last_seq);
 }
 
 awaitable<std::optional<session::captured_reply>> session::run_sql(const match::rewritten_sql& sql,

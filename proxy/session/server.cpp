@@ -23,6 +23,8 @@
 #include "proxy/admin/metrics.hpp"
 #include "proxy/engine/rules_snapshot.hpp"
 #include "proxy/guards/redis_guard.hpp"
+#include "proxy/schema/inspect.hpp"
+#include "proxy/schema/report.hpp"
 #include "audit_log.hpp"
 #include "logging.hpp"
 #include "rules_reloader.hpp"
@@ -183,6 +185,51 @@ private:
     bool begun_ = false;
 };
 
+// The start-up schema check (blocking libmysqlclient calls: its own thread). In refuse
+// mode readiness stays 503 until every claim rule is backed by a unique index.
+std::thread start_schema_check(const config::proxy_options& options, server_state& state) {
+    auto snapshot = state.rules.current();
+    if (options.schema_check == "off" || !snapshot || snapshot->rules.claims.empty()) return {};
+    if (options.schema_check_user.empty()) {
+        spdlog::info("schema check skipped: no schema_check_user (run `claimguard check` to verify the unique indexes)");
+        return {};
+    }
+    const bool refuse = options.schema_check == "refuse";
+    if (refuse) state.health.schema_blocked = true;
+    schema::connection_options c;
+    c.host = options.backend.host;
+    c.port = options.backend.port;
+    c.user = options.schema_check_user;
+    c.password = options.schema_check_password;
+    c.database = options.schema_check_database;
+    c.tls.enabled = options.backend_tls.enabled;
+    c.tls.verify = options.backend_tls.verify;
+    c.tls.ca_file = options.backend_tls.ca_file;
+    return std::thread([c, snapshot, refuse, &state] {
+        auto report = schema::check_schema(snapshot->rules, c);
+        if (!report.error.empty()) {
+            spdlog::warn("schema check could not run: {}", report.error);
+            return;
+        }
+        if (report.all_covered()) {
+            spdlog::info("schema check: every claim rule is backed by a unique index");
+            state.health.schema_blocked = false;
+            return;
+        }
+        auto text = schema::render_text(report);
+        std::size_t pos = 0;
+        while (pos < text.size()) {
+            auto nl = text.find('\n', pos);
+            spdlog::warn("schema check: {}", text.substr(pos, nl - pos));
+            if (nl == std::string::npos) break;
+            pos = nl + 1;
+        }
+        spdlog::warn("schema check: claim rules without a unique index{}: duplicates are caught only by Redis "
+                     "and this sidecar's own bookkeeping (apply the DDL above)",
+                     refuse ? " (schema_check: refuse, readiness stays 503)" : "");
+    });
+}
+
 }  // namespace
 
 int run_server(const config::proxy_options& options) {
@@ -270,6 +317,7 @@ int run_server(const config::proxy_options& options) {
     state.health.started = true;
 
     asio::co_spawn(main_ctx, accept_loop(acceptor, state, options), asio::detached);
+    std::thread schema_check = start_schema_check(options, state);
 
     asio::signal_set signals(main_ctx, SIGINT, SIGTERM, SIGHUP);
     std::function<void(const boost::system::error_code&, int)> on_signal = [&](const boost::system::error_code& ec,
@@ -293,6 +341,7 @@ int run_server(const config::proxy_options& options) {
     main_ctx.run();
     for (auto& ctx : state.contexts) ctx->stop();
     for (auto& w : workers) w.join();
+    if (schema_check.joinable()) schema_check.join();
     if (admin_srv) admin_srv->stop();
     spdlog::info("claimguard stopped");
     return 0;

@@ -142,6 +142,9 @@ private:
         std::shared_ptr<const engine::rules_snapshot> snapshot;  // keeps the facts' rules alive
         std::uint16_t params = 0;
         std::vector<proto::value_type> types;  // bound by the last execute
+        // The server has seen parameter types for it. An execute the proxy answered itself
+        // never reached the server, so a later execute without types must get them added.
+        bool server_has_types = false;
     };
     static constexpr std::size_t max_tracked_statements = 4096;
     static constexpr std::size_t max_derived_statements = 64;
@@ -150,12 +153,15 @@ private:
     awaitable<intercepted> intercept_query(const proto::packet_span& packet, std::string_view sql);
     awaitable<intercepted> intercept_prepare(const proto::packet_span& packet, std::string_view sql);
     awaitable<intercepted> intercept_execute(const proto::packet_span& packet);
+    // `forward_bytes`: what to send when the statement goes to the database as the client
+    // wrote it (the client's frames, or an execute re-encoded with its parameter types).
     awaitable<intercepted> apply(const engine::decision& d, const rules::sql::parsed_statement& st,
-                                 const proto::packet_span& packet, const std::vector<proto::binary_value>* params,
+                                 std::uint8_t command, proto::bytes_view forward_bytes, std::uint8_t last_seq,
+                                 const std::vector<proto::binary_value>* params,
                                  const std::vector<proto::value_type>* types);
     awaitable<std::optional<captured_reply>> roundtrip(proto::bytes_view raw, std::uint8_t command,
                                                        std::uint8_t last_seq);
-    awaitable<std::optional<captured_reply>> forward_captured(const proto::packet_span& packet, std::uint8_t command);
+
     awaitable<std::optional<captured_reply>> run_sql(const rules::match::rewritten_sql& sql,
                                                      const std::vector<proto::binary_value>* params,
                                                      const std::vector<proto::value_type>* types);
@@ -201,6 +207,7 @@ private:
     std::uint32_t last_prepared_id_ = 0;
     std::uint8_t command_seq_ = 0;  // last sequence id of the command being handled
     bool reset_after_reply_ = false;  // COMMIT/ROLLBACK: bookkeeping resets once it succeeds
+    bool forwarded_statement_ = false;  // apply() sent the client's statement to the database
 };
 
 }  // namespace claimguard::session

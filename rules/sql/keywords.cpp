@@ -1,6 +1,7 @@
 // MySQL 8 reserved words: bare words that can never be a table, column or alias name.
 #include <algorithm>
 #include <array>
+#include <cstdint>
 
 #include "rules/sql/parser_detail.hpp"
 
@@ -43,10 +44,22 @@ static_assert(std::is_sorted(reserved_words.begin(), reserved_words.end()));
 
 constexpr std::size_t longest_reserved_word = 29;  // MASTER_SSL_VERIFY_SERVER_CERT
 
+// For each word length, a bit per first letter (A..Z) that some reserved word of that
+// length starts with: most names are ruled out without a search.
+constexpr std::array<std::uint32_t, longest_reserved_word + 1> first_letters_by_length = [] {
+    std::array<std::uint32_t, longest_reserved_word + 1> t{};
+    for (std::string_view w : reserved_words) t[w.size()] |= 1u << (w[0] - 'A');
+    return t;
+}();
+
 }  // namespace
 
 bool is_reserved(std::string_view word) noexcept {
     if (word.size() > longest_reserved_word || word.empty()) return false;
+    const char first = word[0];
+    const char upper_first = (first >= 'a' && first <= 'z') ? static_cast<char>(first - ('a' - 'A')) : first;
+    if (upper_first < 'A' || upper_first > 'Z' || (first_letters_by_length[word.size()] & (1u << (upper_first - 'A'))) == 0)
+        return false;
     std::array<char, longest_reserved_word> upper{};
     for (std::size_t i = 0; i < word.size(); ++i) {
         const char ch = word[i];

@@ -159,9 +159,10 @@ token lexer::lex_block_comment(std::size_t begin) noexcept {
 }
 
 bool lexer::skip_quoted_body(char quote, bool backslash, std::uint8_t& flags) noexcept {
+    const bool multibyte = options_.client_charset != charset::single_byte;
     while (pos_ < sql_.size()) {
         // A whole multibyte character first: its trail byte may be 0x5c or a quote.
-        if (const std::size_t n = mb_length(pos_); n != 0) {
+        if (const std::size_t n = multibyte ? mb_length(pos_) : 0; n != 0) {
             pos_ += n;
             continue;
         }
@@ -238,6 +239,10 @@ token lexer::lex_number(std::size_t begin) noexcept {
 }
 
 void lexer::skip_ident_bytes() noexcept {
+    if (options_.client_charset == charset::single_byte) {
+        while (pos_ < sql_.size() && is_ident_byte(sql_[pos_])) ++pos_;
+        return;
+    }
     while (pos_ < sql_.size() && is_ident_byte(sql_[pos_])) {
         const std::size_t n = mb_length(pos_);
         pos_ += n != 0 ? n : 1;

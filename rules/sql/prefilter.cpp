@@ -3,6 +3,10 @@
 
 #include <algorithm>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "rules/sql/text.hpp"
 
 namespace claimguard::rules::sql {
@@ -47,29 +51,61 @@ prefilter::prefilter(const std::vector<std::string>& table_names) {
             name.push_back(ascii_lower(c));
         }
         if (std::find(names_.begin(), names_.end(), name) != names_.end()) continue;
-        first_byte_[static_cast<unsigned char>(name[0])] = true;
-        shortest_ = names_.empty() ? name.size() : std::min(shortest_, name.size());
         names_.push_back(std::move(name));
     }
 }
 
-bool prefilter::mentions_table(std::string_view sql, std::size_t from) const noexcept {
-    if (always_candidate_) return true;
-    if (names_.empty() || sql.size() < shortest_) return false;
-    const char* p = sql.data();
-    const std::size_t last = sql.size() - shortest_;
-    for (std::size_t i = from; i <= last; ++i) {
-        const char c = ascii_lower(p[i]);
-        if (!first_byte_[static_cast<unsigned char>(c)]) continue;
-        // A table name is a whole token: the byte before it cannot be part of a word.
-        if (i > 0 && is_word_byte(p[i - 1])) continue;
-        for (const auto& name : names_) {
-            if (name[0] != c || sql.size() - i < name.size()) continue;
-            std::size_t k = 1;
-            while (k < name.size() && ascii_lower(p[i + k]) == name[k]) ++k;
-            if (k == name.size()) return true;
+namespace {
+
+// ORing 0x20 folds ASCII letters to lower case; other bytes may collide (`@` and a backtick),
+// which only lets through candidates that the exact check below then rejects.
+constexpr char fold_bit = 0x20;
+
+// `name` (lower case) starts at i as a whole token: the byte before it cannot be part of a word.
+[[nodiscard]] bool whole_name_at(const char* p, std::size_t i, std::string_view name) noexcept {
+    if (i > 0 && is_ident_byte(p[i - 1])) return false;
+    for (std::size_t k = 0; k < name.size(); ++k)
+        if (ascii_lower(p[i + k]) != name[k]) return false;
+    return true;
+}
+
+// Any start of `name` in p[from, n): first and last bytes filter 16 positions at once
+// (SSE2), the survivors are checked exactly.
+[[nodiscard]] bool find_name(const char* p, std::size_t from, std::size_t n, std::string_view name) noexcept {
+    const std::size_t len = name.size();
+    if (n < len || from > n - len) return false;
+    const char first = static_cast<char>(name.front() | fold_bit);
+    const char last = static_cast<char>(name.back() | fold_bit);
+    std::size_t i = from;
+#if defined(__SSE2__)
+    constexpr std::size_t lanes = 16;
+    const __m128i vfirst = _mm_set1_epi8(first);
+    const __m128i vlast = _mm_set1_epi8(last);
+    const __m128i vfold = _mm_set1_epi8(fold_bit);
+    for (; i + len - 1 + lanes <= n; i += lanes) {
+        const __m128i a = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)), vfold);
+        const __m128i b = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + len - 1)), vfold);
+        auto mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, vfirst), _mm_cmpeq_epi8(b, vlast))));
+        while (mask != 0) {
+            const auto bit = static_cast<std::size_t>(__builtin_ctz(mask));
+            if (whole_name_at(p, i + bit, name)) return true;
+            mask &= mask - 1;
         }
     }
+#endif
+    for (; i + len <= n; ++i)
+        if (static_cast<char>(p[i] | fold_bit) == first && static_cast<char>(p[i + len - 1] | fold_bit) == last &&
+            whole_name_at(p, i, name))
+            return true;
+    return false;
+}
+
+}  // namespace
+
+bool prefilter::mentions_table(std::string_view sql, std::size_t from) const noexcept {
+    if (always_candidate_) return true;
+    for (const auto& name : names_)
+        if (find_name(sql.data(), from, sql.size(), name)) return true;
     return false;
 }
 

@@ -1,7 +1,6 @@
 // The hot-path pre-filter: decides without parsing that a statement cannot matter to any rule.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -28,9 +27,7 @@ public:
 private:
     [[nodiscard]] bool mentions_table(std::string_view sql, std::size_t from) const noexcept;
 
-    std::vector<std::string> names_;      // lower case
-    std::array<bool, 256> first_byte_{};  // lower-case first bytes of names_
-    std::size_t shortest_ = 0;
+    std::vector<std::string> names_;  // lower case
     bool always_candidate_ = false;  // a name its bytes cannot find (non-ASCII, quotes inside)
 };
 

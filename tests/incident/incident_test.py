@@ -48,6 +48,7 @@ REDIS_STOP_AT_REMAIN = STOCK // 2
 REDIS_KILL_AT_REMAIN = STOCK // 4
 REDIS_KILL_AFTER_S = 1.0
 REDIS_POLL_INTERVAL_S = 0.002
+REDIS_POLLER_START_TIMEOUT_S = 10.0
 CLI11_REJECTED = ("was not expected", "were not expected", "is required", "not a subcommand",
                   "Run with --help for more information")
 
@@ -170,6 +171,7 @@ class RedisFault(threading.Thread):
         super().__init__(daemon=True)
         self.cluster = c
         self.done = threading.Event()
+        self.ready = threading.Event()  # connected and polling: the load may start
         self.events = []
         self.stopped_at = None
         self.killed = False
@@ -182,6 +184,7 @@ class RedisFault(threading.Thread):
                                    autocommit=True)
         except Exception as e:  # noqa: BLE001 - reported by the caller
             self.error = e
+            self.ready.set()
             return
         began = time.monotonic()
         stop_time = None
@@ -200,8 +203,10 @@ class RedisFault(threading.Thread):
                         self.cluster.redis.signal(signal.SIGKILL)
                         self.killed = True
                         self.events.append(f"SIGKILL at remain {remain} (+{now - began:.2f}s)")
+                    self.ready.set()
                     time.sleep(REDIS_POLL_INTERVAL_S)
         finally:
+            self.ready.set()
             conn.close()
 
     def finish(self):
@@ -236,6 +241,7 @@ def run_round(args, variant, c, rnd, checks, redis_port):
     fault = RedisFault(c) if variant.redis_fault else None
     if fault:
         fault.start()
+        fault.ready.wait(REDIS_POLLER_START_TIMEOUT_S)
     try:
         race = run_load(load_command(args, variant, targets, threads, 1, USERS, ATTEMPTS_PER_USER, rnd))
     finally:

@@ -26,6 +26,7 @@ MAX_CONNECTIONS = 2
 SERVER_MIN_MAX_CONNECTIONS = 10  # MariaDB's lowest allowed max_connections
 SERVER_MAX_CONNECTIONS = 500     # what servers.py starts MariaDB with
 IDLE_TIMEOUT_S = 2
+PACKET_TIMEOUT_S = 2
 SMALL_MAX_PACKET = 1024 * 1024
 DRIP_INTERVAL_S = 1.0          # the slow client sends one byte per interval
 HUGE_RESULT_ROWS = 50_000_000  # streamed, never materialised: the client stops reading long before the end
@@ -201,7 +202,7 @@ class Faults(unittest.TestCase):
         self.assert_proxy_alive(proxy)
 
     def test_idle_timeout(self):
-        proxy = self.start_proxy("idle", "--idle-timeout-s", str(IDLE_TIMEOUT_S))
+        proxy = self.start_proxy("idle", "--idle-timeout", f"{IDLE_TIMEOUT_S}s")
         baseline = self.backend_sessions()
         idle = self.raw(proxy.port)
         busy = connect(proxy.port)
@@ -216,6 +217,24 @@ class Faults(unittest.TestCase):
         wait_for(lambda: self.backend_sessions() == baseline + 1, RECOVERY_TIMEOUT_S,
                  "the idle session's backend connection closed")
         busy.close()
+        self.assert_proxy_alive(proxy)
+
+    def test_packet_started_but_never_finished(self):
+        proxy = self.start_proxy("stall", "--packet-timeout", f"{PACKET_TIMEOUT_S}s")
+        baseline = self.backend_sessions()
+        keeper = connect(proxy.port)
+        stalled = self.raw(proxy.port)
+        # Half a COM_QUERY packet, then silence: the proxy must not wait for the rest forever.
+        whole = rawmysql.frame(0, bytes([rawmysql.COM_QUERY]) + b"SELECT 1")
+        stalled.send_raw(whole[:6])
+        packets = rawmysql.read_until_closed(stalled, PACKET_TIMEOUT_S + ANSWER_TIMEOUT_S)
+        print(f"stalled packet: {[rawmysql.describe(p) for p in packets]}")
+        self.assertTrue(packets and rawmysql.is_err_with_sqlstate(packets[-1]),
+                        [rawmysql.describe(p) for p in packets])
+        self.assertEqual(scalar(keeper, "SELECT 4"), 4)
+        keeper.close()
+        wait_for(lambda: self.backend_sessions() == baseline, RECOVERY_TIMEOUT_S,
+                 "backend connections closed after the stalled session ended")
         self.assert_proxy_alive(proxy)
 
     # --- bad clients -----------------------------------------------------------------------------

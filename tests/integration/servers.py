@@ -221,13 +221,14 @@ class Claimguard:
     """One `claimguard serve` process, logging to DIR/NAME.log, pid in DIR/NAME.pid."""
 
     def __init__(self, binary, state_dir, name, backend_port, listen_port=None, admin_port=None,
-                 extra_args=()):
+                 extra_args=(), log_level="info"):
         self.binary = binary
         self.name = name
         self.backend_port = backend_port
         self.port = listen_port or free_port()
         self.admin_port = admin_port or free_port()
         self.extra_args = list(extra_args)
+        self.log_level = log_level
         self.log = os.path.join(state_dir, f"{name}.log")
         self.pid_file = os.path.join(state_dir, f"{name}.pid")
         self.proc = None
@@ -235,7 +236,7 @@ class Claimguard:
     def command(self):
         return [self.binary, "serve", "--listen", f"{HOST}:{self.port}",
                 "--backend", f"{HOST}:{self.backend_port}",
-                "--admin", f"{HOST}:{self.admin_port}", "--log-level", "info"] + self.extra_args
+                "--admin", f"{HOST}:{self.admin_port}", "--log-level", self.log_level] + self.extra_args
 
     def start(self, timeout_s=PROXY_START_TIMEOUT_S):
         with open(self.log, "ab") as err:

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 
 namespace claimguard::inject {
@@ -13,6 +14,10 @@ struct vector_case {
     std::string plain;
     std::string encoded;
 };
+
+void PrintTo(const vector_case& c, std::ostream* os) {
+    *os << c.name;
+}
 
 // RFC 4648 section 10, plus bytes that use '+' and '/' and a NUL.
 const vector_case vectors[] = {
@@ -44,6 +49,10 @@ struct bad_case {
     const char* name;
     std::string text;
 };
+
+void PrintTo(const bad_case& c, std::ostream* os) {
+    *os << c.name;
+}
 
 const bad_case bad_inputs[] = {
     {"length_not_multiple_of_4", "Zm9"},

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,15 @@ TEST(inject_cli, flags_fill_the_options) {
               (std::vector<std::string>{"kube-system", "monitoring", "claimguard-system"}));
 }
 
+TEST(inject_cli, an_empty_value_clears_a_default_resource) {
+    // The chart passes every resource flag; an empty value (a separate argument) removes the default.
+    const inject_options o = parse({"--k8s-version", "1.29", "--memory-limit", "", "--cpu-request", "", "--cpu-limit=2"});
+    EXPECT_EQ(o.injection.resources.memory_limit, "");
+    EXPECT_EQ(o.injection.resources.cpu_request, "");
+    EXPECT_EQ(o.injection.resources.cpu_limit, "2");
+    EXPECT_EQ(o.injection.resources.memory_request, "32Mi");
+}
+
 TEST(inject_cli, k8s_version_is_required) {
     EXPECT_THROW(parse({"--self-signed"}), CLI::RequiredError);
 }
@@ -63,6 +73,10 @@ struct bad_options_case {
     const char* name;
     std::vector<std::string> args;
 };
+
+void PrintTo(const bad_options_case& c, std::ostream* os) {
+    *os << c.name;
+}
 
 const bad_options_case bad_options[] = {
     {"no_certificates", {"--k8s-version", "1.29"}},

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 
 namespace claimguard::inject {
@@ -14,6 +15,10 @@ struct version_case {
     bool ok;
     k8s_version expected;
 };
+
+void PrintTo(const version_case& c, std::ostream* os) {
+    *os << c.name;
+}
 
 const version_case versions[] = {
     {"plain", "1.29", true, {1, 29}},
@@ -59,6 +64,10 @@ struct host_port_case {
     bool ok;
 };
 
+void PrintTo(const host_port_case& c, std::ostream* os) {
+    *os << c.name;
+}
+
 const host_port_case host_ports[] = {
     {"service_name", "mysql:3306", true},
     {"fqdn", "mysql.shop.svc.cluster.local:3306", true},
@@ -101,6 +110,10 @@ struct name_case {
     bool label;
 };
 
+void PrintTo(const name_case& c, std::ostream* os) {
+    *os << c.name;
+}
+
 const name_case names[] = {
     {"simple", "coupon-rules", true, true},
     {"dotted", "coupon.rules.v2", true, false},
@@ -132,6 +145,10 @@ struct quantity_case {
     const char* text;
     bool ok;
 };
+
+void PrintTo(const quantity_case& c, std::ostream* os) {
+    *os << c.name;
+}
 
 const quantity_case quantities[] = {
     {"millicores", "50m", true},     {"cores", "2", true},         {"fraction", "0.5", true},

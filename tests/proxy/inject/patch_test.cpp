@@ -9,6 +9,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <ostream>
 #include <string>
 
 namespace claimguard::inject {
@@ -43,6 +44,10 @@ struct fixture_case {
     opt_in source;
     bool with_defaults;
 };
+
+void PrintTo(const fixture_case& c, std::ostream* os) {
+    *os << c.name;
+}
 
 const fixture_case fixture_cases[] = {
     {"opt_in_native", 29, opt_in::pod_annotation, false},
@@ -162,6 +167,10 @@ struct bad_body_case {
     std::string body;
     errc expected;
 };
+
+void PrintTo(const bad_body_case& c, std::ostream* os) {
+    *os << c.name;
+}
 
 const bad_body_case bad_bodies[] = {
     {"empty", "", errc::not_json},

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <stdexcept>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,10 @@ struct invalid_case {
     const char* name;
     std::function<void(injection_config&)> spoil;
 };
+
+void PrintTo(const invalid_case& c, std::ostream* os) {
+    *os << c.name;
+}
 
 const invalid_case invalid_configs[] = {
     {"empty_image", [](injection_config& c) { c.image.clear(); }},

@@ -26,6 +26,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <ostream>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -192,7 +193,9 @@ TEST_F(webhook_tls, mutate_answers_a_real_review_with_the_expected_patch) {
     webhook_options o = options_with(material());
     o.injection.cluster_version = {1, 29};
     running_server server(o);
-    auto r = https_one(server.port(), material().ca_pem, {http::verb::post, "/mutate", read_fixture("opt_in_native.review.json")});
+    // The API server adds the webhook's timeout as a query.
+    auto r = https_one(server.port(), material().ca_pem,
+                       {http::verb::post, "/mutate?timeout=10s", read_fixture("opt_in_native.review.json")});
     ASSERT_EQ(r.responses.size(), 1u) << r.failed_step << ": " << r.ec.message();
     const auto& res = r.responses[0];
     EXPECT_EQ(res.result_int(), 200u);
@@ -205,14 +208,14 @@ TEST_F(webhook_tls, mutate_answers_a_real_review_with_the_expected_patch) {
     EXPECT_EQ(c.injected, 1u);
 }
 
-TEST_F(webhook_tls, namespace_entry_query_injects_unannotated_pods) {
+TEST_F(webhook_tls, namespace_entry_injects_unannotated_pods) {
     webhook_options o = options_with(material());
     o.injection.default_backend = "mysql.db.svc:3306";
     o.injection.default_rules_configmap = "claimguard-rules";
     running_server server(o);
     const std::string body = read_fixture("namespace_label_defaults.review.json");
     auto r = https_exchange(server.port(), material().ca_pem,
-                            {{http::verb::post, "/mutate?default=inject", body}, {http::verb::post, "/mutate", body}});
+                            {{http::verb::post, "/mutate/namespace?timeout=10s", body}, {http::verb::post, "/mutate", body}});
     ASSERT_EQ(r.responses.size(), 2u) << r.failed_step << ": " << r.ec.message();
     EXPECT_EQ(decoded_patch(r.responses[0]), json::parse(read_fixture("namespace_label_defaults.expected.json"))["patch"]);
     // The same pod through the annotation-only entry is not opted in.
@@ -225,6 +228,10 @@ struct status_case {
     unsigned status;
 };
 
+void PrintTo(const status_case& c, std::ostream* os) {
+    *os << c.name;
+}
+
 const status_case status_cases[] = {
     {"not_json", {http::verb::post, "/mutate", "{not json", "application/json"}, 400},
     {"not_a_review", {http::verb::post, "/mutate", R"({"kind":"AdmissionReview"})", "application/json"}, 400},
@@ -233,7 +240,8 @@ const status_case status_cases[] = {
     {"get_mutate", {http::verb::get, "/mutate", "", ""}, 405},
     {"post_healthz", {http::verb::post, "/healthz", "", ""}, 405},
     {"unknown_path", {http::verb::get, "/validate", "", ""}, 404},
-    {"unknown_query", {http::verb::post, "/mutate?default=yes", "{}", "application/json"}, 400},
+    {"get_mutate_namespace", {http::verb::get, "/mutate/namespace", "", ""}, 405},
+    {"unknown_mutate_subpath", {http::verb::post, "/mutate/other", "{}", "application/json"}, 404},
     {"body_over_limit", {http::verb::post, "/mutate", std::string(4097, ' '), "application/json"}, 413},
 };
 

@@ -95,6 +95,27 @@ TEST(prefilter, names_that_bytes_cannot_find_make_every_dml_a_candidate) {
     EXPECT_EQ(non_ascii.classify("SHOW TABLES"), prefilter_verdict::irrelevant);
 }
 
+TEST(prefilter, names_without_case_and_several_first_letters) {
+    const prefilter pf({"_stock", "9lives", "Orders", "order_lines"});
+    EXPECT_EQ(pf.classify("SELECT * FROM _stock"), prefilter_verdict::candidate);
+    EXPECT_EQ(pf.classify("SELECT * FROM `9lives`"), prefilter_verdict::candidate);
+    EXPECT_EQ(pf.classify("SELECT * FROM ORDER_LINES"), prefilter_verdict::candidate);
+    EXPECT_EQ(pf.classify("SELECT * FROM x WHERE a = 1 /* orders */"), prefilter_verdict::candidate);
+    EXPECT_EQ(pf.classify("SELECT * FROM order_line"), prefilter_verdict::irrelevant);
+    EXPECT_EQ(pf.classify("SELECT * FROM a_stock"), prefilter_verdict::irrelevant);
+    // A first hit that is not a whole name must not stop the search.
+    EXPECT_EQ(pf.classify("SELECT orders_x, o FROM orders"), prefilter_verdict::candidate);
+    EXPECT_EQ(pf.classify("UPDATE t SET o = 'x' WHERE ORDERS.id = 1"), prefilter_verdict::candidate);
+}
+
+TEST(prefilter, name_at_the_very_end_and_start_of_the_search) {
+    const prefilter pf({"t1"});
+    EXPECT_EQ(pf.classify("SELECT*FROM t1"), prefilter_verdict::candidate);
+    EXPECT_EQ(pf.classify("UPDATE t1"), prefilter_verdict::candidate);
+    EXPECT_EQ(pf.classify("SELECT t"), prefilter_verdict::irrelevant);
+    EXPECT_EQ(pf.classify("SELECT"), prefilter_verdict::irrelevant);
+}
+
 TEST(prefilter, duplicate_names_are_fine) {
     const prefilter pf({"t1", "T1", "t1"});
     EXPECT_EQ(pf.classify("SELECT * FROM t1"), prefilter_verdict::candidate);

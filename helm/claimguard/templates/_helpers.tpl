@@ -1,0 +1,147 @@
+{{/* Named templates of the claimguard chart: names, labels, the image, and the sidecar. */}}
+
+{{- define "claimguard.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "claimguard.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The injector's objects: Deployment, Service, certificate (at most 63 - 7 characters). */}}
+{{- define "claimguard.injectorName" -}}
+{{- printf "%s-inject" (include "claimguard.fullname" . | trunc 56 | trimSuffix "-") }}
+{{- end }}
+
+{{- define "claimguard.tlsSecretName" -}}
+{{- printf "%s-tls" (include "claimguard.injectorName" .) }}
+{{- end }}
+
+{{- define "claimguard.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "claimguard.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "claimguard.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "claimguard.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "claimguard.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* The cluster version the chart renders for: webhook.kubernetesVersion, else Helm's. */}}
+{{- define "claimguard.kubeVersion" -}}
+{{- default .Capabilities.KubeVersion.Version .Values.webhook.kubernetesVersion }}
+{{- end }}
+
+{{/* "true" when the sidecar is a native sidecar (Kubernetes >= 1.29 unless forced). */}}
+{{- define "claimguard.native" -}}
+{{- if eq .Values.sidecar.native "always" }}true
+{{- else if eq .Values.sidecar.native "never" }}false
+{{- else if semverCompare ">=1.29-0" (include "claimguard.kubeVersion" .) }}true
+{{- else }}false
+{{- end }}
+{{- end }}
+
+{{/* The hardened container security context shared by the injector and the sidecar. */}}
+{{- define "claimguard.containerSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: {{ .Values.sidecar.runAsUser }}
+runAsGroup: {{ .Values.sidecar.runAsUser }}
+readOnlyRootFilesystem: true
+allowPrivilegeEscalation: false
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{/*
+The sidecar container, field for field what `claimguard inject` adds (proxy/inject/sidecar.cpp;
+tests/helm checks the two agree). Call with (dict "root" $ "backend" B "redis" R "native" bool).
+*/}}
+{{- define "claimguard.sidecarContainer" -}}
+{{- $root := .root }}
+{{- $s := $root.Values.sidecar }}
+{{- $port := int $s.admin.port }}
+name: claimguard
+image: {{ include "claimguard.image" $root | quote }}
+imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+args:
+  - serve
+  - --listen
+  - {{ printf "127.0.0.1:%d" (int $s.listenPort) | quote }}
+  - --backend
+  - {{ .backend | quote }}
+  - --admin
+  - {{ printf "%s:%d" $s.admin.address $port | quote }}
+  - --rules-dir
+  - {{ $s.rulesMountPath | quote }}
+  {{- with .redis }}
+  - --redis
+  - {{ . | quote }}
+  {{- end }}
+  {{- range $s.extraArgs }}
+  - {{ . | quote }}
+  {{- end }}
+ports:
+  - name: cg-admin
+    containerPort: {{ $port }}
+    protocol: TCP
+startupProbe:
+  httpGet: {path: /startup, port: {{ $port }}}
+  periodSeconds: 1
+  timeoutSeconds: 2
+  failureThreshold: 60
+livenessProbe:
+  httpGet: {path: /liveness, port: {{ $port }}}
+  periodSeconds: 10
+  timeoutSeconds: 2
+  failureThreshold: 3
+readinessProbe:
+  httpGet: {path: /readiness, port: {{ $port }}}
+  periodSeconds: 5
+  timeoutSeconds: 2
+  failureThreshold: 3
+securityContext:
+  {{- include "claimguard.containerSecurityContext" $root | nindent 2 }}
+volumeMounts:
+  - name: claimguard-rules
+    mountPath: {{ $s.rulesMountPath | quote }}
+    readOnly: true
+{{- if $s.resources }}
+resources:
+  {{- toYaml $s.resources | nindent 2 }}
+{{- end }}
+{{- if .native }}
+restartPolicy: Always
+{{- else }}
+lifecycle:
+  preStop:
+    httpGet: {path: /quitquitquit, port: {{ $port }}}
+{{- end }}
+{{- end }}
+
+{{/* The webhooks' namespaceSelector expressions that exclude namespaces. */}}
+{{- define "claimguard.excludedNamespaces" -}}
+{{- $excluded := concat .Values.webhook.excludeNamespaces (list .Release.Namespace) | uniq -}}
+- key: kubernetes.io/metadata.name
+  operator: NotIn
+  values:
+    {{- range $excluded }}
+    - {{ . | quote }}
+    {{- end }}
+{{- end }}
