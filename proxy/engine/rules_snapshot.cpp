@@ -3,10 +3,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
-#include "rules/model/limits.hpp"
+#include "rules/cli/read_rules.hpp"
 
 namespace claimguard::engine {
 
@@ -29,22 +27,13 @@ std::vector<std::string> rules_paths(const std::vector<std::string>& files, cons
 }
 
 rules::load_result load_rules_files(const std::vector<std::string>& paths) {
-    std::vector<rules::rules_source> sources;
-    rules::load_result failed;
-    for (const auto& path : paths) {
-        std::ifstream in(path, std::ios::binary);
-        if (!in) {
-            failed.errors.push_back({{path, 0, 0}, "cannot read the rules file"});
-            continue;
-        }
-        std::string text;
-        text.resize(rules::max_rules_file_bytes + 1);  // one byte past the limit: the loader reports it
-        in.read(text.data(), static_cast<std::streamsize>(text.size()));
-        text.resize(static_cast<std::size_t>(in.gcount()));
-        sources.push_back({path, std::move(text)});
+    auto read = rules_cli::read_rules_files(paths);
+    if (!read.unreadable.empty()) {
+        rules::load_result failed;
+        failed.errors = std::move(read.unreadable);
+        return failed;
     }
-    if (!failed.errors.empty()) return failed;
-    return rules::load_rules(sources);
+    return rules::load_rules(read.sources);
 }
 
 }  // namespace claimguard::engine

@@ -3,12 +3,12 @@
 
 #include "proxy/inject/self_signed.hpp"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include <csignal>
 #include <fstream>
@@ -27,12 +27,10 @@ struct listen_address {
 };
 
 listen_address parse_listen(const std::string& text) {
-    if (!validate_host_port(text))
-        throw std::invalid_argument(fmt::format("--listen \"{}\" is not host:port", text));
+    if (!validate_host_port(text)) throw std::invalid_argument(fmt::format("--listen \"{}\" is not host:port", text));
     const std::size_t colon = text.rfind(':');
     std::string host = text.substr(0, colon);
-    if (host.size() >= 2 && host.front() == '[')
-        host = host.substr(1, host.size() - 2);
+    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
     return {host, static_cast<std::uint16_t>(std::stoul(text.substr(colon + 1)))};
 }
 
@@ -73,23 +71,28 @@ void add_inject_options(CLI::App& cmd, inject_options& o) {
 
     cmd.add_option("--image", s.image, "The sidecar image")->capture_default_str();
     cmd.add_option("--image-pull-policy", s.image_pull_policy, "Always, IfNotPresent or Never")->capture_default_str();
-    cmd.add_option("--default-backend", s.default_backend, "Backend (host:port) for pods without claimguard.io/backend");
+    cmd.add_option("--default-backend", s.default_backend,
+                   "Backend (host:port) for pods without claimguard.io/backend");
     cmd.add_option("--default-redis", s.default_redis, "Redis (host:port) for pods without claimguard.io/redis");
     cmd.add_option("--default-rules-configmap", s.default_rules_configmap,
                    "Rules ConfigMap for pods without claimguard.io/rules-configmap");
     cmd.add_option("--exclude-namespace", s.excluded_namespaces, "Never inject in this namespace (repeatable)")
         ->capture_default_str();
-    cmd.add_option("--sidecar-listen-port", s.listen_port, "Port the app connects to on 127.0.0.1")->capture_default_str();
+    cmd.add_option("--sidecar-listen-port", s.listen_port, "Port the app connects to on 127.0.0.1")
+        ->capture_default_str();
     cmd.add_option("--sidecar-admin-address", s.admin_address, "The sidecar's admin address (probed by the kubelet)")
         ->capture_default_str();
     cmd.add_option("--sidecar-admin-port", s.admin_port, "The sidecar's admin port")->capture_default_str();
-    cmd.add_option("--rules-mount-path", s.rules_mount_path, "Where the rules ConfigMap is mounted")->capture_default_str();
-    cmd.add_option("--cpu-request", s.resources.cpu_request, "Sidecar CPU request ('' for none)")->capture_default_str();
+    cmd.add_option("--rules-mount-path", s.rules_mount_path, "Where the rules ConfigMap is mounted")
+        ->capture_default_str();
+    cmd.add_option("--cpu-request", s.resources.cpu_request, "Sidecar CPU request ('' for none)")
+        ->capture_default_str();
     cmd.add_option("--memory-request", s.resources.memory_request, "Sidecar memory request")->capture_default_str();
     cmd.add_option("--cpu-limit", s.resources.cpu_limit, "Sidecar CPU limit ('' for none)")->capture_default_str();
     cmd.add_option("--memory-limit", s.resources.memory_limit, "Sidecar memory limit")->capture_default_str();
     cmd.add_option("--run-as-user", s.run_as_user, "Sidecar user and group id")->capture_default_str();
-    cmd.add_option("--sidecar-arg", s.extra_args, "Extra `claimguard serve` argument (repeatable; use --sidecar-arg=--flag)");
+    cmd.add_option("--sidecar-arg", s.extra_args,
+                   "Extra `claimguard serve` argument (repeatable; use --sidecar-arg=--flag)");
 }
 
 injection_config make_injection_config(const inject_options& o) {
@@ -166,8 +169,7 @@ int run_inject(const inject_options& options) {
     asio::steady_timer delay(io);
     const auto delay_s = std::chrono::seconds(options.shutdown_delay_s);
     signals.async_wait([&](const boost::system::error_code& ec, int signal) {
-        if (ec)
-            return;
+        if (ec) return;
         spdlog::info("inject: signal {}: stopping in {} s", signal, delay_s.count());
         delay.expires_after(delay_s);
         delay.async_wait([&](const boost::system::error_code&) {
@@ -176,8 +178,7 @@ int run_inject(const inject_options& options) {
         });
         // A second signal stops at once.
         signals.async_wait([&](const boost::system::error_code& again, int) {
-            if (!again)
-                delay.cancel();
+            if (!again) delay.cancel();
         });
     });
     io.run();

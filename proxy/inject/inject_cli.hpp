@@ -20,23 +20,23 @@ namespace claimguard::inject {
 inline constexpr std::chrono::seconds default_shutdown_delay{5};
 
 struct inject_options {
-    std::string listen = "0.0.0.0:8443";  // host:port of the HTTPS server
-    std::string tls_cert_file;            // PEM chain, e.g. cert-manager's tls.crt
-    std::string tls_key_file;             // e.g. tls.key
-    bool self_signed = false;             // generate a CA and serving certificate at start-up
-    std::vector<std::string> dns_names;   // SANs of the self-signed certificate; empty: service names
+    std::string listen = "0.0.0.0:8443";        // host:port of the HTTPS server
+    std::string tls_cert_file;                  // PEM chain, e.g. cert-manager's tls.crt
+    std::string tls_key_file;                   // e.g. tls.key
+    bool self_signed = false;                   // generate a CA and serving certificate at start-up
+    std::vector<std::string> dns_names;         // SANs of the self-signed certificate; empty: service names
     std::string service = "claimguard-inject";  // the webhook Service (self-signed SANs)
-    std::string namespace_name;           // the injector's namespace: never injected; SANs
-    std::string ca_bundle_out = "-";      // where the self-signed CA PEM goes: a file, or "-" (stdout)
-    std::string k8s_version;              // the cluster's version, e.g. "1.29" (required)
+    std::string namespace_name;                 // the injector's namespace: never injected; SANs
+    std::string ca_bundle_out = "-";            // where the self-signed CA PEM goes: a file, or "-" (stdout)
+    std::string k8s_version;                    // the cluster's version, e.g. "1.29" (required)
     std::string log_level = "info";
     std::size_t max_connections = default_webhook_max_connections;
     std::size_t body_limit = default_webhook_body_limit;
     unsigned request_timeout_ms = static_cast<unsigned>(default_webhook_request_timeout.count());
-    unsigned tls_reload_interval_s = static_cast<unsigned>(
-        std::chrono::duration_cast<std::chrono::seconds>(default_tls_reload_interval).count());
+    unsigned tls_reload_interval_s =
+        static_cast<unsigned>(std::chrono::duration_cast<std::chrono::seconds>(default_tls_reload_interval).count());
     unsigned shutdown_delay_s = static_cast<unsigned>(default_shutdown_delay.count());
-    injection_config injection;           // the sidecar: image, defaults, resources, extra args
+    injection_config injection;  // the sidecar: image, defaults, resources, extra args
 };
 
 // Declares the `inject` subcommand's options on `cmd`, bound to `options`.

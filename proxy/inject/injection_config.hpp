@@ -11,10 +11,10 @@
 namespace claimguard::inject {
 
 // Pod annotations (users set these).
-inline constexpr std::string_view annotation_inject = "claimguard.io/inject";                  // "true" / "false"
+inline constexpr std::string_view annotation_inject = "claimguard.io/inject";                    // "true" / "false"
 inline constexpr std::string_view annotation_rules_configmap = "claimguard.io/rules-configmap";  // ConfigMap name
-inline constexpr std::string_view annotation_backend = "claimguard.io/backend";                // host:port
-inline constexpr std::string_view annotation_redis = "claimguard.io/redis";                    // host:port
+inline constexpr std::string_view annotation_backend = "claimguard.io/backend";                  // host:port
+inline constexpr std::string_view annotation_redis = "claimguard.io/redis";                      // host:port
 // Written by the injector; its presence makes a second review a no-op.
 inline constexpr std::string_view annotation_status = "claimguard.io/status";
 inline constexpr std::string_view status_injected = "injected";

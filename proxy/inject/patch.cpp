@@ -20,18 +20,15 @@ constexpr std::string_view warning_prefix = "claimguard: not injected: ";
 
 // A string member of an object, or nullopt when absent or not a string.
 std::optional<std::string> string_member(const json& object, std::string_view key) {
-    if (!object.is_object())
-        return std::nullopt;
+    if (!object.is_object()) return std::nullopt;
     const auto it = object.find(key);
-    if (it == object.end() || !it->is_string())
-        return std::nullopt;
+    if (it == object.end() || !it->is_string()) return std::nullopt;
     return it->get<std::string>();
 }
 
 const json& member_or_null(const json& object, std::string_view key) {
     static const json null_value;
-    if (!object.is_object())
-        return null_value;
+    if (!object.is_object()) return null_value;
     const auto it = object.find(key);
     return it == object.end() ? null_value : *it;
 }
@@ -39,13 +36,11 @@ const json& member_or_null(const json& object, std::string_view key) {
 // Quotes a value for a warning, cut to max_warning_value_chars on a UTF-8 character boundary
 // (the response is JSON: a cut inside a character would make it invalid).
 std::string quote_value(std::string_view value) {
-    if (value.size() <= max_warning_value_chars)
-        return fmt::format("\"{}\"", value);
+    if (value.size() <= max_warning_value_chars) return fmt::format("\"{}\"", value);
     std::size_t cut = max_warning_value_chars;
     constexpr unsigned char continuation_mask = 0xc0;
     constexpr unsigned char continuation_bits = 0x80;
-    while (cut > 0 && (static_cast<unsigned char>(value[cut]) & continuation_mask) == continuation_bits)
-        --cut;
+    while (cut > 0 && (static_cast<unsigned char>(value[cut]) & continuation_mask) == continuation_bits) --cut;
     return fmt::format("\"{}...\"", value.substr(0, cut));
 }
 
@@ -72,19 +67,15 @@ pod_conflicts find_conflicts(const json& spec, const injection_config& config) {
     pod_conflicts found;
     for (const std::string_view list : {"initContainers", "containers"}) {
         const json& containers = member_or_null(spec, list);
-        if (!containers.is_array())
-            continue;
+        if (!containers.is_array()) continue;
         for (const json& c : containers) {
             const std::string name = string_member(c, "name").value_or("");
-            if (name == sidecar_name)
-                found.has_sidecar = true;
+            if (name == sidecar_name) found.has_sidecar = true;
             const json& ports = member_or_null(c, "ports");
-            if (!ports.is_array() || found.port_owner)
-                continue;
+            if (!ports.is_array() || found.port_owner) continue;
             for (const json& p : ports) {
                 const json& number = member_or_null(p, "containerPort");
-                if (!number.is_number_integer())
-                    continue;
+                if (!number.is_number_integer()) continue;
                 const auto port = number.get<std::int64_t>();
                 if (port == config.listen_port || port == config.admin_port) {
                     found.port_owner = fmt::format("container {} already uses port {}", quote_value(name), port);
@@ -98,8 +89,7 @@ pod_conflicts find_conflicts(const json& spec, const injection_config& config) {
 
 bool has_volume(const json& spec, std::string_view name) {
     const json& volumes = member_or_null(spec, "volumes");
-    if (!volumes.is_array())
-        return false;
+    if (!volumes.is_array()) return false;
     return std::any_of(volumes.begin(), volumes.end(),
                        [&](const json& v) { return string_member(v, "name").value_or("") == name; });
 }
@@ -112,19 +102,18 @@ struct resolved {
 
 resolved resolve_host_port(const json& annotations, std::string_view key, const std::string& fallback) {
     const json& raw = member_or_null(annotations, key);
-    if (raw.is_null())
-        return {fallback, std::nullopt};
+    if (raw.is_null()) return {fallback, std::nullopt};
     if (!raw.is_string() || !validate_host_port(raw.get<std::string>()))
-        return {{}, fmt::format("annotation {} {} is not host:port", key, quote_value(raw.is_string() ? raw.get<std::string>() : raw.dump()))};
+        return {{},
+                fmt::format("annotation {} {} is not host:port", key,
+                            quote_value(raw.is_string() ? raw.get<std::string>() : raw.dump()))};
     return {raw.get<std::string>(), std::nullopt};
 }
 
 std::string pod_display_name(const json& pod, std::string_view ns) {
     const json& metadata = member_or_null(pod, "metadata");
-    if (auto name = string_member(metadata, "name"); name && !name->empty())
-        return fmt::format("{}/{}", ns, *name);
-    if (auto generate = string_member(metadata, "generateName"))
-        return fmt::format("{}/{}*", ns, *generate);
+    if (auto name = string_member(metadata, "name"); name && !name->empty()) return fmt::format("{}/{}", ns, *name);
+    if (auto generate = string_member(metadata, "generateName")) return fmt::format("{}/{}*", ns, *generate);
     return fmt::format("{}/<unnamed>", ns);
 }
 
@@ -135,9 +124,12 @@ json build_patch(const json& pod, const injection_config& config, const sidecar_
         // First, so the app's own init containers (migrations, warm-ups) can use it too.
         const json& init = member_or_null(spec, "initContainers");
         if (init.is_array() && !init.empty())
-            ops.push_back({{"op", "add"}, {"path", "/spec/initContainers/0"}, {"value", sidecar_container(config, target)}});
+            ops.push_back(
+                {{"op", "add"}, {"path", "/spec/initContainers/0"}, {"value", sidecar_container(config, target)}});
         else
-            ops.push_back({{"op", "add"}, {"path", "/spec/initContainers"}, {"value", json::array({sidecar_container(config, target)})}});
+            ops.push_back({{"op", "add"},
+                           {"path", "/spec/initContainers"},
+                           {"value", json::array({sidecar_container(config, target)})}});
     } else {
         // Last, so `kubectl logs` and `exec` still default to the app's first container.
         ops.push_back({{"op", "add"}, {"path", "/spec/containers/-"}, {"value", sidecar_container(config, target)}});
@@ -145,13 +137,17 @@ json build_patch(const json& pod, const injection_config& config, const sidecar_
     if (member_or_null(spec, "volumes").is_array())
         ops.push_back({{"op", "add"}, {"path", "/spec/volumes/-"}, {"value", rules_volume(target.rules_configmap)}});
     else
-        ops.push_back({{"op", "add"}, {"path", "/spec/volumes"}, {"value", json::array({rules_volume(target.rules_configmap)})}});
+        ops.push_back(
+            {{"op", "add"}, {"path", "/spec/volumes"}, {"value", json::array({rules_volume(target.rules_configmap)})}});
 
     const json& metadata = member_or_null(pod, "metadata");
     if (!metadata.is_object())
-        ops.push_back({{"op", "add"}, {"path", "/metadata"}, {"value", {{"annotations", {{annotation_status, status_injected}}}}}});
+        ops.push_back({{"op", "add"},
+                       {"path", "/metadata"},
+                       {"value", {{"annotations", {{annotation_status, status_injected}}}}}});
     else if (!member_or_null(metadata, "annotations").is_object())
-        ops.push_back({{"op", "add"}, {"path", "/metadata/annotations"}, {"value", {{annotation_status, status_injected}}}});
+        ops.push_back(
+            {{"op", "add"}, {"path", "/metadata/annotations"}, {"value", {{annotation_status, status_injected}}}});
     else
         ops.push_back({{"op", "add"},
                        {"path", fmt::format("/metadata/annotations/{}", json_pointer_token(annotation_status))},
@@ -178,8 +174,7 @@ std::size_t json_depth(std::string_view text, std::size_t limit) {
             in_string = true;
         } else if (c == '[' || c == '{') {
             deepest = std::max(deepest, ++depth);
-            if (deepest > limit)
-                return deepest;
+            if (deepest > limit) return deepest;
         } else if ((c == ']' || c == '}') && depth > 0) {
             --depth;
         }
@@ -195,33 +190,25 @@ injection_plan plan_injection(const json& pod, std::string_view ns, const inject
 
     const json& metadata = member_or_null(pod, "metadata");
     const json& labels = member_or_null(metadata, "labels");
-    if (labels.is_object() && labels.contains(label_injector))
-        return skip("the injector's own pod");
+    if (labels.is_object() && labels.contains(label_injector)) return skip("the injector's own pod");
     const json& annotations = member_or_null(metadata, "annotations");
-    if (string_member(annotations, annotation_status) == status_injected)
-        return skip("already injected");
+    if (string_member(annotations, annotation_status) == status_injected) return skip("already injected");
 
     const json& inject = member_or_null(annotations, annotation_inject);
-    if (inject.is_string() && inject.get<std::string>() == "false")
-        return skip("opted out by annotation");
+    if (inject.is_string() && inject.get<std::string>() == "false") return skip("opted out by annotation");
     if (inject.is_null()) {
-        if (source == opt_in::pod_annotation)
-            return skip("not opted in");
+        if (source == opt_in::pod_annotation) return skip("not opted in");
     } else if (!inject.is_string() || inject.get<std::string>() != "true") {
         return refuse(fmt::format("annotation {} must be \"true\" or \"false\", not {}", annotation_inject,
                                   quote_value(inject.is_string() ? inject.get<std::string>() : inject.dump())));
     }
 
     const json& spec = member_or_null(pod, "spec");
-    if (!member_or_null(spec, "containers").is_array())
-        return refuse("the pod has no containers");
+    if (!member_or_null(spec, "containers").is_array()) return refuse("the pod has no containers");
     const pod_conflicts conflicts = find_conflicts(spec, config);
-    if (conflicts.has_sidecar)
-        return refuse(fmt::format("the pod already has a container named {}", sidecar_name));
-    if (member_or_null(spec, "hostNetwork") == true)
-        return refuse("hostNetwork pods share the node's ports");
-    if (conflicts.port_owner)
-        return refuse(*conflicts.port_owner);
+    if (conflicts.has_sidecar) return refuse(fmt::format("the pod already has a container named {}", sidecar_name));
+    if (member_or_null(spec, "hostNetwork") == true) return refuse("hostNetwork pods share the node's ports");
+    if (conflicts.port_owner) return refuse(*conflicts.port_owner);
     if (has_volume(spec, rules_volume_name))
         return refuse(fmt::format("the pod already has a volume named {}", rules_volume_name));
 
@@ -232,21 +219,20 @@ injection_plan plan_injection(const json& pod, std::string_view ns, const inject
             return refuse(fmt::format("no rules: set annotation {} to a ConfigMap name", annotation_rules_configmap));
         target.rules_configmap = config.default_rules_configmap;
     } else if (!configmap.is_string() || !is_dns_subdomain(configmap.get<std::string>())) {
-        return refuse(fmt::format("annotation {} {} is not a ConfigMap name", annotation_rules_configmap,
-                                  quote_value(configmap.is_string() ? configmap.get<std::string>() : configmap.dump())));
+        return refuse(
+            fmt::format("annotation {} {} is not a ConfigMap name", annotation_rules_configmap,
+                        quote_value(configmap.is_string() ? configmap.get<std::string>() : configmap.dump())));
     } else {
         target.rules_configmap = configmap.get<std::string>();
     }
 
     resolved backend = resolve_host_port(annotations, annotation_backend, config.default_backend);
-    if (backend.error)
-        return refuse(*backend.error);
+    if (backend.error) return refuse(*backend.error);
     if (backend.value.empty())
         return refuse(fmt::format("no backend: set annotation {} to host:port", annotation_backend));
     target.backend = std::move(backend.value);
     resolved redis = resolve_host_port(annotations, annotation_redis, config.default_redis);
-    if (redis.error)
-        return refuse(*redis.error);
+    if (redis.error) return refuse(*redis.error);
     target.redis = std::move(redis.value);
 
     target.native = config.cluster_version >= native_sidecar_version;
@@ -266,21 +252,16 @@ injection_plan plan_injection(const json& pod, std::string_view ns, const inject
 }
 
 result<review_outcome> review(std::string_view body, const injection_config& config, opt_in source) {
-    if (json_depth(body, max_json_depth) > max_json_depth)
-        return make_error_code(errc::too_deep);
+    if (json_depth(body, max_json_depth) > max_json_depth) return make_error_code(errc::too_deep);
     const json document = json::parse(body, nullptr, /*allow_exceptions=*/false);
-    if (document.is_discarded())
-        return make_error_code(errc::not_json);
-    if (!document.is_object())
-        return make_error_code(errc::not_admission_review);
+    if (document.is_discarded()) return make_error_code(errc::not_json);
+    if (!document.is_object()) return make_error_code(errc::not_admission_review);
     if (const auto kind = string_member(document, "kind"); kind && *kind != "AdmissionReview")
         return make_error_code(errc::not_admission_review);
     const json& request = member_or_null(document, "request");
-    if (!request.is_object())
-        return make_error_code(errc::not_admission_review);
+    if (!request.is_object()) return make_error_code(errc::not_admission_review);
     const auto uid = string_member(request, "uid");
-    if (!uid)
-        return make_error_code(errc::missing_uid);
+    if (!uid) return make_error_code(errc::missing_uid);
 
     const std::string ns = string_member(request, "namespace").value_or("");
     const json& object = member_or_null(request, "object");
@@ -304,8 +285,7 @@ result<review_outcome> review(std::string_view body, const injection_config& con
         response["patchType"] = "JSONPatch";
         response["patch"] = base64_encode(outcome.plan.patch.dump());
     }
-    if (!outcome.plan.warnings.empty())
-        response["warnings"] = outcome.plan.warnings;
+    if (!outcome.plan.warnings.empty()) response["warnings"] = outcome.plan.warnings;
     const json answer = {
         {"apiVersion", string_member(document, "apiVersion").value_or(std::string(default_review_api_version))},
         {"kind", "AdmissionReview"},

@@ -30,10 +30,10 @@ enum class opt_in {
 
 struct injection_plan {
     bool inject = false;
-    bool native = false;                    // meaningful when inject
+    bool native = false;                             // meaningful when inject
     nlohmann::json patch = nlohmann::json::array();  // RFC 6902 operations; empty unless inject
-    std::vector<std::string> warnings;      // returned to the client (kubectl prints them)
-    std::string reason;                     // one line for the webhook's log
+    std::vector<std::string> warnings;               // returned to the client (kubectl prints them)
+    std::string reason;                              // one line for the webhook's log
 };
 
 // Decides for one pod `object` created in namespace `ns`. Never fails: a pod the injector
@@ -44,7 +44,7 @@ struct injection_plan {
 struct review_outcome {
     std::string response;  // the AdmissionReview response body (JSON)
     injection_plan plan;
-    std::string pod;       // "namespace/name" for the log (generateName pods end in '*')
+    std::string pod;  // "namespace/name" for the log (generateName pods end in '*')
 };
 
 // Decodes an AdmissionReview request body and answers it. Errors (not JSON, too deep, no

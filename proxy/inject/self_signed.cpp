@@ -44,14 +44,12 @@ using ext_ptr = std::unique_ptr<X509_EXTENSION, openssl_deleter<X509_EXTENSION_f
 }
 
 void check(int ok, std::string_view step) {
-    if (ok != 1)
-        fail(step);
+    if (ok != 1) fail(step);
 }
 
 pkey_ptr make_key() {
     pkey_ptr key(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", key_curve));
-    if (!key)
-        fail("generate key");
+    if (!key) fail("generate key");
     return key;
 }
 
@@ -60,8 +58,7 @@ void add_extension(X509* cert, X509* issuer, int nid, const std::string& value) 
     X509V3_set_ctx_nodb(&ctx);
     X509V3_set_ctx(&ctx, issuer, cert, nullptr, nullptr, 0);
     ext_ptr ext(X509V3_EXT_conf_nid(nullptr, &ctx, nid, value.c_str()));
-    if (!ext)
-        fail(fmt::format("extension {}", OBJ_nid2sn(nid)));
+    if (!ext) fail(fmt::format("extension {}", OBJ_nid2sn(nid)));
     check(X509_add_ext(cert, ext.get(), -1), "add extension");
 }
 
@@ -69,15 +66,12 @@ void add_extension(X509* cert, X509* issuer, int nid, const std::string& value) 
 // not yet signed. `issuer` null: self-issued.
 x509_ptr make_certificate(EVP_PKEY* key, const std::string& common_name, std::chrono::seconds validity) {
     x509_ptr cert(X509_new());
-    if (!cert)
-        fail("allocate certificate");
+    if (!cert) fail("allocate certificate");
     check(X509_set_version(cert.get(), X509_VERSION_3), "set version");
     bn_ptr serial(BN_new());
-    if (!serial)
-        fail("allocate serial");
+    if (!serial) fail("allocate serial");
     check(BN_rand(serial.get(), serial_bits, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY), "random serial");
-    if (BN_to_ASN1_INTEGER(serial.get(), X509_get_serialNumber(cert.get())) == nullptr)
-        fail("set serial");
+    if (BN_to_ASN1_INTEGER(serial.get(), X509_get_serialNumber(cert.get())) == nullptr) fail("set serial");
     const auto backdate = std::chrono::duration_cast<std::chrono::seconds>(certificate_backdate).count();
     if (X509_gmtime_adj(X509_getm_notBefore(cert.get()), -backdate) == nullptr ||
         X509_gmtime_adj(X509_getm_notAfter(cert.get()), validity.count()) == nullptr)
@@ -93,8 +87,7 @@ x509_ptr make_certificate(EVP_PKEY* key, const std::string& common_name, std::ch
 
 std::string pem_of(X509* cert) {
     bio_ptr bio(BIO_new(BIO_s_mem()));
-    if (!bio || PEM_write_bio_X509(bio.get(), cert) != 1)
-        fail("write certificate PEM");
+    if (!bio || PEM_write_bio_X509(bio.get(), cert) != 1) fail("write certificate PEM");
     char* data = nullptr;
     const long size = BIO_get_mem_data(bio.get(), &data);
     return {data, static_cast<std::size_t>(size)};
@@ -112,8 +105,7 @@ std::string pem_of(EVP_PKEY* key) {
 }  // namespace
 
 tls_material generate_self_signed(const std::vector<std::string>& dns_names, std::chrono::seconds validity) {
-    if (dns_names.empty())
-        throw std::invalid_argument("self-signed certificate: no DNS names");
+    if (dns_names.empty()) throw std::invalid_argument("self-signed certificate: no DNS names");
 
     const pkey_ptr ca_key = make_key();
     const x509_ptr ca = make_certificate(ca_key.get(), ca_common_name, validity);
@@ -121,8 +113,7 @@ tls_material generate_self_signed(const std::vector<std::string>& dns_names, std
     add_extension(ca.get(), ca.get(), NID_basic_constraints, "critical,CA:TRUE,pathlen:0");
     add_extension(ca.get(), ca.get(), NID_key_usage, "critical,keyCertSign,cRLSign");
     add_extension(ca.get(), ca.get(), NID_subject_key_identifier, "hash");
-    if (X509_sign(ca.get(), ca_key.get(), EVP_sha256()) == 0)
-        fail("sign CA");
+    if (X509_sign(ca.get(), ca_key.get(), EVP_sha256()) == 0) fail("sign CA");
 
     const pkey_ptr key = make_key();
     const x509_ptr cert = make_certificate(key.get(), dns_names.front(), validity);
@@ -138,8 +129,7 @@ tls_material generate_self_signed(const std::vector<std::string>& dns_names, std
     add_extension(cert.get(), ca.get(), NID_ext_key_usage, "serverAuth");
     add_extension(cert.get(), ca.get(), NID_subject_alt_name, san);
     add_extension(cert.get(), ca.get(), NID_authority_key_identifier, "keyid:always");
-    if (X509_sign(cert.get(), ca_key.get(), EVP_sha256()) == 0)
-        fail("sign serving certificate");
+    if (X509_sign(cert.get(), ca_key.get(), EVP_sha256()) == 0) fail("sign serving certificate");
 
     return {pem_of(ca.get()), pem_of(cert.get()), pem_of(key.get())};
 }

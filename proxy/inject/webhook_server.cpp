@@ -4,6 +4,9 @@
 
 #include "proxy/inject/patch.hpp"
 
+#include <fmt/format.h>
+#include <openssl/ssl.h>
+#include <spdlog/spdlog.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -20,9 +23,6 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
-#include <fmt/format.h>
-#include <openssl/ssl.h>
-#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <fstream>
@@ -75,21 +75,16 @@ response make_response(unsigned version, bool keep_alive, http::status status, s
 }
 
 std::optional<http::status> status_for_read_error(const boost::system::error_code& ec) {
-    if (ec == http::error::header_limit)
-        return http::status::request_header_fields_too_large;
-    if (ec == http::error::body_limit)
-        return http::status::payload_too_large;
-    if (ec == http::error::end_of_stream || ec == http::error::partial_message)
-        return std::nullopt;
-    if (ec.category() == http::make_error_code(http::error::bad_target).category())
-        return http::status::bad_request;
+    if (ec == http::error::header_limit) return http::status::request_header_fields_too_large;
+    if (ec == http::error::body_limit) return http::status::payload_too_large;
+    if (ec == http::error::end_of_stream || ec == http::error::partial_message) return std::nullopt;
+    if (ec.category() == http::make_error_code(http::error::bad_target).category()) return http::status::bad_request;
     return std::nullopt;  // I/O error, TLS error or timeout
 }
 
 std::string read_small_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw std::runtime_error(fmt::format("cannot open {}", path));
+    if (!in) throw std::runtime_error(fmt::format("cannot open {}", path));
     std::ostringstream out;
     out << in.rdbuf();
     std::string text = std::move(out).str();
@@ -158,48 +153,38 @@ void webhook_server::impl::listen() {
 
     boost::system::error_code ec;
     const auto address = asio::ip::make_address(options_.address, ec);
-    if (ec)
-        throw std::system_error(ec, fmt::format("webhook address \"{}\"", options_.address));
+    if (ec) throw std::system_error(ec, fmt::format("webhook address \"{}\"", options_.address));
     const tcp::endpoint endpoint(address, options_.port);
     const auto fail = [&](std::string_view what) {
         throw std::system_error(ec, fmt::format("webhook server {} {}:{}", what, options_.address, options_.port));
     };
-    if (acceptor_.open(endpoint.protocol(), ec))
-        fail("open");
-    if (acceptor_.set_option(tcp::acceptor::reuse_address(true), ec))
-        fail("set SO_REUSEADDR on");
-    if (acceptor_.bind(endpoint, ec))
-        fail("bind");
-    if (acceptor_.listen(listen_backlog, ec))
-        fail("listen on");
+    if (acceptor_.open(endpoint.protocol(), ec)) fail("open");
+    if (acceptor_.set_option(tcp::acceptor::reuse_address(true), ec)) fail("set SO_REUSEADDR on");
+    if (acceptor_.bind(endpoint, ec)) fail("bind");
+    if (acceptor_.listen(listen_backlog, ec)) fail("listen on");
     port_.store(acceptor_.local_endpoint().port());
 }
 
 void webhook_server::impl::shutdown() {
-    if (stopped_)
-        return;
+    if (stopped_) return;
     stopped_ = true;
     boost::system::error_code ignored;
     acceptor_.close(ignored);
     for (const auto& [stream, busy] : streams_)
-        if (!busy)
-            beast::get_lowest_layer(*stream).close();
+        if (!busy) beast::get_lowest_layer(*stream).close();
 }
 
 // cert-manager renews a Secret in place; the kubelet swaps the mounted files. Comparing the
 // contents (not mtimes) is cheap at this interval and immune to timestamp granularity.
 void webhook_server::impl::maybe_reload_tls() {
-    if (options_.tls.cert_file.empty())
-        return;
+    if (options_.tls.cert_file.empty()) return;
     const auto now = std::chrono::steady_clock::now();
-    if (now - tls_checked_ < options_.tls_reload_interval)
-        return;
+    if (now - tls_checked_ < options_.tls_reload_interval) return;
     tls_checked_ = now;
     try {
         std::string cert = read_small_file(options_.tls.cert_file);
         std::string key = read_small_file(options_.tls.key_file);
-        if (cert == loaded_cert_ && key == loaded_key_)
-            return;
+        if (cert == loaded_cert_ && key == loaded_key_) return;
         tls_ = make_context(cert, key);
         loaded_cert_ = std::move(cert);
         loaded_key_ = std::move(key);
@@ -215,8 +200,7 @@ void webhook_server::impl::maybe_reload_tls() {
 asio::awaitable<void> webhook_server::impl::accept_loop(std::shared_ptr<impl> keep_alive) {
     for (;;) {
         auto [ec, socket] = co_await acceptor_.async_accept(use_tuple);
-        if (stopped_)
-            co_return;
+        if (stopped_) co_return;
         if (ec) {
             asio::steady_timer pause(strand_, accept_retry_delay);
             co_await pause.async_wait(use_tuple);
@@ -248,8 +232,7 @@ asio::awaitable<void> webhook_server::impl::serve(std::shared_ptr<impl>, tcp::so
     beast::get_lowest_layer(stream).expires_after(options_.request_timeout);
     auto [hs_ec] = co_await stream.async_handshake(ssl::stream_base::server, use_tuple);
     if (hs_ec || stopped_) {
-        if (hs_ec)
-            spdlog::debug("inject: TLS handshake failed: {}", hs_ec.message());
+        if (hs_ec) spdlog::debug("inject: TLS handshake failed: {}", hs_ec.message());
         co_return;
     }
 
@@ -260,13 +243,11 @@ asio::awaitable<void> webhook_server::impl::serve(std::shared_ptr<impl>, tcp::so
         parser.body_limit(options_.body_limit);
         beast::get_lowest_layer(stream).expires_after(options_.request_timeout);
         auto [ec, read] = co_await http::async_read(stream, buffer, parser, use_tuple);
-        if (stopped_ && ec)
-            co_return;
+        if (stopped_ && ec) co_return;
         response res;
         if (ec) {
             const auto status = status_for_read_error(ec);
-            if (!status)
-                break;
+            if (!status) break;
             {
                 const std::lock_guard lock(counters_mutex_);
                 ++counters_.bad_requests;
@@ -276,15 +257,12 @@ asio::awaitable<void> webhook_server::impl::serve(std::shared_ptr<impl>, tcp::so
             streams_[&stream] = true;
             res = handle(parser.get());
         }
-        if (stopped_)
-            res.keep_alive(false);
+        if (stopped_) res.keep_alive(false);
         beast::get_lowest_layer(stream).expires_after(options_.request_timeout);
         auto [write_ec, written] = co_await http::async_write(stream, res, use_tuple);
         streams_[&stream] = false;
-        if (write_ec)
-            co_return;
-        if (!res.keep_alive())
-            break;
+        if (write_ec) co_return;
+        if (!res.keep_alive()) break;
     }
     beast::get_lowest_layer(stream).expires_after(tls_shutdown_timeout);
     co_await stream.async_shutdown(use_tuple);
@@ -303,8 +281,7 @@ response webhook_server::impl::handle(const request& req) {
             return res;
         }
         response res = make_response(version, keep_alive, http::status::ok, "ok");
-        if (req.method() == http::verb::head)
-            res.body().clear();  // Content-Length stays that of the GET answer
+        if (req.method() == http::verb::head) res.body().clear();  // Content-Length stays that of the GET answer
         return res;
     }
     if (path == path_mutate || path == path_mutate_namespace) {
@@ -336,8 +313,7 @@ response webhook_server::impl::mutate(const request& req, opt_in source) {
         return bad_request(http::status::unsupported_media_type, "an AdmissionReview must be application/json");
 
     auto outcome = review(req.body(), options_.injection, source);
-    if (!outcome)
-        return bad_request(http::status::bad_request, outcome.error().message());
+    if (!outcome) return bad_request(http::status::bad_request, outcome.error().message());
 
     const injection_plan& plan = outcome->plan;
     {
@@ -360,9 +336,7 @@ response webhook_server::impl::mutate(const request& req, opt_in source) {
 webhook_server::webhook_server(asio::io_context& io, webhook_options options)
     : impl_(std::make_shared<impl>(io, std::move(options))) {}
 
-webhook_server::~webhook_server() {
-    stop();
-}
+webhook_server::~webhook_server() { stop(); }
 
 void webhook_server::start() {
     impl_->listen();
@@ -373,9 +347,7 @@ void webhook_server::stop() {
     asio::dispatch(impl_->strand_, [self = impl_] { self->shutdown(); });
 }
 
-std::uint16_t webhook_server::port() const {
-    return impl_->port_.load();
-}
+std::uint16_t webhook_server::port() const { return impl_->port_.load(); }
 
 webhook_counters webhook_server::counters() const {
     const std::lock_guard lock(impl_->counters_mutex_);

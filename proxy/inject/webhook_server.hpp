@@ -31,14 +31,14 @@ inline constexpr std::size_t default_webhook_max_connections = 256;
 inline constexpr std::chrono::milliseconds default_tls_reload_interval{30000};
 
 struct tls_source {
-    std::string cert_file;       // PEM chain; with key_file, re-read when their contents change
+    std::string cert_file;  // PEM chain; with key_file, re-read when their contents change
     std::string key_file;
     std::string cert_chain_pem;  // in memory (self-signed); used when cert_file is empty
     std::string key_pem;
 };
 
 struct webhook_options {
-    std::string address = "0.0.0.0";  // an IP literal
+    std::string address = "0.0.0.0";            // an IP literal
     std::uint16_t port = default_webhook_port;  // 0: an ephemeral port, see webhook_server::port()
     tls_source tls;
     injection_config injection;

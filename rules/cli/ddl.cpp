@@ -1,17 +1,12 @@
 // `claimguard ddl RULES...`: prints the UNIQUE indexes that back each claim rule, commented for a DBA.
 #include <string_view>
 
+#include "rules/cli/read_rules.hpp"
 #include "rules/cli/rules_cli.hpp"
 #include "rules/model/ddl.hpp"
 #include "rules/model/rules.hpp"
 
 namespace claimguard::rules_cli {
-namespace detail {
-// Defined in lint.cpp.
-int read_and_load(const std::vector<std::string>& paths, std::string_view command, std::ostream& err,
-                  rules::rule_set& out);
-}  // namespace detail
-
 int ddl(const std::vector<std::string>& paths, std::ostream& out, std::ostream& err) {
     rules::rule_set set;
     if (const int rc = detail::read_and_load(paths, "ddl", err, set); rc != 0)

@@ -9,7 +9,7 @@
 namespace claimguard::rules_cli {
 
 // `claimguard lint RULES...`: 0 when every file is valid, 1 on any error (each
-// printed as file:line:column: message on `err`).
+// printed as file:line:column: error: message on `err`), 2 when a file cannot be read.
 int lint(const std::vector<std::string>& paths, std::ostream& out, std::ostream& err);
 
 // `claimguard ddl RULES...`: the UNIQUE indexes backing each claim rule.

@@ -123,11 +123,13 @@ result<rewritten_sql> rewrite_write(const sql::parsed_statement& st, const count
     return conditional_decrement(st, *fact.rule, fact.assignment, fact.version_assignment, {units, std::nullopt});
 }
 
-result<rewritten_sql> rewrite_change(const sql::parsed_statement& st, const counter_change& fact) {
+result<rewritten_sql> rewrite_change(const sql::parsed_statement& st, const counter_change& fact,
+                                     std::optional<std::int64_t> units) {
     if (fact.rule == nullptr) return errc::not_an_update;
-    if (!fact.is_decrement()) return errc::amount_not_positive;
+    if (!fact.is_decrement() && !units) return errc::amount_not_positive;
     decrement_amount amount;
-    if (fact.amount.type == value_ref::kind::placeholder) amount.placeholder = fact.amount.placeholder_index;
+    if (units) amount.units = *units;
+    else if (fact.amount.type == value_ref::kind::placeholder) amount.placeholder = fact.amount.placeholder_index;
     else if (fact.delta) amount.units = -*fact.delta;
     else return errc::amount_not_integer;
     return conditional_decrement(st, *fact.rule, fact.assignment, fact.version_assignment, amount);

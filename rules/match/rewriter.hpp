@@ -40,8 +40,11 @@ struct decrement_amount {
 [[nodiscard]] result<rewritten_sql> rewrite_write(const sql::parsed_statement& st, const counter_write& fact,
                                                   std::int64_t units);
 
-// A relative decrement (SET remain = remain - N) with the guard added.
-[[nodiscard]] result<rewritten_sql> rewrite_change(const sql::parsed_statement& st, const counter_change& fact);
+// A relative decrement (SET remain = remain - N) with the guard added. `units`: the amount
+// when the caller knows it (a bound placeholder at COM_STMT_EXECUTE); it is then printed as a
+// number, which also works with a non-zero floor. Without it, a "?" amount stays a "?".
+[[nodiscard]] result<rewritten_sql> rewrite_change(const sql::parsed_statement& st, const counter_change& fact,
+                                                   std::optional<std::int64_t> units = std::nullopt);
 
 // Gives `units` back to the stock row of `key` (the claim's duplicate or failure):
 // UPDATE t SET c = c + units [, version = version + 1] WHERE k1 = <original token> AND ...

@@ -158,9 +158,13 @@ namespace {
             return finish(operand_kind::expression);
         case token_kind::punct:
             if (c.is_punct("(")) {
+                if (c.depth >= max_expression_depth) return false;
                 ++c.pos;
+                ++c.depth;
                 operand inner;
-                if (!parse_expression(c, inner) || !c.accept_punct(")")) return false;
+                const bool ok = parse_expression(c, inner) && c.accept_punct(")");
+                --c.depth;
+                if (!ok) return false;
                 return finish(operand_kind::expression);
             }
             return false;

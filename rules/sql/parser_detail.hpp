@@ -9,6 +9,10 @@
 
 namespace claimguard::rules::sql::detail {
 
+// Parenthesised expressions nest at most this deep in a statement we read (the parser
+// recurses on them; deeper input is "not ours", never a stack overflow).
+inline constexpr std::uint32_t max_expression_depth = 64;
+
 // A bare word MySQL reserves: never a table, column or alias name unless quoted.
 [[nodiscard]] bool is_reserved(std::string_view word) noexcept;
 
@@ -51,6 +55,7 @@ public:
 
     parsed_statement& st;
     std::uint32_t pos = 0;
+    std::uint32_t depth = 0;  // nesting of parenthesised expressions being read
 
 private:
     token end_token_{static_cast<std::uint32_t>(st.sql.size()), 0, 0, token_kind::end, 0};

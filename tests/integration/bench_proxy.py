@@ -160,7 +160,7 @@ def render(results, args, commands, facts, started):
     lines = [BEGIN_MARKER, ""]
     lines.append(f"Measured {started:%Y-%m-%d %H:%M} UTC by `scripts/bench_proxy.sh` "
                  f"({args.duration} s per run, {args.warmup} s warm-up before each run; claimguard built "
-                 f"{args.build_type}, {args.claimguard_threads or 'one per core'} I/O threads).")
+                 f"{args.build_type}, I/O threads: {args.claimguard_threads or 'one per core'}).")
     lines.append("")
     lines.append(f"Machine: {facts['nproc']} CPUs ({facts['cpu']}), {facts['memory']} RAM, Linux {facts['kernel']}; "
                  f"{facts['mariadb']}; {facts['sysbench']}; {facts['haproxy']}. sysbench, MariaDB and the proxy "
@@ -243,7 +243,7 @@ def main():
         commands = [f"{shlex.join(proxy.command())}", f"haproxy -db -f haproxy.cfg"]
         for workload in args.workloads.split():
             prepare = sysbench_base(workload, db.port, args) + ["prepare"]
-            commands.append(shlex.join(prepare))
+            commands.append(shlex.join(sysbench_base(workload, "MARIADB_PORT", args) + ["prepare"]))
             run_sysbench(prepare, args.duration * 10 + SYSBENCH_GRACE_S)
             commands.append(shlex.join(sysbench_base(workload, "PORT", args) + [
                 "--db-ps-mode=MODE", "--threads=N", f"--time={args.duration}", "--percentile=95", "--histogram=on",
@@ -267,7 +267,8 @@ def main():
                               f"p95={r['p95']} cpu/100k={r.get('cpu_per_100k')}", flush=True)
             cleanup = sysbench_base(workload, db.port, args) + ["cleanup"]
             run_sysbench(cleanup, SYSBENCH_GRACE_S)
-        commands.append("# PORT: MariaDB's, claimguard's or haproxy's port; MODE and N as in each row")
+        commands.append("# PORT: MariaDB's, claimguard's or haproxy's port; MODE and N as in each row; "
+                        "then sysbench ... cleanup")
         write_doc(args.doc, render(results, args, commands, machine_facts(), started))
         print(f"wrote {args.doc}")
     finally:

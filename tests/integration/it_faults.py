@@ -410,7 +410,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--claimguard", required=True)
     ap.add_argument("--work-dir", required=True)
+    ap.add_argument("--expect-cases", help="space-separated test names CMake registers; exit 1 if they differ")
     ARGS, rest = ap.parse_known_args()
+    if ARGS.expect_cases is not None:
+        here = sorted(name for name in dir(Faults) if name.startswith("test_"))
+        registered = sorted(ARGS.expect_cases.split())
+        if here != registered:
+            print(f"it_faults.py cases {here} != registered in CMakeLists.txt {registered}")
+            sys.exit(1)
+        print(f"{len(here)} fault cases registered")
+        sys.exit(0)
     result = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
     print(f"tests run {result.testsRun}, failures {len(result.failures) + len(result.errors)}, "
           f"skipped {len(result.skipped)}")

@@ -119,6 +119,9 @@ connect_outcome try_connect(std::string_view target, const connect_options& opti
     mysql_options(m, MYSQL_OPT_MAX_ALLOWED_PACKET, &client_max_allowed_packet);
     const unsigned local_infile = options.local_infile ? 1 : 0;
     mysql_options(m, MYSQL_OPT_LOCAL_INFILE, &local_infile);
+    if (options.compress) {
+        mysql_options(m, MYSQL_OPT_COMPRESS, nullptr);
+    }
     for (const auto& [key, value] : options.attributes) {
         mysql_optionsv(m, MYSQL_OPT_CONNECT_ATTR_ADD, key.c_str(), value.c_str());
     }

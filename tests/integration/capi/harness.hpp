@@ -65,6 +65,7 @@ struct connect_options {
     std::string database = "cgtest";  // empty: connect without a database
     unsigned long flags = CLIENT_MULTI_STATEMENTS | CLIENT_MULTI_RESULTS | CLIENT_PS_MULTI_RESULTS;
     bool local_infile = false;
+    bool compress = false;  // MYSQL_OPT_COMPRESS: ask for the compressed protocol
     std::vector<std::pair<std::string, std::string>> attributes{};
 };
 

@@ -228,6 +228,20 @@ TEST_P(capi_session, connection_attributes) {
     }
 }
 
+void compression_scenario(transcript& t, std::string_view target) {
+    // Whether or not the proxy offers CLIENT_COMPRESS, a client asking for it gets the same results.
+    auto m = connect(target, {.compress = true});
+    record_query(t, m.get(), "SELECT seq, REPEAT(CHAR(97 + seq % 26), seq % 500) FROM seq_1_to_2000");
+    record_query(t, m.get(), "SELECT REPEAT('abc', 6000000) AS big");
+    stmt_ptr s(mysql_stmt_init(m.get()));
+    const std::string_view q = "SELECT seq, SHA1(seq) FROM seq_1_to_500";
+    ASSERT_EQ(mysql_stmt_prepare(s.get(), q.data(), q.size()), 0) << mysql_stmt_error(s.get());
+    ASSERT_EQ(mysql_stmt_execute(s.get()), 0) << mysql_stmt_error(s.get());
+    record_stmt_results(t, m.get(), s.get());
+}
+
+TEST_P(capi_session, client_asking_for_compression) { expect_transparent(GetParam(), compression_scenario); }
+
 TEST_P(capi_session, connection_churn) {
     for (int k = 0; k < churn_connections; ++k) {
         auto out = try_connect(GetParam(), {.user = k % 2 == 0 ? test_user::native : test_user::ed25519});

@@ -16,6 +16,8 @@ constexpr std::size_t long_data_chunk_bytes = 300 * 1024;
 constexpr unsigned long cursor_prefetch_rows = 3;
 // Rows in one array (bulk) execution.
 constexpr unsigned bulk_rows = 6;
+// Buffer for string columns in the native-type fetch (longer values are reported truncated).
+constexpr std::size_t native_text_buffer_bytes = 512;
 
 class capi_stmt : public ::testing::TestWithParam<std::string> {};
 
@@ -60,7 +62,7 @@ void record_native_rows(transcript& t, MYSQL_STMT* s) {
         float single = 0;
         double real = 0;
         MYSQL_TIME time{};
-        std::array<char, 512> text{};
+        std::array<char, native_text_buffer_bytes> text{};
         unsigned long length = 0;
         my_bool null = 0;
         my_bool error = 0;

@@ -15,9 +15,7 @@ struct vector_case {
     std::string encoded;
 };
 
-void PrintTo(const vector_case& c, std::ostream* os) {
-    *os << c.name;
-}
+void PrintTo(const vector_case& c, std::ostream* os) { *os << c.name; }
 
 // RFC 4648 section 10, plus bytes that use '+' and '/' and a NUL.
 const vector_case vectors[] = {
@@ -50,9 +48,7 @@ struct bad_case {
     std::string text;
 };
 
-void PrintTo(const bad_case& c, std::ostream* os) {
-    *os << c.name;
-}
+void PrintTo(const bad_case& c, std::ostream* os) { *os << c.name; }
 
 const bad_case bad_inputs[] = {
     {"length_not_multiple_of_4", "Zm9"},
@@ -78,8 +74,7 @@ INSTANTIATE_TEST_SUITE_P(malformed, base64_bad, testing::ValuesIn(bad_inputs),
 
 TEST(base64, round_trips_every_byte_value) {
     std::string all;
-    for (int i = 0; i < 256; ++i)
-        all += static_cast<char>(i);
+    for (int i = 0; i < 256; ++i) all += static_cast<char>(i);
     for (std::size_t len = 0; len <= all.size(); len += 37) {
         const std::string part = all.substr(0, len);
         auto decoded = base64_decode(base64_encode(part));

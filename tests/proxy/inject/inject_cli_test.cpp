@@ -1,18 +1,18 @@
 // Tests of `claimguard inject`'s options: flag parsing into the options, and their checks.
 #include "proxy/inject/inject_cli.hpp"
 
-#include <CLI/CLI.hpp>
 #include <gtest/gtest.h>
 #include <openssl/bio.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <sstream>
 #include <stdexcept>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -25,19 +25,36 @@ inject_options parse(std::vector<std::string> args) {
     inject_options o;
     add_inject_options(app, o);
     std::vector<const char*> argv{"claimguard-inject"};
-    for (const auto& a : args)
-        argv.push_back(a.c_str());
+    for (const auto& a : args) argv.push_back(a.c_str());
     app.parse(static_cast<int>(argv.size()), argv.data());
     return o;
 }
 
 TEST(inject_cli, flags_fill_the_options) {
-    const inject_options o = parse({"--k8s-version", "v1.30.1", "--listen", "0.0.0.0:9443", "--tls-cert", "/certs/tls.crt",
-                                    "--tls-key", "/certs/tls.key", "--image", "registry.example/claimguard:1.2.3",
-                                    "--default-backend", "mysql:3306", "--default-rules-configmap", "rules",
-                                    "--exclude-namespace", "kube-system", "--exclude-namespace", "monitoring",
-                                    "--sidecar-arg=--min-shutdown-delay=5s", "--sidecar-arg=--log-level=debug",
-                                    "--cpu-limit", "1", "--namespace", "claimguard-system"});
+    const inject_options o = parse({"--k8s-version",
+                                    "v1.30.1",
+                                    "--listen",
+                                    "0.0.0.0:9443",
+                                    "--tls-cert",
+                                    "/certs/tls.crt",
+                                    "--tls-key",
+                                    "/certs/tls.key",
+                                    "--image",
+                                    "registry.example/claimguard:1.2.3",
+                                    "--default-backend",
+                                    "mysql:3306",
+                                    "--default-rules-configmap",
+                                    "rules",
+                                    "--exclude-namespace",
+                                    "kube-system",
+                                    "--exclude-namespace",
+                                    "monitoring",
+                                    "--sidecar-arg=--min-shutdown-delay=5s",
+                                    "--sidecar-arg=--log-level=debug",
+                                    "--cpu-limit",
+                                    "1",
+                                    "--namespace",
+                                    "claimguard-system"});
     EXPECT_EQ(o.k8s_version, "v1.30.1");
     EXPECT_EQ(o.listen, "0.0.0.0:9443");
     EXPECT_EQ(o.injection.image, "registry.example/claimguard:1.2.3");
@@ -58,34 +75,33 @@ TEST(inject_cli, flags_fill_the_options) {
 
 TEST(inject_cli, an_empty_value_clears_a_default_resource) {
     // The chart passes every resource flag; an empty value (a separate argument) removes the default.
-    const inject_options o = parse({"--k8s-version", "1.29", "--memory-limit", "", "--cpu-request", "", "--cpu-limit=2"});
+    const inject_options o =
+        parse({"--k8s-version", "1.29", "--memory-limit", "", "--cpu-request", "", "--cpu-limit=2"});
     EXPECT_EQ(o.injection.resources.memory_limit, "");
     EXPECT_EQ(o.injection.resources.cpu_request, "");
     EXPECT_EQ(o.injection.resources.cpu_limit, "2");
     EXPECT_EQ(o.injection.resources.memory_request, "32Mi");
 }
 
-TEST(inject_cli, k8s_version_is_required) {
-    EXPECT_THROW(parse({"--self-signed"}), CLI::RequiredError);
-}
+TEST(inject_cli, k8s_version_is_required) { EXPECT_THROW(parse({"--self-signed"}), CLI::RequiredError); }
 
 struct bad_options_case {
     const char* name;
     std::vector<std::string> args;
 };
 
-void PrintTo(const bad_options_case& c, std::ostream* os) {
-    *os << c.name;
-}
+void PrintTo(const bad_options_case& c, std::ostream* os) { *os << c.name; }
 
 const bad_options_case bad_options[] = {
     {"no_certificates", {"--k8s-version", "1.29"}},
     {"cert_without_key", {"--k8s-version", "1.29", "--tls-cert", "/c"}},
-    {"self_signed_and_files", {"--k8s-version", "1.29", "--self-signed", "--dns-name", "a", "--tls-cert", "/c", "--tls-key", "/k"}},
+    {"self_signed_and_files",
+     {"--k8s-version", "1.29", "--self-signed", "--dns-name", "a", "--tls-cert", "/c", "--tls-key", "/k"}},
     {"self_signed_without_names", {"--k8s-version", "1.29", "--self-signed"}},
     {"bad_version", {"--k8s-version", "latest", "--tls-cert", "/c", "--tls-key", "/k"}},
     {"bad_listen", {"--k8s-version", "1.29", "--listen", "8443", "--tls-cert", "/c", "--tls-key", "/k"}},
-    {"bad_default_backend", {"--k8s-version", "1.29", "--default-backend", "db", "--tls-cert", "/c", "--tls-key", "/k"}},
+    {"bad_default_backend",
+     {"--k8s-version", "1.29", "--default-backend", "db", "--tls-cert", "/c", "--tls-key", "/k"}},
     {"bad_memory_limit", {"--k8s-version", "1.29", "--memory-limit", "lots", "--tls-cert", "/c", "--tls-key", "/k"}},
 };
 
@@ -122,7 +138,8 @@ TEST(inject_cli, self_signed_writes_the_ca_bundle_for_the_service_names) {
     // The serving certificate names the service in the namespace.
     std::unique_ptr<BIO, decltype(&BIO_free)> bio(
         BIO_new_mem_buf(w.tls.cert_chain_pem.data(), static_cast<int>(w.tls.cert_chain_pem.size())), &BIO_free);
-    std::unique_ptr<X509, decltype(&X509_free)> leaf(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr), &X509_free);
+    std::unique_ptr<X509, decltype(&X509_free)> leaf(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr),
+                                                     &X509_free);
     ASSERT_TRUE(leaf);
     const std::string name = "hook.claimguard-system.svc";
     EXPECT_EQ(X509_check_host(leaf.get(), name.c_str(), name.size(), 0, nullptr), 1);

@@ -29,10 +29,9 @@ int main(int argc, char** argv) {
         std::stringstream text;
         text << in.rdbuf();
         const nlohmann::json pod = nlohmann::json::parse(text.str());
-        const injection_plan plan =
-            plan_injection(pod, pod_namespace, config, namespace_opt_in ? opt_in::namespace_label : opt_in::pod_annotation);
-        for (const auto& w : plan.warnings)
-            std::cerr << "warning: " << w << "\n";
+        const injection_plan plan = plan_injection(pod, pod_namespace, config,
+                                                   namespace_opt_in ? opt_in::namespace_label : opt_in::pod_annotation);
+        for (const auto& w : plan.warnings) std::cerr << "warning: " << w << "\n";
         std::cout << (plan.inject ? pod.patch(plan.patch) : pod).dump(2) << "\n";
         return 0;
     } catch (const std::exception& e) {

@@ -16,9 +16,7 @@ struct version_case {
     k8s_version expected;
 };
 
-void PrintTo(const version_case& c, std::ostream* os) {
-    *os << c.name;
-}
+void PrintTo(const version_case& c, std::ostream* os) { *os << c.name; }
 
 const version_case versions[] = {
     {"plain", "1.29", true, {1, 29}},
@@ -64,9 +62,7 @@ struct host_port_case {
     bool ok;
 };
 
-void PrintTo(const host_port_case& c, std::ostream* os) {
-    *os << c.name;
-}
+void PrintTo(const host_port_case& c, std::ostream* os) { *os << c.name; }
 
 const host_port_case host_ports[] = {
     {"service_name", "mysql:3306", true},
@@ -110,9 +106,7 @@ struct name_case {
     bool label;
 };
 
-void PrintTo(const name_case& c, std::ostream* os) {
-    *os << c.name;
-}
+void PrintTo(const name_case& c, std::ostream* os) { *os << c.name; }
 
 const name_case names[] = {
     {"simple", "coupon-rules", true, true},
@@ -146,15 +140,13 @@ struct quantity_case {
     bool ok;
 };
 
-void PrintTo(const quantity_case& c, std::ostream* os) {
-    *os << c.name;
-}
+void PrintTo(const quantity_case& c, std::ostream* os) { *os << c.name; }
 
 const quantity_case quantities[] = {
-    {"millicores", "50m", true},     {"cores", "2", true},         {"fraction", "0.5", true},
-    {"mebibytes", "64Mi", true},     {"gigabytes", "1G", true},    {"exponent", "1e3", true},
-    {"negative_exp", "5E-3", true},  {"empty", "", false},         {"unit_only", "Mi", false},
-    {"bad_unit", "64MB", false},     {"negative", "-1", false},    {"space", "64 Mi", false},
+    {"millicores", "50m", true},         {"cores", "2", true},      {"fraction", "0.5", true},
+    {"mebibytes", "64Mi", true},         {"gigabytes", "1G", true}, {"exponent", "1e3", true},
+    {"negative_exp", "5E-3", true},      {"empty", "", false},      {"unit_only", "Mi", false},
+    {"bad_unit", "64MB", false},         {"negative", "-1", false}, {"space", "64 Mi", false},
     {"exponent_no_digits", "1e", false},
 };
 

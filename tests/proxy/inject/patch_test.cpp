@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
-#include <sstream>
 #include <ostream>
+#include <sstream>
 #include <string>
 
 namespace claimguard::inject {
@@ -45,9 +45,7 @@ struct fixture_case {
     bool with_defaults;
 };
 
-void PrintTo(const fixture_case& c, std::ostream* os) {
-    *os << c.name;
-}
+void PrintTo(const fixture_case& c, std::ostream* os) { *os << c.name; }
 
 const fixture_case fixture_cases[] = {
     {"opt_in_native", 29, opt_in::pod_annotation, false},
@@ -101,7 +99,9 @@ TEST_P(review_fixtures, answer_matches_the_expected_patch_and_warnings) {
         auto decoded = base64_decode(response["patch"].get<std::string>());
         ASSERT_TRUE(decoded) << "the patch is not valid base64";
         const json patch = json::parse(*decoded);
-        EXPECT_EQ(patch, expected["patch"]) << "got:\n" << patch.dump(2) << "\nexpected:\n" << expected["patch"].dump(2);
+        EXPECT_EQ(patch, expected["patch"]) << "got:\n"
+                                            << patch.dump(2) << "\nexpected:\n"
+                                            << expected["patch"].dump(2);
     }
     const json warnings = response.contains("warnings") ? response["warnings"] : json::array();
     EXPECT_EQ(warnings, expected["warnings"]);
@@ -114,9 +114,9 @@ TEST_P(review_fixtures, patched_pod_is_valid_and_a_second_review_is_empty) {
     const json request = json::parse(read_fixture(std::string(c.name) + ".review.json"));
     const injection_config config = test_config(c.minor, c.with_defaults);
     const json& pod = request["request"]["object"];
-    if (!pod.is_object())
-        GTEST_SKIP() << "no pod in this review";
-    const injection_plan plan = plan_injection(pod, request["request"]["namespace"].get<std::string>(), config, c.source);
+    if (!pod.is_object()) GTEST_SKIP() << "no pod in this review";
+    const injection_plan plan =
+        plan_injection(pod, request["request"]["namespace"].get<std::string>(), config, c.source);
     if (!plan.inject) {
         EXPECT_TRUE(plan.patch.empty());
         return;
@@ -127,8 +127,7 @@ TEST_P(review_fixtures, patched_pod_is_valid_and_a_second_review_is_empty) {
     // The app's containers are untouched, or only followed by the sidecar.
     const json& app_before = pod["spec"]["containers"];
     const json& app_after = patched["spec"]["containers"];
-    for (std::size_t i = 0; i < app_before.size(); ++i)
-        EXPECT_EQ(app_after[i], app_before[i]);
+    for (std::size_t i = 0; i < app_before.size(); ++i) EXPECT_EQ(app_after[i], app_before[i]);
     const json* sidecar = nullptr;
     if (plan.native) {
         EXPECT_EQ(app_after.size(), app_before.size());
@@ -152,7 +151,8 @@ TEST_P(review_fixtures, patched_pod_is_valid_and_a_second_review_is_empty) {
             EXPECT_EQ(patched["metadata"]["annotations"][key], value) << key;
     }
 
-    const injection_plan again = plan_injection(patched, request["request"]["namespace"].get<std::string>(), config, c.source);
+    const injection_plan again =
+        plan_injection(patched, request["request"]["namespace"].get<std::string>(), config, c.source);
     EXPECT_FALSE(again.inject);
     EXPECT_TRUE(again.patch.empty());
     EXPECT_TRUE(again.warnings.empty());
@@ -168,9 +168,7 @@ struct bad_body_case {
     errc expected;
 };
 
-void PrintTo(const bad_body_case& c, std::ostream* os) {
-    *os << c.name;
-}
+void PrintTo(const bad_body_case& c, std::ostream* os) { *os << c.name; }
 
 const bad_body_case bad_bodies[] = {
     {"empty", "", errc::not_json},

@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include <functional>
-#include <stdexcept>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -21,9 +21,10 @@ TEST(sidecar_args, serve_with_rules_dir_backend_and_redis_then_extra_args) {
     config.admin_port = 9191;
     config.extra_args = {"--log-level", "debug"};
     const sidecar_target target{"db:3306", "cache:6379", "rules", true};
-    const std::vector<std::string> expected = {"serve",      "--listen", "127.0.0.1:3307", "--backend", "db:3306",
-                                               "--admin",    "0.0.0.0:9191", "--rules-dir", "/etc/claimguard/rules",
-                                               "--redis",    "cache:6379", "--log-level", "debug"};
+    const std::vector<std::string> expected = {
+        "serve",        "--listen",    "127.0.0.1:3307",        "--backend", "db:3306",    "--admin",
+        "0.0.0.0:9191", "--rules-dir", "/etc/claimguard/rules", "--redis",   "cache:6379", "--log-level",
+        "debug"};
     EXPECT_EQ(sidecar_args(config, target), expected);
 }
 
@@ -67,9 +68,7 @@ struct invalid_case {
     std::function<void(injection_config&)> spoil;
 };
 
-void PrintTo(const invalid_case& c, std::ostream* os) {
-    *os << c.name;
-}
+void PrintTo(const invalid_case& c, std::ostream* os) { *os << c.name; }
 
 const invalid_case invalid_configs[] = {
     {"empty_image", [](injection_config& c) { c.image.clear(); }},

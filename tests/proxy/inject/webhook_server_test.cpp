@@ -5,6 +5,7 @@
 #include "proxy/inject/base64.hpp"
 #include "proxy/inject/self_signed.hpp"
 
+#include <gtest/gtest.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -19,7 +20,6 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -108,7 +108,8 @@ struct exchange_result {
 
 // One TLS connection that verifies the server against `ca_pem` for `verify_name` and sends the
 // requests in order on it (keep-alive).
-exchange_result https_exchange(std::uint16_t port, const std::string& ca_pem, const std::vector<http_request_spec>& requests,
+exchange_result https_exchange(std::uint16_t port, const std::string& ca_pem,
+                               const std::vector<http_request_spec>& requests,
                                const std::string& verify_name = service_name) {
     asio::io_context io;
     ssl::context ctx(ssl::context::tls_client);
@@ -121,7 +122,8 @@ exchange_result https_exchange(std::uint16_t port, const std::string& ca_pem, co
             beast::ssl_stream<beast::tcp_stream> stream(io, ctx);
             SSL_set_tlsext_host_name(stream.native_handle(), verify_name.c_str());
             stream.set_verify_callback(ssl::host_name_verification(verify_name));
-            auto [cec] = co_await beast::get_lowest_layer(stream).async_connect(tcp::endpoint(loopback, port), use_tuple);
+            auto [cec] =
+                co_await beast::get_lowest_layer(stream).async_connect(tcp::endpoint(loopback, port), use_tuple);
             if (cec) {
                 result.ec = cec, result.failed_step = "connect";
                 co_return;
@@ -135,8 +137,7 @@ exchange_result https_exchange(std::uint16_t port, const std::string& ca_pem, co
             for (const auto& spec : requests) {
                 http::request<http::string_body> req{spec.method, spec.target, 11};
                 req.set(http::field::host, verify_name);
-                if (!spec.content_type.empty())
-                    req.set(http::field::content_type, spec.content_type);
+                if (!spec.content_type.empty()) req.set(http::field::content_type, spec.content_type);
                 req.body() = spec.body;
                 req.prepare_payload();
                 auto [wec, written] = co_await http::async_write(stream, req, use_tuple);
@@ -156,8 +157,7 @@ exchange_result https_exchange(std::uint16_t port, const std::string& ca_pem, co
         },
         asio::detached);
     io.run_for(client_timeout);
-    if (!io.stopped())
-        result.failed_step = "timeout";
+    if (!io.stopped()) result.failed_step = "timeout";
     return result;
 }
 
@@ -214,10 +214,12 @@ TEST_F(webhook_tls, namespace_entry_injects_unannotated_pods) {
     o.injection.default_rules_configmap = "claimguard-rules";
     running_server server(o);
     const std::string body = read_fixture("namespace_label_defaults.review.json");
-    auto r = https_exchange(server.port(), material().ca_pem,
-                            {{http::verb::post, "/mutate/namespace?timeout=10s", body}, {http::verb::post, "/mutate", body}});
+    auto r = https_exchange(
+        server.port(), material().ca_pem,
+        {{http::verb::post, "/mutate/namespace?timeout=10s", body}, {http::verb::post, "/mutate", body}});
     ASSERT_EQ(r.responses.size(), 2u) << r.failed_step << ": " << r.ec.message();
-    EXPECT_EQ(decoded_patch(r.responses[0]), json::parse(read_fixture("namespace_label_defaults.expected.json"))["patch"]);
+    EXPECT_EQ(decoded_patch(r.responses[0]),
+              json::parse(read_fixture("namespace_label_defaults.expected.json"))["patch"]);
     // The same pod through the annotation-only entry is not opted in.
     EXPECT_FALSE(json::parse(r.responses[1].body())["response"].contains("patch"));
 }
@@ -228,9 +230,7 @@ struct status_case {
     unsigned status;
 };
 
-void PrintTo(const status_case& c, std::ostream* os) {
-    *os << c.name;
-}
+void PrintTo(const status_case& c, std::ostream* os) { *os << c.name; }
 
 const status_case status_cases[] = {
     {"not_json", {http::verb::post, "/mutate", "{not json", "application/json"}, 400},
@@ -292,8 +292,7 @@ TEST_F(webhook_tls, plain_http_on_the_tls_port_is_dropped_and_the_server_goes_on
         std::size_t total = 0;
         for (;;) {  // the server answers with a TLS alert at most, then closes
             total += s.read_some(asio::buffer(buf), ec);
-            if (ec)
-                break;
+            if (ec) break;
             ASSERT_LT(total, 4096u);
         }
         EXPECT_TRUE(ec == asio::error::eof || ec == asio::error::connection_reset) << ec.message();
@@ -322,8 +321,7 @@ TEST_F(webhook_tls, connections_beyond_the_limit_are_closed) {
     std::optional<exchange_result> ok;
     for (int attempt = 0; attempt < 100; ++attempt) {
         ok = https_one(server.port(), material().ca_pem, {http::verb::get, "/healthz", "", ""});
-        if (!ok->responses.empty())
-            break;
+        if (!ok->responses.empty()) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     ASSERT_EQ(ok->responses.size(), 1u);

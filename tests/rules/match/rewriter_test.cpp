@@ -258,10 +258,22 @@ TEST(rewriter, placeholder_amount_with_a_floor_waits_for_the_value) {
     const auto& c = std::get<counter_change>(m.facts.at(0));
     EXPECT_EQ(rewrite_change(st, c).error(), make_error_code(errc::amount_needs_value));
     // Once bound (say to 3), the engine passes the number: the guard is floor + 3.
-    const auto out = conditional_decrement(st, *c.rule, c.assignment, c.version_assignment, {3, std::nullopt});
-    ASSERT_TRUE(out);
+    const auto out = rewrite_change(st, c, 3);
+    ASSERT_TRUE(out) << out.error().message();
     EXPECT_EQ(out->sql, "UPDATE shop.inventory SET qty = qty - 3 WHERE sku = ? AND warehouse = ? AND qty >= 8");
     EXPECT_EQ(std::vector<std::uint32_t>(out->parameters.begin(), out->parameters.end()), (std::vector<std::uint32_t>{1, 2}));
+    check_round_trip(st, c.key, *c.rule, *out, {3, std::nullopt});
+    EXPECT_EQ(rewrite_change(st, c, 0).error(), make_error_code(errc::amount_not_positive));
+}
+
+TEST(rewriter, known_units_replace_a_placeholder_amount) {
+    const auto st = sql::parse("UPDATE coupon_stock SET remain = remain - ? WHERE campaign_id = ?", {});
+    const auto m = match(st, index());
+    const auto& c = std::get<counter_change>(m.facts.at(0));
+    const auto out = rewrite_change(st, c, 2);
+    ASSERT_TRUE(out);
+    EXPECT_EQ(out->sql, "UPDATE coupon_stock SET remain = remain - 2, `version` = `version` + 1 WHERE campaign_id = ? AND remain >= 2");
+    EXPECT_EQ(std::vector<std::uint32_t>(out->parameters.begin(), out->parameters.end()), (std::vector<std::uint32_t>{1}));
 }
 
 TEST(rewriter, refuses_floor_overflow) {

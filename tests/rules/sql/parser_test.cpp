@@ -437,6 +437,18 @@ TEST(parser, statement_over_the_limit_is_not_ours) {
     EXPECT_EQ(st.error, make_error_code(errc::statement_too_long));
 }
 
+TEST(parser, deep_nesting_is_not_ours_without_exhausting_the_stack) {
+    const std::size_t deep = 200000;
+    const std::string item = std::string(deep, '(') + "1" + std::string(deep, ')');
+    EXPECT_EQ(parse("SELECT " + item, opts()).reason, not_ours_reason::unsupported_syntax);
+    EXPECT_EQ(parse("UPDATE t SET a = " + item + " WHERE b = 1", opts()).reason, not_ours_reason::unsupported_syntax);
+    EXPECT_EQ(parse("SELECT remain FROM t WHERE " + std::string(deep, '(') + "a = 1" + std::string(deep, ')'), opts()).reason,
+              not_ours_reason::unsupported_syntax);
+    EXPECT_EQ(parse("SELECT COUNT(" + item + ") FROM t", opts()).reason, not_ours_reason::none);
+    // Within the limit, nesting is fine.
+    EXPECT_TRUE(parse("SELECT " + std::string(60, '(') + "1" + std::string(60, ')'), opts()).ours());
+}
+
 TEST(parser, placeholder_count_is_recorded) {
     EXPECT_EQ(parse("UPDATE t SET a = ?, b = ? WHERE c = ?", opts()).placeholder_count, 3u);
 }

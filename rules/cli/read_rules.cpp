@@ -1,0 +1,60 @@
+// Rules files from disk into rules::rules_source values.
+#include "rules/cli/read_rules.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+#include "rules/model/limits.hpp"
+
+namespace claimguard::rules_cli {
+
+read_result read_rules_files(const std::vector<std::string>& paths) {
+    read_result r;
+    for (const auto& path : paths) {
+        std::error_code ec;
+        if (std::filesystem::is_directory(path, ec)) {
+            r.unreadable.push_back({{path, 0, 0}, "cannot read " + path + ": it is a directory"});
+            continue;
+        }
+        std::ifstream in(path, std::ios::binary);
+        if (!in) {
+            r.unreadable.push_back({{path, 0, 0}, "cannot read " + path + ": " + std::strerror(errno)});
+            continue;
+        }
+        std::string text;
+        text.resize(rules::max_rules_file_bytes + 1);
+        in.read(text.data(), static_cast<std::streamsize>(text.size()));
+        if (in.bad()) {
+            r.unreadable.push_back({{path, 0, 0}, "cannot read " + path + ": read error"});
+            continue;
+        }
+        text.resize(static_cast<std::size_t>(in.gcount()));
+        r.sources.push_back({path, std::move(text)});
+    }
+    return r;
+}
+
+namespace detail {
+
+int read_and_load(const std::vector<std::string>& paths, std::string_view command, std::ostream& err,
+                  rules::rule_set& out) {
+    if (paths.empty()) {
+        err << "claimguard " << command << ": no rules files given (usage: claimguard " << command
+            << " RULES.yaml...)\n";
+        return 2;
+    }
+    auto read = read_rules_files(paths);
+    for (const auto& u : read.unreadable) err << "claimguard " << command << ": " << u.message << "\n";
+    if (!read.unreadable.empty()) return 2;
+    auto loaded = rules::load_rules(read.sources);
+    for (const auto& e : loaded.errors) err << rules::format_diagnostic(e) << "\n";
+    if (!loaded.rules) return 1;
+    out = std::move(*loaded.rules);
+    return 0;
+}
+
+}  // namespace detail
+}  // namespace claimguard::rules_cli
