@@ -297,7 +297,7 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
     case verdict::decrement: {
         auto rewritten = std::holds_alternative<match::counter_write>(*d.fact)
                              ? match::rewrite_write(st, std::get<match::counter_write>(*d.fact), d.units)
-                             : match::rewrite_change(st, std::get<match::counter_change>(*d.fact));
+                             : match::rewrite_change(st, std::get<match::counter_change>(*d.fact), d.units);
         if (!rewritten) {
             spdlog::warn("session {}: rule {}: cannot rewrite a decrement ({}): forwarded unchanged", id_,
                          rule_name(d), rewritten.error().message());
@@ -381,10 +381,10 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
         const rules::stock_rule* stock = snapshot_->rules.stocks.empty() ? nullptr : &snapshot_->rules.stocks.front();
         if (auto* named = snapshot_->rules.find_stock(memory_.poisoned_rule)) stock = named;
         audit(d, "rolled-back", st);
-        rules::answer fallback{rules::answer::kind::error, 1644, "45000",
+        const rules::answer fallback{rules::answer::kind::error, 1644, "45000",
                                "claimguard: transaction rolled back: it holds a claim without stock"};
-        co_return co_await answer(stock ? stock->exhausted : fallback, reply->status) ? intercepted::handled
-                                                                                     : intercepted::failed;
+        const rules::answer& chosen = stock ? stock->exhausted : fallback;  // no temporary inside co_await
+        co_return co_await answer(chosen, reply->status) ? intercepted::handled : intercepted::failed;
     }
     }
     co_return intercepted::forward;

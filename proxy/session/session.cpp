@@ -200,7 +200,9 @@ awaitable<void> session::client_read_failed(error_code ec, std::uint8_t seq) {
         admin::metrics().client_errors(ec == proto::errc::packet_too_large ? "packet_too_large" : "protocol").inc();
         spdlog::warn("session {} from {}: bad packet from the client: {}", id_, peer_, ec.message());
         auto [code, state] = client_error_answer(ec);
-        co_await answer_error(seq, code, state, "claimguard: " + ec.message());
+        // Named, never a temporary inside co_await: GCC 12 can destroy such temporaries twice.
+        const std::string message = "claimguard: " + ec.message();
+        co_await answer_error(seq, code, state, message);
         co_return;
     }
     admin::metrics().client_errors("io").inc();
@@ -210,10 +212,15 @@ awaitable<void> session::backend_failed(error_code ec, std::uint8_t seq) {
     bool protocol = ec.category() == proto::protocol_category();
     admin::metrics().backend_errors(protocol ? "protocol" : ec == asio::error::eof ? "closed" : "io").inc();
     spdlog::warn("session {} from {}: database connection failed: {}", id_, peer_, ec.message());
-    co_await answer_error(seq, protocol ? er::backend_malformed : er::server_lost, "HY000",
-                          protocol ? "claimguard: malformed packet from the database: " + ec.message()
-                                   : "Lost connection to the database during query (claimguard: " +
-                                         ec.message() + ")");
+    // The message is built before the co_await: GCC 12 destroys temporaries of a conditional
+    // expression inside a co_await argument twice (a double free, found by it_faults).
+    std::string message;
+    if (protocol) {
+        message = "claimguard: malformed packet from the database: " + ec.message();
+    } else {
+        message = "Lost connection to the database during query (claimguard: " + ec.message() + ")";
+    }
+    co_await answer_error(seq, protocol ? er::backend_malformed : er::server_lost, "HY000", message);
 }
 
 awaitable<bool> session::connect_backend() {
@@ -234,10 +241,10 @@ awaitable<bool> session::connect_backend() {
         admin::metrics().backend_errors(timeout ? "timeout" : "connect").inc();
         spdlog::warn("session {} from {}: cannot connect to the database at {}:{}: {}", id_, peer_,
                      opt_.backend.host, opt_.backend.port, timeout ? "timed out" : ec.message());
-        co_await answer_error(0, er::cannot_connect, "HY000",
-                              "claimguard: cannot connect to the database at " + opt_.backend.host + ":" +
-                                  std::to_string(opt_.backend.port) + ": " +
-                                  (timeout ? std::string("timed out") : ec.message()));
+        std::string reason = timeout ? std::string("timed out") : ec.message();
+        const std::string message = "claimguard: cannot connect to the database at " + opt_.backend.host + ":" +
+                                    std::to_string(opt_.backend.port) + ": " + reason;
+        co_await answer_error(0, er::cannot_connect, "HY000", message);
         co_return false;
     }
     error_code ignored;
@@ -388,8 +395,8 @@ awaitable<bool> session::start_backend_tls(const proto::handshake_response& resp
     if (ec) {
         admin::metrics().backend_errors("tls").inc();
         spdlog::warn("session {} from {}: TLS handshake with the database failed: {}", id_, peer_, ec.message());
-        co_await answer_error(response_packet.last_seq + 1, er::cannot_connect, "HY000",
-                              "claimguard: TLS handshake with the database failed: " + ec.message());
+        const std::string message = "claimguard: TLS handshake with the database failed: " + ec.message();
+        co_await answer_error(response_packet.last_seq + 1, er::cannot_connect, "HY000", message);
         co_return false;
     }
     proto::byte_buffer patched(response_packet.first_payload.begin(), response_packet.first_payload.end());
@@ -415,9 +422,10 @@ awaitable<void> session::command_loop() {
             co_await client_read_failed(proto::errc::bad_sequence, static_cast<std::uint8_t>(packet.last_seq + 1));
             co_return;
         }
-        if (packet.payload_size == 0) {
-            co_await client_read_failed(proto::errc::empty_packet, 1);
-            co_return;
+        if (packet.payload_size == 0) {  // MariaDB answers "Unknown command" and keeps the session
+            client_in_.consume(packet.raw_size);
+            co_await answer_error(1, er::unknown_command, "08S01", "Unknown command");
+            continue;
         }
         const std::uint8_t command = packet.first_payload[0];
         const std::uint8_t reply_seq = static_cast<std::uint8_t>(packet.last_seq + 1);
@@ -454,7 +462,6 @@ awaitable<void> session::command_loop() {
         if (!co_await relay_reply(exchange)) co_return;
         status_ = exchange.status();
         if (command == proto::com::stmt_prepare && !exchange.failed()) last_prepared_id_ = exchange.statement_id();
-        if (command == proto::com::change_user && exchange.failed()) co_return;  // the server closes too
         if (exchange.failed()) reset_after_reply_ = false;
         after_command(was_in_transaction, started);
     }

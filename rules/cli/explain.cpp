@@ -3,21 +3,13 @@
 #include <cstdint>
 #include <optional>
 
+#include "rules/cli/read_rules.hpp"
 #include "rules/cli/rules_cli.hpp"
 #include "rules/match/describe.hpp"
 #include "rules/match/rule_index.hpp"
 #include "rules/model/rules.hpp"
 
 namespace claimguard::rules_cli {
-namespace detail {
-
-// Defined in lint.cpp: reads every file and loads them as one rule set (2: unreadable file,
-// 1: invalid rules, both already printed on `err`; 0: `out` set).
-int read_and_load(const std::vector<std::string>& paths, std::string_view command, std::ostream& err,
-                  rules::rule_set& out);
-
-}  // namespace detail
-
 int explain(const std::vector<std::string>& rules_paths, const std::optional<std::string>& read_value,
             const std::string& sql, std::ostream& out, std::ostream& err) {
     rules::match::explain_options options;

@@ -220,7 +220,8 @@ TEST_P(compensation_table, sql) {
     EXPECT_EQ(std::vector<std::uint32_t>(out->parameters.begin(), out->parameters.end()), c.parameters);
     // Round trip: an increment of the same row.
     const auto again = sql::parse(out->sql, {});
-    const auto& change = only_fact<counter_change>(match(again, index()));
+    const auto again_facts = match(again, index());
+    const auto& change = only_fact<counter_change>(again_facts);
     ASSERT_EQ(change.rule, claim.stock) << out->sql;
     EXPECT_EQ(change.delta, c.units);
     ASSERT_EQ(change.key.size(), key.size());
