@@ -22,6 +22,8 @@ inline constexpr std::string_view status_injected = "injected";
 inline constexpr std::string_view label_injector = "claimguard.io/injector";
 
 inline constexpr std::string_view sidecar_name = "claimguard";
+// The binary in the image (Dockerfile); the plain sidecar's preStop hook runs `<it> shutdown`.
+inline constexpr std::string_view sidecar_binary = "/usr/local/bin/claimguard";
 inline constexpr std::string_view rules_volume_name = "claimguard-rules";
 inline constexpr std::string_view default_rules_mount_path = "/etc/claimguard/rules";
 inline constexpr std::string_view admin_port_name = "cg-admin";  // at most 15 characters

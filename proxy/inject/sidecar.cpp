@@ -15,7 +15,6 @@ using json = nlohmann::json;
 constexpr std::string_view path_startup = "/startup";
 constexpr std::string_view path_liveness = "/liveness";
 constexpr std::string_view path_readiness = "/readiness";
-constexpr std::string_view path_quit = "/quitquitquit";
 
 json http_probe(std::string_view path, std::uint16_t port, int period_s, int failure_threshold) {
     return json{{"httpGet", {{"path", path}, {"port", port}}},
@@ -83,10 +82,15 @@ json sidecar_container(const injection_config& config, const sidecar_target& tar
          json::array({{{"name", rules_volume_name}, {"mountPath", config.rules_mount_path}, {"readOnly", true}}})},
     };
     if (json r = resources_of(config.resources); !r.empty()) c["resources"] = std::move(r);
-    if (target.native)
+    if (target.native) {
         c["restartPolicy"] = "Always";
-    else
-        c["lifecycle"] = {{"preStop", {{"httpGet", {{"path", path_quit}, {"port", config.admin_port}}}}}};
+    } else {
+        // `claimguard shutdown` POSTs /quitquitquit to the admin port (POST only, so no httpGet hook).
+        c["lifecycle"] = {{"preStop",
+                           {{"exec",
+                             {{"command", json::array({sidecar_binary, "shutdown", "--admin",
+                                                       fmt::format("127.0.0.1:{}", config.admin_port)})}}}}}};
+    }
     return c;
 }
 

@@ -22,7 +22,8 @@ struct sidecar_target {
 [[nodiscard]] std::vector<std::string> sidecar_args(const injection_config& config, const sidecar_target& target);
 // The container object: probes on the admin port, non-root, read-only root, no capabilities.
 // Native: restartPolicy Always (kubelet starts the app after the startup probe passes and stops
-// the sidecar after the app). Plain: a preStop hook that starts the graceful shutdown.
+// the sidecar after the app). Plain: a preStop hook, `claimguard shutdown`, that starts the
+// graceful shutdown (readiness 503, --min-shutdown-delay, then draining).
 [[nodiscard]] nlohmann::json sidecar_container(const injection_config& config, const sidecar_target& target);
 // The volume that projects the rules ConfigMap as a directory (watched for ..data swaps).
 [[nodiscard]] nlohmann::json rules_volume(const std::string& configmap);

@@ -131,7 +131,8 @@ restartPolicy: Always
 {{- else }}
 lifecycle:
   preStop:
-    httpGet: {path: /quitquitquit, port: {{ $port }}}
+    exec:
+      command: ["/usr/local/bin/claimguard", "shutdown", "--admin", {{ printf "127.0.0.1:%d" $port | quote }}]
 {{- end }}
 {{- end }}
 

@@ -33,6 +33,13 @@ TEST(sidecar_args, no_redis_flag_without_redis) {
     EXPECT_EQ(std::find(args.begin(), args.end(), "--redis"), args.end());
 }
 
+TEST(sidecar_container, prestop_hook_follows_the_admin_port) {
+    injection_config config;
+    config.admin_port = 9191;
+    const json c = sidecar_container(config, sidecar_target{"db:3306", "", "r", false});
+    EXPECT_EQ(c["lifecycle"]["preStop"]["exec"]["command"][3], "127.0.0.1:9191");
+}
+
 TEST(sidecar_container, probes_and_ports_follow_the_admin_port) {
     injection_config config;
     config.admin_port = 9191;
@@ -50,8 +57,8 @@ TEST(sidecar_container, probes_and_ports_follow_the_admin_port) {
 TEST(sidecar_container, plain_container_has_a_prestop_hook_and_no_restart_policy) {
     const json c = sidecar_container(injection_config{}, sidecar_target{"db:3306", "", "r", false});
     EXPECT_FALSE(c.contains("restartPolicy"));
-    EXPECT_EQ(c["lifecycle"]["preStop"]["httpGet"]["path"], "/quitquitquit");
-    EXPECT_EQ(c["lifecycle"]["preStop"]["httpGet"]["port"], 9090);
+    EXPECT_EQ(c["lifecycle"]["preStop"]["exec"]["command"],
+              (json{"/usr/local/bin/claimguard", "shutdown", "--admin", "127.0.0.1:9090"}));
 }
 
 TEST(sidecar_container, empty_resources_are_left_out) {

@@ -147,7 +147,7 @@ std::vector<usage_case> usage_cases() {
     out.push_back({"rules_file_with_errors", o, "the rules files have errors", 2});
     o = valid_options();
     o.rules_files = {(std::filesystem::path(::testing::TempDir()) / "claimguard_no_such_rules.yaml").string()};
-    out.push_back({"unreadable_rules_file", o, "cannot read the rules file", 2});
+    out.push_back({"unreadable_rules_file", o, "cannot read /tmp/claimguard_no_such_rules.yaml", 2});
     o = valid_options();
     o.database.clear();
     out.push_back({"table_without_schema_and_no_database", o, "pass --database", 2});
