@@ -12,6 +12,7 @@
 
 #include "proxy/config/settings.hpp"
 #include "proxy/engine/rules_snapshot.hpp"
+#include "proxy/inject/inject_cli.hpp"
 #include "proxy/schema/check_cli.hpp"
 #include "proxy/session/server.hpp"
 #include "rules/cli/rules_cli.hpp"
@@ -149,6 +150,10 @@ int main(int argc, char** argv) {
     schema::check_options check_opts;
     auto* check_cmd = schema::add_check_command(app, check_opts);
 
+    inject::inject_options inject_opts;
+    auto* inject_cmd = app.add_subcommand("inject", "Run the Kubernetes admission webhook that injects the sidecar");
+    inject::add_inject_options(*inject_cmd, inject_opts);
+
     std::string shutdown_admin = "127.0.0.1:9090";
     auto* shutdown_cmd = app.add_subcommand("shutdown", "Ask a running claimguard to shut down gracefully (preStop)");
     shutdown_cmd->add_option("--admin", shutdown_admin, "Its admin endpoint")->capture_default_str();
@@ -171,5 +176,6 @@ int main(int argc, char** argv) {
     if (*explain_cmd) return rules_cli::explain(explain_rules, explain_read, explain_sql, std::cout, std::cerr);
     if (*shutdown_cmd) return shutdown_command(shutdown_admin);
     if (*check_cmd) return schema::run_check(check_opts, std::cout, std::cerr);
+    if (*inject_cmd) return inject::run_inject(inject_opts);
     return 2;
 }

@@ -10,10 +10,11 @@
 # Environment (defaults in brackets):
 #   BENCH_CLAIMS_SECONDS [15]   seconds per measured run     BENCH_CLAIMS_WARMUP [3]  warm-up seconds before each
 #   BENCH_CLAIMS_THREADS ["8 32 64"]                         BENCH_CLAIMS_ROUNDS [1]  runs per cell (median shown)
-#   BENCH_CLAIMS_CELLS ["naive_direct fixed_direct naive_claimguard naive_claimguard_noredis naive_relay fixed_relay"]
-#                      (also: fixed_claimguard)
+#   BENCH_CLAIMS_CELLS ["naive_direct fixed_direct naive_claimguard naive_claimguard_noredis
+#                        naive_claimguard_noaudit naive_relay fixed_relay"]  (also: fixed_claimguard)
 #   BENCH_CLAIMS_STOCK [1000000]  stock per run; as many users, each claiming once, so nothing sells out
 #   BENCH_CLAIMS_PROTOCOL [text]  text or prepared           BENCH_CLAIMGUARD_THREADS [0: one per core]
+#   BENCH_CLAIMS_FOUND_ROWS [1]   1: connect with CLIENT_FOUND_ROWS as JDBC does (the naive UPDATE then never reports 0 rows)
 #   BENCH_CLAIMS_FLUSH_LOG_AT_TRX_COMMIT [server's: 2]       SET GLOBAL before measuring (0, 1 or 2)
 #   BUILD_DIR [build-release]  BENCH_BUILD_TYPE [Release] (used only when BUILD_DIR is configured here)
 #   BENCH_DOC [docs/BENCHMARKS.md]   BENCH_KEEP [0]  1: keep the temporary directory with all server logs
@@ -39,8 +40,8 @@ build_type="$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build_dir/CMakeCache.txt
 # The command line as someone would type it again, with the knobs that were set.
 invocation=""
 for var in BUILD_DIR BENCH_CLAIMS_SECONDS BENCH_CLAIMS_WARMUP BENCH_CLAIMS_THREADS BENCH_CLAIMS_ROUNDS \
-           BENCH_CLAIMS_CELLS BENCH_CLAIMS_STOCK BENCH_CLAIMS_PROTOCOL BENCH_CLAIMGUARD_THREADS \
-           BENCH_CLAIMS_FLUSH_LOG_AT_TRX_COMMIT; do
+           BENCH_CLAIMS_CELLS BENCH_CLAIMS_STOCK BENCH_CLAIMS_PROTOCOL BENCH_CLAIMS_FOUND_ROWS \
+           BENCH_CLAIMGUARD_THREADS BENCH_CLAIMS_FLUSH_LOG_AT_TRX_COMMIT; do
   if [ -n "${!var:-}" ]; then
     value="${!var}"
     [ "$var" = BUILD_DIR ] && value="${value#"$root"/}"
@@ -49,6 +50,8 @@ for var in BUILD_DIR BENCH_CLAIMS_SECONDS BENCH_CLAIMS_WARMUP BENCH_CLAIMS_THREA
 done
 invocation+="scripts/bench_claims.sh"
 
+default_cells="naive_direct fixed_direct naive_claimguard naive_claimguard_noredis naive_claimguard_noaudit"
+default_cells+=" naive_relay fixed_relay"
 extra=()
 [ "${BENCH_KEEP:-0}" = 1 ] && extra+=(--keep)
 [ -n "${BENCH_CLAIMS_FLUSH_LOG_AT_TRX_COMMIT:-}" ] &&
@@ -61,10 +64,11 @@ exec "$python" "$root/scripts/bench_claims.py" \
   --seconds "${BENCH_CLAIMS_SECONDS:-15}" \
   --warmup "${BENCH_CLAIMS_WARMUP:-3}" \
   --threads "${BENCH_CLAIMS_THREADS:-8 32 64}" \
-  --cells "${BENCH_CLAIMS_CELLS:-naive_direct fixed_direct naive_claimguard naive_claimguard_noredis naive_relay fixed_relay}" \
+  --cells "${BENCH_CLAIMS_CELLS:-$default_cells}" \
   --rounds "${BENCH_CLAIMS_ROUNDS:-1}" \
   --stock "${BENCH_CLAIMS_STOCK:-1000000}" \
   --protocol "${BENCH_CLAIMS_PROTOCOL:-text}" \
+  --found-rows "${BENCH_CLAIMS_FOUND_ROWS:-1}" \
   --claimguard-threads "${BENCH_CLAIMGUARD_THREADS:-0}" \
   --build-type "${build_type:-unknown}" \
   --invocation "$invocation" \

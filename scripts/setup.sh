@@ -12,7 +12,7 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev clang-format
   mariadb-server mariadb-client redis-server redis-tools
   sysbench haproxy
-  python3 python3-pymysql
+  python3 python3-pymysql python3-yaml
   openjdk-17-jdk-headless libmariadb-java
   procps iproute2 netcat-openbsd curl unzip
 )

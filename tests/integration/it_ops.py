@@ -1,0 +1,371 @@
+#!/usr/bin/env python3
+"""Operations against a real claimguard: validate, rules reload (watcher, SIGHUP, POST /-/reload,
+ConfigMap ..data swap), graceful shutdown (SIGTERM, `claimguard shutdown`) and JSON logs.
+
+Starts its own MariaDB (only for the cases that need one) and its own claimguard processes.
+Usage: it_ops.py --claimguard PATH --work-dir DIR [unittest args]
+"""
+
+import argparse
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+import pymysql
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import servers  # noqa: E402
+
+SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE_CONFIG = os.path.join(SOURCE_DIR, "config", "claimguard.example.yaml")
+EXAMPLE_RULES = os.path.join(SOURCE_DIR, "rules", "examples", "coupon.yaml")
+
+ANSWER_TIMEOUT_S = 10.0   # a query, an admin request, a CLI run
+RELOAD_TIMEOUT_S = 10.0   # "within a few seconds": the watcher debounces, then reloads
+EXIT_TIMEOUT_S = 30.0     # the proxy exits after a shutdown request
+MAX_SHUTDOWN_DELAY = "5s"
+LOG_PASSWORD = "Sekret-pw-7f3a91"      # a password that must never reach the log
+WRONG_PASSWORD = "Wrong-pw-c0ffee55"   # a failed login's password must not either
+
+ARGS = None
+
+
+def wait_for(predicate, timeout_s, what):
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            value = predicate()
+            if value:
+                return value
+            last = value
+        except Exception as e:  # noqa: BLE001  (retry whatever went wrong until the deadline)
+            last = e
+        time.sleep(0.05)
+    raise AssertionError(f"{what}: not within {timeout_s}s (last: {last!r})")
+
+
+def http(port, path, method="GET"):
+    """(status, body) of an admin request; status 0 when nothing answers."""
+    req = urllib.request.Request(f"http://{servers.HOST}:{port}{path}", method=method,
+                                 data=b"" if method == "POST" else None)
+    try:
+        with urllib.request.urlopen(req, timeout=ANSWER_TIMEOUT_S) as r:
+            return r.status, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+    except (OSError, urllib.error.URLError):
+        return 0, ""
+
+
+def metric(admin_port, name, labels=None):
+    """The value of one sample from /metrics (sum over samples when labels is None); 0 when absent."""
+    status, body = http(admin_port, "/metrics")
+    if status != 200:
+        raise AssertionError(f"/metrics answered {status}")
+    total = 0.0
+    for line in body.splitlines():
+        if line.startswith("#"):
+            continue
+        m = re.match(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)", line)
+        if not m or m.group(1) != name:
+            continue
+        if labels is not None and m.group(2) != "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}":
+            continue
+        total += float(m.group(3))
+    return total
+
+
+def reloads(admin_port, result=None):
+    return metric(admin_port, "claimguard_rules_reloads_total", None if result is None else {"result": result})
+
+
+def rules_info(admin_port):
+    status, body = http(admin_port, "/rules")
+    if status != 200:
+        raise AssertionError(f"/rules answered {status}: {body}")
+    return json.loads(body)
+
+
+def coupon_rules(mode="enforce", message="sold out"):
+    """The example coupon rules with a chosen default_mode and stock message (each gives another version)."""
+    with open(EXAMPLE_RULES, encoding="utf-8") as f:
+        text = f.read()
+    text = text.replace("default_mode: enforce", f"default_mode: {mode}")
+    return text.replace("coupon_stock is sold out for this key", message)
+
+
+def write_file(path, text):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def run_cli(*args):
+    return subprocess.run([ARGS.claimguard, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          stdin=subprocess.DEVNULL, timeout=ANSWER_TIMEOUT_S * 3, check=False, text=True)
+
+
+class Ops(unittest.TestCase):
+    db = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.work = os.path.abspath(ARGS.work_dir)
+        if os.path.isdir(cls.work):
+            servers.MariaDB(os.path.join(cls.work, "mariadb")).stop()
+            shutil.rmtree(cls.work)
+        os.makedirs(cls.work)
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.db is not None:
+            cls.db.stop()
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    def database(self):
+        cls = type(self)
+        if cls.db is None:
+            db = servers.MariaDB(os.path.join(self.work, "mariadb"))
+            os.makedirs(db.dir)
+            db.install()
+            db.start()
+            cls.db = db
+            db.create_test_users()
+            db.sql(f"CREATE TABLE {servers.DATABASE}.ops_t (id INT PRIMARY KEY, v INT)")
+        return cls.db
+
+    def rules_dir(self):
+        path = os.path.join(self.work, "rules_" + self._testMethodName)
+        os.makedirs(path)
+        write_file(os.path.join(path, "coupon.yaml"), coupon_rules())
+        return path
+
+    def start_proxy(self, name, *extra, log_level="info"):
+        db = self.database()
+        proxy = servers.Claimguard(ARGS.claimguard, self.work, name, db.port, log_level=log_level,
+                                   extra_args=["--schema-check", "off", *extra]).start()
+        def stop():
+            proxy.stop(signal.SIGKILL)
+            proxy.proc.wait(timeout=EXIT_TIMEOUT_S)
+        self.addCleanup(stop)
+        return proxy
+
+    def connect(self, proxy, **kwargs):
+        options = dict(host=servers.HOST, port=proxy.port, user=servers.NATIVE_USER,
+                       password=servers.NATIVE_PASSWORD, database=servers.DATABASE,
+                       connect_timeout=ANSWER_TIMEOUT_S, read_timeout=ANSWER_TIMEOUT_S,
+                       write_timeout=ANSWER_TIMEOUT_S, autocommit=True)
+        options.update(kwargs)
+        conn = pymysql.connect(**options)
+        self.addCleanup(lambda: conn.open and conn.close())
+        return conn
+
+    def query(self, conn, sql):
+        with conn.cursor() as cur:
+            cur.execute(sql)
+            return cur.fetchall()
+
+    def assert_queries_work(self, proxy):
+        conn = self.connect(proxy)
+        self.assertEqual(self.query(conn, "SELECT 41 + 1"), ((42,),))
+
+    # --- validate --------------------------------------------------------------------------------
+
+    def test_validate_example_config_with_example_rules(self):
+        r = run_cli("validate", "--config", EXAMPLE_CONFIG, "--rules", EXAMPLE_RULES)
+        self.assertEqual(r.returncode, 0, f"stdout {r.stdout!r} stderr {r.stderr!r}")
+        self.assertIn("ok: config valid", r.stdout)
+
+    def test_validate_bad_rules_and_bad_config_report_file_line_column(self):
+        lines = coupon_rules().splitlines()
+        at = next(i for i, line in enumerate(lines) if line.strip().startswith("counter_column:"))
+        indent = len(lines[at]) - len(lines[at].lstrip())
+        lines.insert(at, " " * indent + "bogus_field: 1")
+        bad_rules = os.path.join(self.work, "bad_rules.yaml")
+        write_file(bad_rules, "\n".join(lines) + "\n")
+        r = run_cli("validate", "--config", EXAMPLE_CONFIG, "--rules", bad_rules)
+        self.assertEqual(r.returncode, 1, f"stdout {r.stdout!r} stderr {r.stderr!r}")
+        self.assertIn(f"{bad_rules}:{at + 1}:{indent + 1}:", r.stderr)
+
+        bad_config = os.path.join(self.work, "bad_config.yaml")
+        write_file(bad_config, "listen: 127.0.0.1:3306\n\n  \nmax_conections: 5\n")
+        r = run_cli("validate", "--config", bad_config, "--rules", EXAMPLE_RULES)
+        self.assertEqual(r.returncode, 1, f"stdout {r.stdout!r} stderr {r.stderr!r}")
+        self.assertIn(f"{bad_config}:4:1:", r.stderr)
+        self.assertIn("max_conections", r.stderr)
+
+    # --- rules reload ----------------------------------------------------------------------------
+
+    def test_bad_rules_file_keeps_the_old_rules_and_the_fix_is_picked_up(self):
+        rules = self.rules_dir()
+        proxy = self.start_proxy("reload_bad", "--rules-dir", rules)
+        before = rules_info(proxy.admin_port)
+        self.assertEqual(before["default_mode"], "enforce")
+        self.assertEqual(metric(proxy.admin_port, "claimguard_rules_last_reload_successful"), 1)
+        failures = reloads(proxy.admin_port, "failure")
+
+        # (a) a broken file: the watcher reloads, the reload fails, the old rules stay.
+        write_file(os.path.join(rules, "coupon.yaml"), coupon_rules().replace("stock_rules:", "stock_rules: [", 1))
+        wait_for(lambda: reloads(proxy.admin_port, "failure") > failures, RELOAD_TIMEOUT_S, "failed reload counted")
+        self.assertEqual(metric(proxy.admin_port, "claimguard_rules_last_reload_successful"), 0)
+        self.assertEqual(rules_info(proxy.admin_port)["version"], before["version"])
+        self.assert_queries_work(proxy)
+        self.assertIsNone(proxy.proc.poll(), "claimguard exited on a bad rules file")
+
+        # (b) the fix (a different, valid rule set) is seen by the watcher.
+        write_file(os.path.join(rules, "coupon.yaml"), coupon_rules(mode="observe"))
+        after = wait_for(lambda: (lambda i: i if i["version"] != before["version"] else None)(
+            rules_info(proxy.admin_port)), RELOAD_TIMEOUT_S, "fixed rules loaded")
+        self.assertEqual(after["default_mode"], "observe")
+        self.assertEqual(metric(proxy.admin_port, "claimguard_rules_last_reload_successful"), 1)
+        self.assert_queries_work(proxy)
+
+    def test_sighup_and_post_reload_each_count_one_reload(self):
+        rules = self.rules_dir()
+        proxy = self.start_proxy("reload_triggers", "--rules-dir", rules, "--watch-rules=false")
+        start = reloads(proxy.admin_port)
+        self.assertGreaterEqual(reloads(proxy.admin_port, "success"), 1, "the start-up load is counted")
+
+        proxy.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: reloads(proxy.admin_port) >= start + 1, RELOAD_TIMEOUT_S, "SIGHUP reload counted")
+        self.assertEqual(reloads(proxy.admin_port), start + 1)
+
+        status, body = http(proxy.admin_port, "/-/reload", method="POST")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(reloads(proxy.admin_port), start + 2)
+
+        # A POST with a broken file answers 400 and counts a failure.
+        write_file(os.path.join(rules, "coupon.yaml"), "stock_rules: [\n")
+        failures = reloads(proxy.admin_port, "failure")
+        status, body = http(proxy.admin_port, "/-/reload", method="POST")
+        self.assertEqual(status, 400, body)
+        self.assertIn("coupon.yaml:", body)
+        self.assertEqual(reloads(proxy.admin_port, "failure"), failures + 1)
+        self.assertEqual(reloads(proxy.admin_port), start + 3)
+        self.assertIsNone(proxy.proc.poll())
+
+    def test_configmap_data_symlink_swap_is_picked_up(self):
+        rules = os.path.join(self.work, "configmap")
+        os.makedirs(os.path.join(rules, "..2026_a"))
+        write_file(os.path.join(rules, "..2026_a", "coupon.yaml"), coupon_rules())
+        os.symlink("..2026_a", os.path.join(rules, "..data"))
+        os.symlink("..data/coupon.yaml", os.path.join(rules, "coupon.yaml"))
+        proxy = self.start_proxy("configmap", "--rules-dir", rules)
+        before = rules_info(proxy.admin_port)
+        self.assertEqual(before["default_mode"], "enforce")
+
+        # What kubelet does: a new timestamped dir, a temp symlink to it, renamed over ..data.
+        os.makedirs(os.path.join(rules, "..2026_b"))
+        write_file(os.path.join(rules, "..2026_b", "coupon.yaml"), coupon_rules(mode="observe"))
+        os.symlink("..2026_b", os.path.join(rules, "..data_tmp"))
+        os.replace(os.path.join(rules, "..data_tmp"), os.path.join(rules, "..data"))
+        shutil.rmtree(os.path.join(rules, "..2026_a"))
+
+        after = wait_for(lambda: (lambda i: i if i["default_mode"] == "observe" else None)(
+            rules_info(proxy.admin_port)), RELOAD_TIMEOUT_S, "swapped ConfigMap loaded")
+        self.assertNotEqual(after["version"], before["version"])
+        self.assertEqual(metric(proxy.admin_port, "claimguard_rules_last_reload_successful"), 1)
+        self.assert_queries_work(proxy)
+
+    # --- graceful shutdown -----------------------------------------------------------------------
+
+    def check_graceful_shutdown(self, name, trigger):
+        self.database().sql("DELETE FROM ops_t", database=servers.DATABASE)
+        proxy = self.start_proxy(name, "--max-shutdown-delay", MAX_SHUTDOWN_DELAY)
+        self.assertEqual(http(proxy.admin_port, "/readiness")[0], 200)
+        in_tx = self.connect(proxy)
+        idle = self.connect(proxy)
+        self.query(in_tx, "BEGIN")
+        self.query(in_tx, "INSERT INTO ops_t VALUES (1, 1)")
+
+        trigger(proxy)
+        # /readiness turns 503 at once (before anything is drained).
+        wait_for(lambda: http(proxy.admin_port, "/readiness")[0] == 503, 2.0, "/readiness 503")
+
+        # The idle session is closed: its socket becomes readable (EOF or an ERR), then it is unusable.
+        wait_for(lambda: select.select([idle._sock], [], [], 0)[0], ANSWER_TIMEOUT_S, "idle client disconnected")
+        with self.assertRaises(pymysql.err.MySQLError):
+            idle.ping(reconnect=False)
+
+        # The session in a transaction keeps working until COMMIT.
+        self.assertIsNone(proxy.proc.poll(), "claimguard exited with a transaction open")
+        self.query(in_tx, "UPDATE ops_t SET v = v + 1")
+        self.assertEqual(self.query(in_tx, "SELECT COUNT(*) FROM ops_t"), ((1,),))
+        self.query(in_tx, "COMMIT")
+        self.assertEqual(self.database().sql("SELECT v FROM ops_t", database=servers.DATABASE).strip(), "2")
+
+        self.assertEqual(proxy.proc.wait(timeout=EXIT_TIMEOUT_S), 0, f"exit status; see {proxy.log}")
+
+    def test_sigterm_drains_sessions_and_exits_0(self):
+        self.check_graceful_shutdown("sigterm", lambda proxy: proxy.proc.send_signal(signal.SIGTERM))
+
+    def test_shutdown_command_drains_sessions_and_exits_0(self):
+        def trigger(proxy):
+            r = run_cli("shutdown", "--admin", f"{servers.HOST}:{proxy.admin_port}")
+            self.assertEqual(r.returncode, 0, f"stdout {r.stdout!r} stderr {r.stderr!r}")
+        self.check_graceful_shutdown("shutdown_cmd", trigger)
+
+    # --- logs ------------------------------------------------------------------------------------
+
+    def test_json_log_lines_parse_and_never_contain_the_password(self):
+        db = self.database()
+        user = "cg_logpw"
+        db.sql(f"CREATE USER '{user}'@'%' IDENTIFIED WITH mysql_native_password USING PASSWORD('{LOG_PASSWORD}');"
+               f"GRANT ALL PRIVILEGES ON {servers.DATABASE}.* TO '{user}'@'%';")
+        proxy = self.start_proxy("json_log", "--log-format", "json", "--rules-dir", self.rules_dir(),
+                                 log_level="trace")
+        conn = self.connect(proxy, user=user, password=LOG_PASSWORD)
+        self.assertEqual(self.query(conn, "SELECT 1"), ((1,),))
+        with self.assertRaises(pymysql.err.OperationalError):
+            self.connect(proxy, user=user, password=WRONG_PASSWORD)
+        conn.close()
+        http(proxy.admin_port, "/-/reload", method="POST")
+        proxy.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proxy.proc.wait(timeout=EXIT_TIMEOUT_S), 0)
+
+        with open(proxy.log, encoding="utf-8", errors="replace") as f:
+            lines = [line for line in f.read().splitlines() if line.strip()]
+        self.assertGreater(len(lines), 3, "too few log lines to mean anything")
+        for line in lines:
+            try:
+                self.assertIsInstance(json.loads(line), dict, line)
+            except json.JSONDecodeError as e:
+                self.fail(f"not JSON ({e}): {line!r}")
+            self.assertNotIn(LOG_PASSWORD, line)
+            self.assertNotIn(WRONG_PASSWORD, line)
+        print(f"{len(lines)} JSON log lines checked")
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--claimguard", required=True)
+    ap.add_argument("--work-dir", required=True)
+    ap.add_argument("--expect-cases", help="space-separated test names CMake registers; exit 1 if they differ")
+    ARGS, rest = ap.parse_known_args()
+    if ARGS.expect_cases is not None:
+        here = sorted(name for name in dir(Ops) if name.startswith("test_"))
+        registered = sorted(ARGS.expect_cases.split())
+        if here != registered:
+            print(f"it_ops.py cases {here} != registered in CMakeLists.txt {registered}")
+            sys.exit(1)
+        print(f"{len(here)} ops cases registered")
+        sys.exit(0)
+    result = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
+    print(f"tests run {result.testsRun}, failures {len(result.failures) + len(result.errors)}, "
+          f"skipped {len(result.skipped)}")
+    sys.exit(0 if result.wasSuccessful() and result.testsRun > 0 else 1)
+
+
+if __name__ == "__main__":
+    main()
