@@ -9,19 +9,23 @@ fuzz_seconds=${CLAIMGUARD_FUZZ_SECONDS:-20}
 
 bash scripts/setup.sh
 
-echo "== build (RelWithDebInfo)"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+echo "== build (Release)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"
 
 echo "== tests"
 ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600
 
 echo "== build and tests under ASan+UBSan"
+# -O0 -g1: the sanitizers need line tables, not full debug info, and -O0 halves the
+# compile time of the coroutine-heavy files on CI's 2 cores.
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCLAIMGUARD_SANITIZE=ON -DCLAIMGUARD_BENCH=OFF \
-  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" >/dev/null
+  -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" >/dev/null
 cmake --build build-asan -j"$jobs"
+# The incident load tests and the chart checks run once, in the release build above: under
+# ASan they would only repeat the same proxy paths the integration tests already cover.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900 -LE "incident|helm"
 
 echo "== fuzzers (${fuzz_seconds}s each)"
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
