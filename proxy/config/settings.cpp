@@ -39,6 +39,15 @@ std::string show_duration(std::chrono::milliseconds d) {
     return std::to_string(d.count()) + "ms";
 }
 
+// Whole seconds for the session timeouts: 0 means "never", so a sub-second value is refused
+// rather than silently turned into "never".
+std::chrono::seconds parse_whole_seconds(std::string_view text) {
+    using namespace std::chrono_literals;
+    auto d = parse_duration(text, 1000ms);
+    if (d.count() % 1000 != 0) throw std::invalid_argument("must be whole seconds (0 = never), e.g. 30s");
+    return std::chrono::duration_cast<std::chrono::seconds>(d);
+}
+
 std::string show_endpoint(const endpoint& e) { return e.host + ":" + std::to_string(e.port); }
 
 constexpr std::size_t max_threads = 256;
@@ -102,14 +111,10 @@ std::vector<setting> make_settings() {
         [](o& x, std::string_view v) { x.connect_timeout = parse_duration(v, 1ms); },
         [](const o& x) { return show_duration(x.connect_timeout); });
     add("idle_timeout", "Close client connections silent this long between commands (0: never)",
-        [](o& x, std::string_view v) {
-            x.idle_timeout = std::chrono::duration_cast<std::chrono::seconds>(parse_duration(v, 1s));
-        },
+        [](o& x, std::string_view v) { x.idle_timeout = parse_whole_seconds(v); },
         [](const o& x) { return show_duration(x.idle_timeout); });
     add("packet_timeout", "A client packet once started must arrive within this",
-        [](o& x, std::string_view v) {
-            x.packet_timeout = std::chrono::duration_cast<std::chrono::seconds>(parse_duration(v, 1s));
-        },
+        [](o& x, std::string_view v) { x.packet_timeout = parse_whole_seconds(v); },
         [](const o& x) { return show_duration(x.packet_timeout); });
     add("backend_tls", "Speak TLS to the database (SSLRequest)",
         [](o& x, std::string_view v) { x.backend_tls.enabled = parse_bool(v); },
