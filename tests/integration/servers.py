@@ -14,11 +14,13 @@ private servers. Standard library only.
 """
 
 import argparse
+import hashlib
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import sys
 import time
 import urllib.error
@@ -29,6 +31,7 @@ MARIADB_START_TIMEOUT_S = 60.0
 PROXY_START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
 POLL_INTERVAL_S = 0.05
+MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes with the NUL; keep a margin
 
 NATIVE_USER = "cg_native"
 NATIVE_PASSWORD = "native-Pw1"
@@ -140,6 +143,11 @@ class MariaDB:
         self.dir = os.path.abspath(base_dir)
         self.datadir = os.path.join(self.dir, "data")
         self.socket = os.path.join(self.dir, "mysql.sock")
+        if len(self.socket) > MAX_SOCKET_PATH:
+            # A unix socket path must fit in 107 bytes; deep build dirs do not. A short path
+            # derived from the directory keeps every process that opens this fixture agreeing.
+            digest = hashlib.sha1(self.dir.encode()).hexdigest()[:16]
+            self.socket = os.path.join(tempfile.gettempdir(), f"cg-{digest}.sock")
         self.pid_file = os.path.join(self.dir, "mariadbd.pid")
         self.log = os.path.join(self.dir, "error.log")
         self.port = port
