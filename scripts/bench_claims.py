@@ -17,10 +17,10 @@ import platform
 import resource
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests", "incident"))
@@ -68,7 +68,7 @@ CELLS = {
                              "and Redis", "fixed", "rules_redis", True),
 }
 DEFAULT_CELLS = ("naive_direct fixed_direct naive_claimguard naive_claimguard_noredis naive_claimguard_noaudit "
-                 "naive_relay fixed_relay")
+                 "naive_relay fixed_relay fixed_claimguard")
 # Statements one claim sends to the database, by flow (a claim that nothing refuses).
 STATEMENTS_PER_CLAIM = {"naive": 3, "fixed": 2}
 PROXY_SETUPS = ("rules_redis", "rules_redis_noaudit", "rules", "relay")
@@ -143,6 +143,12 @@ class Bench:
 
     def reset(self):
         self.cluster.reset({CAMPAIGN: self.args.stock})
+        # One audit line per rewritten claim adds up over a long run; claimguard appends (O_APPEND), so
+        # emptying the files under it is safe and keeps the disk use bounded.
+        for via in self.proxies:
+            path = os.path.join(self.work, f"audit-{via}.jsonl")
+            if os.path.exists(path):
+                os.truncate(path, 0)
 
     def facts(self):
         out = self.cluster.sql(f"""
@@ -313,7 +319,8 @@ def analysis(results, thread_counts):
                      "is " + ", ".join(f"{who} {v:+.0f} us" for who, v in sorted(extra.items(), key=lambda x: -x[1]))
                      + ".")
         per_statement = []
-        for name in ("naive_relay", "fixed_relay", "naive_claimguard_noredis", "naive_claimguard"):
+        for name in ("naive_relay", "fixed_relay", "naive_claimguard_noredis", "naive_claimguard",
+                     "fixed_claimguard"):
             r = find(results, name, t)
             if r and cpu_us(r, "claimguard") is not None:
                 n = STATEMENTS_PER_CLAIM[CELLS[name].flow]
@@ -337,7 +344,8 @@ def render(results, args, commands, facts, variables, started, thread_counts, ce
                  f"Issue 4's target: (c) at least {TARGET_RATIO} x (b). Speeds are reported, never asserted.")
     lines.append("")
     lines.append(f"Measured {started:%Y-%m-%d %H:%M} UTC, claimguard {claimguard_version()} at commit {facts['commit']}"
-                 + (f" plus uncommitted changes in {facts['dirty_files']} tracked files" if facts["dirty_files"] else "")
+                 + (f" plus uncommitted changes in {facts['dirty_files']} tracked files" if facts["dirty_files"]
+                    else "")
                  + f", built {args.build_type}; {args.seconds} s per run after a {args.warmup} s warm-up, "
                  f"{args.rounds} round(s) (median shown), {args.protocol} protocol, autocommit, "
                  + ("CLIENT_FOUND_ROWS (as JDBC connects, so the naive app's UPDATE of an unchanged value reports "
@@ -388,7 +396,8 @@ def render(results, args, commands, facts, variables, started, thread_counts, ce
                  if args.rounds > 1 else ""),
               "", "What each run left in the tables (checked with SQL as root after the run; DESIGN.md section 2: "
               "rows = stock consumed = claims the app was told, no duplicate rows):", "",
-              "| threads | cell | app told claimed | coupon_order rows | stock consumed | duplicate rows | invariants |",
+              "| threads | cell | app told claimed | coupon_order rows | stock consumed | duplicate rows | "
+              "invariants |",
               "|---:|---|---:|---:|---:|---:|---|"]
     for t in thread_counts:
         for c in cells:
@@ -398,7 +407,8 @@ def render(results, args, commands, facts, variables, started, thread_counts, ce
                              f"{r['duplicate_rows']} | {invariant_text(r, CELLS[c])} |")
     lines += ["", "CPU microseconds per claim, by process (utime + stime from /proc over the measured run; the load "
               "tool's from getrusage):", "",
-              "| threads | cell | load tool | MariaDB | claimguard | Redis | total |", "|---:|---|---:|---:|---:|---:|---:|"]
+              "| threads | cell | load tool | MariaDB | claimguard | Redis | total |",
+              "|---:|---|---:|---:|---:|---:|---:|"]
     for t in thread_counts:
         for c in cells:
             r = find(results, c, t)
@@ -438,7 +448,14 @@ def write_doc(path, block):
         f.write(text)
 
 
+def _terminate(signum, frame):  # noqa: ARG001 - signal handler signature
+    # SIGTERM/SIGHUP end the run through main's finally, which stops the servers this run started.
+    raise SystemExit(128 + signum)
+
+
 def main():
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--claimguard", required=True)
     ap.add_argument("--load", required=True, help="the claimguard-load binary")
@@ -489,14 +506,12 @@ def main():
         commands = [args.invocation] if args.invocation else []
         for via in [v for v in PROXY_SETUPS if v in bench.proxies]:
             p = bench.proxies[via]
-            cmd = p.command()
-            cmd = [a.replace(work, "$WORK") for a in cmd]
-            commands.append(f"# claimguard for {via}:")
-            commands.append(shlex.join(cmd))
+            commands.append(f"# claimguard for {via} ($WORK: the temporary directory):")
+            commands.append(shlex.join(p.command()).replace(work, "$WORK").replace(REPO + os.sep, ""))
         load = load_command(args, "PORT", "FLOW", "N", args.seconds)
         commands.append("# per run, after TRUNCATE coupon_order and remain reset (and a --seconds "
                         f"{args.warmup:g} warm-up run, then the reset again):")
-        commands.append(shlex.join(load).replace("127.0.0.1:PORT", "127.0.0.1:$PORT"))
+        commands.append(shlex.join(load).replace(REPO + os.sep, "").replace(":PORT", ":$PORT"))
         commands.append("# PORT: MariaDB's or the claimguard's; FLOW naive or fixed; N the threads")
         write_doc(args.doc, render(results, args, commands, machine_facts(), variables, started, thread_counts,
                                    cells))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks claims/s and latency: naive flow direct, hand-fixed flow direct, naive flow through claimguard; writes docs/BENCHMARKS.md.
+# Benchmarks claims/s and p95 of the naive flow direct, the hand fix direct and the naive flow through claimguard.
 #
 # Installs nothing (run scripts/setup.sh first). Builds Release claimguard and claimguard-load in $BUILD_DIR if
 # needed, then runs scripts/bench_claims.py, which starts its own MariaDB (legacy schema + the UNIQUE index), Redis
@@ -11,10 +11,10 @@
 #   BENCH_CLAIMS_SECONDS [15]   seconds per measured run     BENCH_CLAIMS_WARMUP [3]  warm-up seconds before each
 #   BENCH_CLAIMS_THREADS ["8 32 64"]                         BENCH_CLAIMS_ROUNDS [1]  runs per cell (median shown)
 #   BENCH_CLAIMS_CELLS ["naive_direct fixed_direct naive_claimguard naive_claimguard_noredis
-#                        naive_claimguard_noaudit naive_relay fixed_relay"]  (also: fixed_claimguard)
+#                        naive_claimguard_noaudit naive_relay fixed_relay fixed_claimguard"]
 #   BENCH_CLAIMS_STOCK [1000000]  stock per run; as many users, each claiming once, so nothing sells out
 #   BENCH_CLAIMS_PROTOCOL [text]  text or prepared           BENCH_CLAIMGUARD_THREADS [0: one per core]
-#   BENCH_CLAIMS_FOUND_ROWS [1]   1: connect with CLIENT_FOUND_ROWS as JDBC does (the naive UPDATE then never reports 0 rows)
+#   BENCH_CLAIMS_FOUND_ROWS [1]   1: CLIENT_FOUND_ROWS, as JDBC connects (a naive UPDATE then never reports 0 rows)
 #   BENCH_CLAIMS_FLUSH_LOG_AT_TRX_COMMIT [server's: 2]       SET GLOBAL before measuring (0, 1 or 2)
 #   BUILD_DIR [build-release]  BENCH_BUILD_TYPE [Release] (used only when BUILD_DIR is configured here)
 #   BENCH_DOC [docs/BENCHMARKS.md]   BENCH_KEEP [0]  1: keep the temporary directory with all server logs
@@ -51,7 +51,7 @@ done
 invocation+="scripts/bench_claims.sh"
 
 default_cells="naive_direct fixed_direct naive_claimguard naive_claimguard_noredis naive_claimguard_noaudit"
-default_cells+=" naive_relay fixed_relay"
+default_cells+=" naive_relay fixed_relay fixed_claimguard"
 extra=()
 [ "${BENCH_KEEP:-0}" = 1 ] && extra+=(--keep)
 [ -n "${BENCH_CLAIMS_FLUSH_LOG_AT_TRX_COMMIT:-}" ] &&
