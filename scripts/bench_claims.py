@@ -219,7 +219,8 @@ def median_run(runs):
 
 
 # --- facts about the run --------------------------------------------------------------------------------
-def machine_facts():
+def machine_facts(doc):
+    """The machine and the tree the binaries were built from (taken before the first run)."""
     model = "unknown"
     with open("/proc/cpuinfo", "r", encoding="ascii", errors="replace") as f:
         for line in f:
@@ -235,8 +236,11 @@ def machine_facts():
                                   cwd=REPO).stdout.decode(errors="replace").splitlines()[0].strip()
         except (OSError, IndexError, subprocess.TimeoutExpired):
             return "unknown"
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, check=False, cwd=REPO).stdout.decode().splitlines()
+    # Tracked files changed since the commit, except the document this script rewrites.
+    dirty = [line for line in subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        check=False, cwd=REPO).stdout.decode().splitlines()
+        if os.path.join(REPO, line[3:]) != os.path.abspath(doc)]
     return {"nproc": os.cpu_count(), "cpu": model, "memory": f"{mem_kib / 1024 / 1024:.1f} GiB",
             "kernel": platform.release(), "redis": first_line(["redis-server", "--version"]),
             "commit": first_line(["git", "rev-parse", "--short", "HEAD"]), "dirty_files": len(dirty)}
@@ -489,6 +493,7 @@ def main():
     bench = Bench(args, work)
     results = []
     try:
+        facts = machine_facts(args.doc)
         bench.start()
         variables = bench.server_variables()
         for t in thread_counts:
@@ -513,7 +518,7 @@ def main():
                         f"{args.warmup:g} warm-up run, then the reset again):")
         commands.append(shlex.join(load).replace(REPO + os.sep, "").replace(":PORT", ":$PORT"))
         commands.append("# PORT: MariaDB's or the claimguard's; FLOW naive or fixed; N the threads")
-        write_doc(args.doc, render(results, args, commands, machine_facts(), variables, started, thread_counts,
+        write_doc(args.doc, render(results, args, commands, facts, variables, started, thread_counts,
                                    cells))
         print(f"wrote {args.doc}")
     finally:
