@@ -277,6 +277,11 @@ void after_restock(session_memory& memory, const decision& d, bool succeeded) {
     e.refused = false;
 }
 
+bool claim_backed(const session_memory& memory, const decision& d) {
+    const auto* e = d.stock ? memory.find(d.stock->name, d.key) : nullptr;
+    return e && e->units_taken > 0;
+}
+
 std::int64_t after_claim(session_memory& memory, const decision& d, claim_outcome outcome, bool in_transaction) {
     auto& e = memory.entry(d.stock->name, d.key);
     if (e.units_taken > 0) {

@@ -74,6 +74,12 @@ enum class claim_outcome {
     duplicate,  // Redis or the unique index said the key is already claimed
     failed,     // any other error: the insert did not happen
 };
+// True when this session holds a unit from a successful decrement of the claim's stock key
+// (the usual order: decrement, then insert). False: the app inserts the claim first. In a
+// transaction the later decrement backs it (or the COMMIT becomes a ROLLBACK); in autocommit
+// the row is committed at once, so the proxy can only detect, count and log it.
+[[nodiscard]] bool claim_backed(const session_memory& memory, const decision& d);
+
 // The units to give back to the stock row (0 or 1): the unit this claim took when it
 // did not become a claim row. Never more than the session took.
 [[nodiscard]] std::int64_t after_claim(session_memory& memory, const decision& d, claim_outcome outcome,

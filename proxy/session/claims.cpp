@@ -41,6 +41,7 @@ struct claim_metrics {
     admin::family<admin::counter>& would;
     admin::family<admin::counter>& untracked;
     admin::family<admin::counter>& claims;
+    admin::family<admin::counter>& unbacked;
 
     static claim_metrics& get() {
         auto& r = admin::default_registry();
@@ -61,6 +62,10 @@ struct claim_metrics {
                              "Writes or claims on protected tables the engine could not follow (forwarded unchanged)",
                              {"rule"}),
             r.counter_family("claimguard_claims_total", "Claim rows inserted through the claim protocol", {"rule"}),
+            r.counter_family("claimguard_claims_before_decrement_total",
+                             "Claim rows inserted before this session's decrement of their stock "
+                             "(autocommit: committed at once, not backed by stock)",
+                             {"rule", "in"}),
         };
         return m;
     }
@@ -358,7 +363,14 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
         auto reply = co_await forward_captured();
         if (!reply) co_return intercepted::failed;
         if (!reply->is_err) {
-            (void)engine::after_claim(memory_, d, engine::claim_outcome::inserted, reply->status & proto::status::in_trans);
+            const bool now_in_trans = reply->status & proto::status::in_trans;
+            if (!engine::claim_backed(memory_, d)) {
+                // The app inserts first. In a transaction the decrement that follows backs the
+                // row (or the COMMIT becomes a ROLLBACK); in autocommit it is already committed.
+                m.unbacked.with(rule_name(d), now_in_trans ? "transaction" : "autocommit").inc();
+                if (!now_in_trans) audit(d, "claim-before-decrement", st);
+            }
+            (void)engine::after_claim(memory_, d, engine::claim_outcome::inserted, now_in_trans);
             m.claims.with(rule_name(d)).inc();
             co_return co_await write_client(reply->raw) ? intercepted::handled : intercepted::failed;
         }

@@ -188,6 +188,23 @@ TEST(engine_memory, insert_first_outside_a_transaction_is_not_counted_ahead) {
     EXPECT_TRUE(e == nullptr || e->claims_ahead == 0);
 }
 
+TEST(engine_memory, claim_is_backed_only_by_a_unit_this_session_took) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    const decision first = s.claim("42", "7");
+    ASSERT_EQ(first.what, verdict::claim) << first.note;
+    EXPECT_FALSE(claim_backed(s.memory, first));  // insert first: nothing taken yet
+
+    ASSERT_NO_FATAL_FAILURE(s.read("7", 100));
+    EXPECT_FALSE(claim_backed(s.memory, first));  // a read alone takes nothing
+    s.absolute_decrement("7", 99, true, false);
+    const decision d = s.claim("42", "7");
+    ASSERT_EQ(d.what, verdict::claim) << d.note;
+    EXPECT_TRUE(claim_backed(s.memory, d));
+    EXPECT_EQ(after_claim(s.memory, d, claim_outcome::inserted, false), 0);
+    EXPECT_FALSE(claim_backed(s.memory, d));  // the unit is used up by that claim
+}
+
 TEST(engine_memory, transaction_end_resets_everything) {
     session s(variant_id::coupon);
     ASSERT_TRUE(s.ready()) << s.error();
