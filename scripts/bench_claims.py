@@ -474,7 +474,7 @@ def main():
     ap.add_argument("--protocol", choices=["text", "prepared"], default="text")
     ap.add_argument("--found-rows", type=int, choices=[0, 1], default=1,
                     help="1: the load connects with CLIENT_FOUND_ROWS, as JDBC drivers do")
-    ap.add_argument("--claimguard-threads", type=int, default=0)
+    ap.add_argument("--claimguard-threads", type=int, default=1)
     ap.add_argument("--flush-log-at-trx-commit", type=int, choices=[0, 1, 2], default=None,
                     help="SET GLOBAL innodb_flush_log_at_trx_commit before measuring (default: the server's)")
     ap.add_argument("--build-type", default="unknown")

@@ -13,7 +13,7 @@
 #   BENCH_CLAIMS_CELLS ["naive_direct fixed_direct naive_claimguard naive_claimguard_noredis
 #                        naive_claimguard_noaudit naive_relay fixed_relay fixed_claimguard"]
 #   BENCH_CLAIMS_STOCK [1000000]  stock per run; as many users, each claiming once, so nothing sells out
-#   BENCH_CLAIMS_PROTOCOL [text]  text or prepared           BENCH_CLAIMGUARD_THREADS [0: one per core]
+#   BENCH_CLAIMS_PROTOCOL [text]  text or prepared           BENCH_CLAIMGUARD_THREADS [1; 0: one per core]
 #   BENCH_CLAIMS_FOUND_ROWS [1]   1: CLIENT_FOUND_ROWS, as JDBC connects (a naive UPDATE then never reports 0 rows)
 #   BENCH_CLAIMS_FLUSH_LOG_AT_TRX_COMMIT [server's: 2]       SET GLOBAL before measuring (0, 1 or 2)
 #   BUILD_DIR [build-release]  BENCH_BUILD_TYPE [Release] (used only when BUILD_DIR is configured here)
@@ -69,7 +69,7 @@ exec "$python" "$root/scripts/bench_claims.py" \
   --stock "${BENCH_CLAIMS_STOCK:-1000000}" \
   --protocol "${BENCH_CLAIMS_PROTOCOL:-text}" \
   --found-rows "${BENCH_CLAIMS_FOUND_ROWS:-1}" \
-  --claimguard-threads "${BENCH_CLAIMGUARD_THREADS:-0}" \
+  --claimguard-threads "${BENCH_CLAIMGUARD_THREADS:-1}" \
   --build-type "${build_type:-unknown}" \
   --invocation "$invocation" \
   "${extra[@]}"

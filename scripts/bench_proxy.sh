@@ -8,8 +8,9 @@
 #   BENCH_DURATION [20]    seconds per measured run     BENCH_WARMUP [3]    seconds of warm-up before each
 #   BENCH_THREADS ["1 8 32"]                            BENCH_PS_MODES ["auto disable"] (sysbench --db-ps-mode)
 #   BENCH_WORKLOADS ["oltp_point_select oltp_read_only"]
-#   BENCH_TABLES [4]  BENCH_TABLE_SIZE [10000]          BENCH_CLAIMGUARD_THREADS [0: one per core]
+#   BENCH_TABLES [4]  BENCH_TABLE_SIZE [10000]          BENCH_CLAIMGUARD_THREADS [1; 0: one per core]
 #   BUILD_DIR [build-release]  BENCH_BUILD_TYPE [Release] (used only when BUILD_DIR is configured here)
+#   BENCH_ROUNDS [1]  runs per cell, the three targets interleaved; the median is shown
 #   BENCH_DOC [docs/BENCHMARKS.md]
 #   BENCH_KEEP [0]   1: keep the temporary directory with all server logs
 set -euo pipefail
@@ -44,6 +45,7 @@ exec "$python" "$root/tests/integration/bench_proxy.py" \
   --ps-modes "${BENCH_PS_MODES:-auto disable}" \
   --tables "${BENCH_TABLES:-4}" \
   --table-size "${BENCH_TABLE_SIZE:-10000}" \
-  --claimguard-threads "${BENCH_CLAIMGUARD_THREADS:-0}" \
+  --claimguard-threads "${BENCH_CLAIMGUARD_THREADS:-1}" \
+  --rounds "${BENCH_ROUNDS:-1}" \
   --build-type "${build_type:-unknown}" \
   "${keep[@]}"

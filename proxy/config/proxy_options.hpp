@@ -31,7 +31,7 @@ struct proxy_options {
     endpoint admin{"127.0.0.1", 9090};
     bool admin_enabled = true;
     backend_tls_options backend_tls;
-    unsigned threads = 0;  // 0: one per core
+    unsigned threads = 1;  // 0: one per core. One: a sidecar shares its node (docs/BENCHMARKS.md)
 
     std::vector<std::string> rules_files;  // empty (and no rules_dir): a plain relay, no claim engine
     std::string rules_dir;                 // every *.yaml/*.yml in it (a mounted ConfigMap)

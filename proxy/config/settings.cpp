@@ -72,7 +72,7 @@ std::vector<setting> make_settings() {
             if (x.admin_enabled) x.admin = parse_endpoint(std::string(v));
         },
         [](const o& x) { return x.admin_enabled ? show_endpoint(x.admin) : std::string("off"); });
-    add("threads", "I/O threads (0: one per core)",
+    add("threads", "I/O threads (0: one per core of the node)",
         [](o& x, std::string_view v) { x.threads = static_cast<unsigned>(parse_count(v, max_threads)); },
         [](const o& x) { return std::to_string(x.threads); });
     add("rules", "Rules files (repeatable)", [](o& x, std::string_view v) { x.rules_files.emplace_back(v); },

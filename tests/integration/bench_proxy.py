@@ -129,6 +129,29 @@ def parse_run(out):
     }
 
 
+def measure(workload, port, cpu, ps_mode, threads, args):
+    """One warm-up and one measured sysbench run; the proxy's CPU seconds per 100k queries when cpu is given."""
+    base = sysbench_base(workload, port, args) + [f"--db-ps-mode={ps_mode}", f"--threads={threads}"]
+    if args.warmup > 0:
+        run_sysbench(base + [f"--time={args.warmup}", "run"], args.warmup + SYSBENCH_GRACE_S)
+    cmd = base + [f"--time={args.duration}", "--percentile=95", "--histogram=on", "run"]
+    before = cpu() if cpu else None
+    out = run_sysbench(cmd, args.duration + SYSBENCH_GRACE_S)
+    after = cpu() if cpu else None
+    r = parse_run(out)
+    if cpu and r["queries"]:
+        r["cpu_per_100k"] = (after - before) / r["queries"] * CPU_PER_QUERIES
+    return r
+
+
+def median_run(runs):
+    """The run with the median tps (the lower middle one for an even count), with every round's tps."""
+    ranked = sorted(runs, key=lambda r: r["tps"] or 0.0)
+    r = dict(ranked[(len(ranked) - 1) // 2])
+    r["all_tps"] = [x["tps"] for x in runs]
+    return r
+
+
 def machine_facts():
     model = "unknown"
     with open("/proc/cpuinfo", "r", encoding="ascii", errors="replace") as f:
@@ -159,24 +182,34 @@ def machine_facts():
 def render(results, args, commands, facts, started):
     lines = [BEGIN_MARKER, ""]
     lines.append(f"Measured {started:%Y-%m-%d %H:%M} UTC by `scripts/bench_proxy.sh` "
-                 f"({args.duration} s per run, {args.warmup} s warm-up before each run; claimguard built "
+                 f"({args.duration} s per run, {args.warmup} s warm-up before each run, {args.rounds} round(s) "
+                 f"with the three targets interleaved, median shown; claimguard built "
                  f"{args.build_type}, I/O threads: {args.claimguard_threads or 'one per core'}).")
     lines.append("")
     lines.append(f"Machine: {facts['nproc']} CPUs ({facts['cpu']}), {facts['memory']} RAM, Linux {facts['kernel']}; "
                  f"{facts['mariadb']}; {facts['sysbench']}; {facts['haproxy']}. sysbench, MariaDB and the proxy "
                  f"share these CPUs, so absolute numbers are low and the proxy competes with the load generator.")
     lines.append("")
-    lines.append("| workload | ps mode | threads | target | tps | qps | p50 ms | p95 ms | tps vs direct | "
-                 "proxy CPU s / 100k queries | errors |")
-    lines.append("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    lines.append("| workload | ps mode | threads | target | tps (every round) | qps | p50 ms | p95 ms | tps vs direct | "
+                 "tps vs HAProxy | p50 added vs direct | proxy CPU s / 100k queries | errors |")
+    lines.append("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         direct = next(x for x in results if x["workload"] == r["workload"] and x["ps_mode"] == r["ps_mode"]
                       and x["threads"] == r["threads"] and x["target"] == "direct")
         ratio = f"{100.0 * r['tps'] / direct['tps']:.1f}%" if direct["tps"] else "-"
+        haproxy = next((x for x in results if x["workload"] == r["workload"] and x["ps_mode"] == r["ps_mode"]
+                        and x["threads"] == r["threads"] and x["target"] == "haproxy"), None)
+        vs_haproxy = (f"{100.0 * r['tps'] / haproxy['tps']:.1f}%"
+                      if haproxy and haproxy["tps"] and r["target"] != "direct" else "-")
+        added = (f"{1000.0 * (r['p50'] - direct['p50']):+.0f} us"
+                 if r["target"] != "direct" and r["p50"] is not None and direct["p50"] is not None else "-")
+        every = ", ".join(f"{t:.0f}" for t in r.get("all_tps", []) if t is not None)
+        tps = f"{r['tps']:.0f} ({every})" if len(r.get("all_tps", [])) > 1 else f"{r['tps']:.0f}"
         cpu = f"{r['cpu_per_100k']:.3f}" if r.get("cpu_per_100k") is not None else "-"
         p50 = f"{r['p50']:.2f}" if r["p50"] is not None else "-"
-        lines.append(f"| {r['workload']} | {r['ps_mode']} | {r['threads']} | {r['target']} | {r['tps']:.0f} | "
-                     f"{r['qps']:.0f} | {p50} | {r['p95']:.2f} | {ratio} | {cpu} | {r['errors']:.0f} |")
+        lines.append(f"| {r['workload']} | {r['ps_mode']} | {r['threads']} | {r['target']} | {tps} | "
+                     f"{r['qps']:.0f} | {p50} | {r['p95']:.2f} | {ratio} | {vs_haproxy} | {added} | {cpu} | "
+                     f"{r['errors']:.0f} |")
     lines += ["", "p50 is read from sysbench's latency histogram (bucket upper bound); p95 is sysbench's own. "
               "Proxy CPU is utime+stime of the claimguard or haproxy process over the run "
               "(/proc/PID/stat) divided by the queries sysbench counted.", "", "Commands:", "", "```"]
@@ -218,8 +251,9 @@ def main():
     ap.add_argument("--ps-modes", default="auto disable")
     ap.add_argument("--tables", type=int, default=4)
     ap.add_argument("--table-size", type=int, default=10000)
-    ap.add_argument("--claimguard-threads", type=int, default=0)
+    ap.add_argument("--claimguard-threads", type=int, default=1)
     ap.add_argument("--build-type", default="unknown", help="CMAKE_BUILD_TYPE of the claimguard binary")
+    ap.add_argument("--rounds", type=int, default=1, help="runs per cell (targets interleaved); the median is shown")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs) afterwards")
     args = ap.parse_args()
 
@@ -250,21 +284,21 @@ def main():
                 "run"]) + f"   # after a --time={args.warmup} warm-up run")
             for ps_mode in args.ps_modes.split():
                 for threads in [int(t) for t in args.threads.split()]:
-                    for name, port, cpu in targets:
-                        base = sysbench_base(workload, port, args) + [f"--db-ps-mode={ps_mode}", f"--threads={threads}"]
-                        if args.warmup > 0:
-                            run_sysbench(base + [f"--time={args.warmup}", "run"], args.warmup + SYSBENCH_GRACE_S)
-                        cmd = base + [f"--time={args.duration}", "--percentile=95", "--histogram=on", "run"]
-                        before = cpu() if cpu else None
-                        out = run_sysbench(cmd, args.duration + SYSBENCH_GRACE_S)
-                        after = cpu() if cpu else None
-                        r = parse_run(out)
+                    runs = {name: [] for name, _, _ in targets}
+                    for rnd in range(args.rounds):
+                        # Each round starts with a different target, so that drift in the machine's load
+                        # does not always favour the same one.
+                        order = targets[rnd % len(targets):] + targets[:rnd % len(targets)]
+                        for name, port, cpu in order:
+                            r = measure(workload, port, cpu, ps_mode, threads, args)
+                            runs[name].append(r)
+                            print(f"{workload} ps={ps_mode} threads={threads} {name} round {rnd + 1}: "
+                                  f"tps={r['tps']} p50={r['p50']} p95={r['p95']} "
+                                  f"cpu/100k={r.get('cpu_per_100k')}", flush=True)
+                    for name, _, _ in targets:
+                        r = median_run(runs[name])
                         r.update(workload=workload, ps_mode=ps_mode, threads=threads, target=name)
-                        if cpu and r["queries"]:
-                            r["cpu_per_100k"] = (after - before) / r["queries"] * CPU_PER_QUERIES
                         results.append(r)
-                        print(f"{workload} ps={ps_mode} threads={threads} {name}: tps={r['tps']} p50={r['p50']} "
-                              f"p95={r['p95']} cpu/100k={r.get('cpu_per_100k')}", flush=True)
             cleanup = sysbench_base(workload, db.port, args) + ["cleanup"]
             run_sysbench(cleanup, SYSBENCH_GRACE_S)
         commands.append("# PORT: MariaDB's, claimguard's or haproxy's port; MODE and N as in each row; "

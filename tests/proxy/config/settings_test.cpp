@@ -90,6 +90,11 @@ INSTANTIATE_TEST_SUITE_P(
                                     "f1.yaml,f2.yaml", "e1.yaml", "g1.yaml"}),
     [](const auto& info) { return info.param.name; });
 
+TEST(defaults, one_io_thread) {
+    // One per core of the node would start dozens of threads in a sidecar limited to a fraction of a CPU.
+    EXPECT_EQ(proxy_options{}.threads, 1u);
+}
+
 TEST(precedence, unset_environment_keeps_the_file_value) {
     proxy_options o;
     apply_config_file(write_temp("unset_env.yaml", "max_connections: 7\n"), o);
