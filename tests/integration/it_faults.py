@@ -4,7 +4,6 @@
 Usage: it_faults.py --claimguard PATH --work-dir DIR [unittest args]
 """
 
-import argparse
 import os
 import shutil
 import socket
@@ -18,6 +17,7 @@ import pymysql
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rawmysql  # noqa: E402
+import itlib  # noqa: E402
 import servers  # noqa: E402
 
 ANSWER_TIMEOUT_S = 10.0        # every request must be answered (or the session ended) within this
@@ -406,24 +406,10 @@ class Faults(unittest.TestCase):
 
 
 def main():
-    global ARGS
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--claimguard", required=True)
-    ap.add_argument("--work-dir", required=True)
-    ap.add_argument("--expect-cases", help="space-separated test names CMake registers; exit 1 if they differ")
-    ARGS, rest = ap.parse_known_args()
-    if ARGS.expect_cases is not None:
-        here = sorted(name for name in dir(Faults) if name.startswith("test_"))
-        registered = sorted(ARGS.expect_cases.split())
-        if here != registered:
-            print(f"it_faults.py cases {here} != registered in CMakeLists.txt {registered}")
-            sys.exit(1)
-        print(f"{len(here)} fault cases registered")
-        sys.exit(0)
-    result = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
-    print(f"tests run {result.testsRun}, failures {len(result.failures) + len(result.errors)}, "
-          f"skipped {len(result.skipped)}")
-    sys.exit(0 if result.wasSuccessful() and result.testsRun > 0 else 1)
+    def keep(args):
+        global ARGS
+        ARGS = args
+    itlib.run_fixture_cases(Faults, "it_faults.py fault", __doc__, keep)
 
 
 if __name__ == "__main__":

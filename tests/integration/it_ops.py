@@ -6,7 +6,6 @@ Starts its own MariaDB (only for the cases that need one) and its own claimguard
 Usage: it_ops.py --claimguard PATH --work-dir DIR [unittest args]
 """
 
-import argparse
 import json
 import os
 import re
@@ -23,6 +22,7 @@ import urllib.request
 import pymysql
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import itlib  # noqa: E402
 import servers  # noqa: E402
 
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -347,24 +347,10 @@ class Ops(unittest.TestCase):
 
 
 def main():
-    global ARGS
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--claimguard", required=True)
-    ap.add_argument("--work-dir", required=True)
-    ap.add_argument("--expect-cases", help="space-separated test names CMake registers; exit 1 if they differ")
-    ARGS, rest = ap.parse_known_args()
-    if ARGS.expect_cases is not None:
-        here = sorted(name for name in dir(Ops) if name.startswith("test_"))
-        registered = sorted(ARGS.expect_cases.split())
-        if here != registered:
-            print(f"it_ops.py cases {here} != registered in CMakeLists.txt {registered}")
-            sys.exit(1)
-        print(f"{len(here)} ops cases registered")
-        sys.exit(0)
-    result = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
-    print(f"tests run {result.testsRun}, failures {len(result.failures) + len(result.errors)}, "
-          f"skipped {len(result.skipped)}")
-    sys.exit(0 if result.wasSuccessful() and result.testsRun > 0 else 1)
+    def keep(args):
+        global ARGS
+        ARGS = args
+    itlib.run_fixture_cases(Ops, "it_ops.py ops", __doc__, keep)
 
 
 if __name__ == "__main__":

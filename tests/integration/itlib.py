@@ -1,5 +1,6 @@
 """Shared helpers for the python-driven integration tests: fixture env, targets, result comparison."""
 
+import argparse
 import difflib
 import os
 import sys
@@ -71,3 +72,29 @@ def main():
     print(f"tests run {result.testsRun}, failures {len(result.failures) + len(result.errors)}, "
           f"skipped {len(result.skipped)}")
     sys.exit(0 if ok else 1)
+
+
+def run_fixture_cases(case_class, kind, description, keep_args):
+    """main() of a test file whose cases start their own servers (it_faults, it_ops, ...).
+
+    Arguments: --claimguard BINARY --work-dir DIR, and --expect-cases "test_a test_b" with which CMake checks
+    that it registered exactly the file's cases (exit 1 when they differ). keep_args(args) hands the parsed
+    arguments to the file before its cases run. Exits 0 only when every case passed."""
+    ap = argparse.ArgumentParser(description=description.splitlines()[0])
+    ap.add_argument("--claimguard", required=True)
+    ap.add_argument("--work-dir", required=True)
+    ap.add_argument("--expect-cases", help="space-separated test names CMake registers; exit 1 if they differ")
+    args, rest = ap.parse_known_args()
+    keep_args(args)
+    if args.expect_cases is not None:
+        here = sorted(name for name in dir(case_class) if name.startswith("test_"))
+        registered = sorted(args.expect_cases.split())
+        if here != registered:
+            print(f"{kind} cases {here} != registered in CMakeLists.txt {registered}")
+            sys.exit(1)
+        print(f"{len(here)} {kind} cases registered")
+        sys.exit(0)
+    result = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
+    print(f"tests run {result.testsRun}, failures {len(result.failures) + len(result.errors)}, "
+          f"skipped {len(result.skipped)}")
+    sys.exit(0 if result.wasSuccessful() and result.testsRun > 0 else 1)
