@@ -26,6 +26,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests", "incident"))
 import cluster  # noqa: E402  (tests/incident/cluster.py, which imports tests/integration/servers.py)
 
+import benchdoc  # noqa: E402  (tests/integration, on the path cluster set)
+
 servers = cluster.servers
 BEGIN_MARKER = "<!-- claims:begin -->"
 END_MARKER = "<!-- claims:end -->"
@@ -436,20 +438,7 @@ def render(results, args, commands, facts, variables, started, thread_counts, ce
 
 
 def write_doc(path, block):
-    text = ""
-    if os.path.exists(path):
-        with open(path, "r", encoding="utf-8") as f:
-            text = f.read()
-    if BEGIN_MARKER in text and END_MARKER in text:
-        head, rest = text.split(BEGIN_MARKER, 1)
-        _, tail = rest.split(END_MARKER, 1)
-        text = head + block.rstrip("\n") + tail
-    else:
-        if not text:
-            text = "# Benchmarks\n"
-        text = text.rstrip("\n") + "\n\n" + block
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+    benchdoc.write_block(path, block, BEGIN_MARKER, END_MARKER)
 
 
 def _terminate(signum, frame):  # noqa: ARG001 - signal handler signature

@@ -20,6 +20,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchdoc  # noqa: E402
 import servers  # noqa: E402
 
 BEGIN_MARKER = "<!-- bench_proxy:begin (written by scripts/bench_proxy.sh; do not edit by hand) -->"
@@ -221,23 +222,7 @@ def render(results, args, commands, facts, started):
 
 
 def write_doc(path, block):
-    text = ""
-    if os.path.exists(path):
-        with open(path, "r", encoding="utf-8") as f:
-            text = f.read()
-    if BEGIN_MARKER in text and END_MARKER in text:
-        head, rest = text.split(BEGIN_MARKER, 1)
-        _, tail = rest.split(END_MARKER, 1)
-        text = head + block.rstrip("\n") + tail
-    elif SECTION_TITLE in text:
-        head, tail = text.split(SECTION_TITLE, 1)
-        text = head + SECTION_TITLE + "\n\n" + block + tail
-    else:
-        if not text:
-            text = "# Benchmarks\n\nMeasurements of claimguard, each section written by the script it names.\n"
-        text = text.rstrip("\n") + f"\n\n{SECTION_TITLE}\n\n{block}"
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+    benchdoc.write_block(path, block, BEGIN_MARKER, END_MARKER, SECTION_TITLE)
 
 
 def main():
