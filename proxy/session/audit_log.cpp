@@ -11,23 +11,32 @@ namespace claimguard::session {
 
 namespace sql = rules::sql;
 
-audit_log::audit_log(const std::string& path) {
+audit_log::audit_log(const std::string& path, std::size_t max_pending_bytes, std::function<void()> on_drop)
+    : max_pending_bytes_(max_pending_bytes), on_drop_(std::move(on_drop)) {
     if (path == "off") return;
     if (path.empty() || path == "-") {
         file_ = stderr;
-        return;
+    } else {
+        file_ = std::fopen(path.c_str(), "a");
+        if (!file_) throw std::runtime_error("cannot open the audit log " + path);
+        owned_ = true;
     }
-    file_ = std::fopen(path.c_str(), "a");
-    if (!file_) throw std::runtime_error("cannot open the audit log " + path);
-    owned_ = true;
+    writer_ = std::thread([this] { run_writer(); });
 }
 
 audit_log::~audit_log() {
+    if (writer_.joinable()) {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        wake_.notify_one();
+        writer_.join();
+    }
     if (owned_) std::fclose(file_);
 }
 
-void audit_log::write(const audit_event& e) {
-    if (!file_) return;
+std::string audit_line(const audit_event& e) {
     auto now = std::chrono::system_clock::now();
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
     std::time_t secs = static_cast<std::time_t>(ms / 1000);
@@ -46,11 +55,48 @@ void audit_log::write(const audit_event& e) {
     j["digest"] = e.digest;
     if (!e.note.empty()) j["note"] = e.note;
     // Values come from SQL text and may hold any bytes: never fail on invalid UTF-8.
-    auto line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void audit_log::write(const audit_event& e) {
+    if (!file_) return;
+    auto line = audit_line(e);
+    line += '\n';
+    bool dropped = false;
+    {
+        std::lock_guard lock(mutex_);
+        if (pending_.size() + line.size() > max_pending_bytes_) {
+            ++dropped_;
+            dropped = true;
+        } else {
+            pending_ += line;
+        }
+    }
+    if (dropped) {
+        if (on_drop_) on_drop_();
+        return;
+    }
+    wake_.notify_one();
+}
+
+std::uint64_t audit_log::dropped() const {
     std::lock_guard lock(mutex_);
-    std::fputs(line.c_str(), file_);
-    std::fputc('\n', file_);
-    std::fflush(file_);
+    return dropped_;
+}
+
+void audit_log::run_writer() {
+    std::string batch;
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        wake_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+        if (pending_.empty() && stopping_) return;
+        batch.clear();
+        batch.swap(pending_);  // sessions queue into the (empty) other buffer meanwhile
+        lock.unlock();
+        std::fwrite(batch.data(), 1, batch.size(), file_);
+        std::fflush(file_);
+        lock.lock();
+    }
 }
 
 std::string statement_digest(const sql::parsed_statement& st) {

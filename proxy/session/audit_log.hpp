@@ -1,12 +1,21 @@
 // The audit log: one JSON line per intervention (rewrite, refusal, duplicate, compensation,
 // observe-mode would-rewrite). Only values of columns the rules name are ever written.
+//
+// Sessions never wait for the disk or for whoever reads standard error: write() formats the
+// line and queues it; one writer thread appends the queue in batches. When the queue holds
+// max_pending_bytes (the reader is stuck), further lines are dropped and counted, because a
+// stalled log pipe must not stall every session on the I/O threads.
 #pragma once
 
+#include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -25,21 +34,40 @@ struct audit_event {
     std::string_view note;
 };
 
+// One audit line as JSON (no newline). Values may hold any bytes: invalid UTF-8 is replaced.
+[[nodiscard]] std::string audit_line(const audit_event& e);
+
 class audit_log {
 public:
+    static constexpr std::size_t default_max_pending_bytes = 4 * 1024 * 1024;
+
     // "-" or "": standard error; "off": nothing; else a file opened for appending.
-    explicit audit_log(const std::string& path);
+    // `on_drop` is called (on the caller's thread) for every line dropped because the queue was full.
+    explicit audit_log(const std::string& path, std::size_t max_pending_bytes = default_max_pending_bytes,
+                       std::function<void()> on_drop = {});
+    // Writes what is queued, then closes.
     ~audit_log();
     audit_log(const audit_log&) = delete;
     audit_log& operator=(const audit_log&) = delete;
 
     void write(const audit_event& e);
     [[nodiscard]] bool enabled() const { return file_ != nullptr; }
+    [[nodiscard]] std::uint64_t dropped() const;
 
 private:
-    std::mutex mutex_;
+    void run_writer();
+
     std::FILE* file_ = nullptr;
     bool owned_ = false;
+    const std::size_t max_pending_bytes_;
+    std::function<void()> on_drop_;
+
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;
+    std::string pending_;  // whole lines, each ending in '\n'
+    bool stopping_ = false;
+    std::uint64_t dropped_ = 0;
+    std::thread writer_;  // last: started once everything above exists
 };
 
 // A statement's digest: hex FNV-1a of its significant tokens with every literal

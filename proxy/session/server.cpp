@@ -259,7 +259,11 @@ int run_server(const config::proxy_options& options) {
         if (options.watch_rules) reloader->watch();
         state.session_ctx.rules = &state.rules;
         try {
-            state.audit = std::make_unique<audit_log>(options.audit_log);
+            auto& dropped = admin::default_registry().add_counter(
+                "claimguard_audit_dropped_lines_total",
+                "Audit lines dropped because the audit log could not be written fast enough");
+            state.audit = std::make_unique<audit_log>(options.audit_log, audit_log::default_max_pending_bytes,
+                                                      [&dropped] { dropped.inc(); });
         } catch (const std::exception& e) {
             spdlog::critical("{}", e.what());
             return 1;

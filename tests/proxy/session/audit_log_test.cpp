@@ -1,0 +1,161 @@
+// The audit log writer: every queued line arrives whole and in order, a stuck reader makes it
+// drop (and count) lines instead of blocking the caller, and lines carry only what they are given.
+#include "proxy/session/audit_log.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <optional>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rules/sql/parser.hpp"
+
+namespace claimguard::session {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path temp_file(const std::string& name) {
+    auto dir = fs::temp_directory_path() / ("claimguard-audit-test-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    auto p = dir / name;
+    fs::remove(p);
+    return p;
+}
+
+std::vector<nlohmann::json> read_lines(const fs::path& p) {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(p);
+    std::string line;
+    while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
+    return out;
+}
+
+audit_event event(std::uint64_t session, std::string_view action) {
+    audit_event e;
+    e.session = session;
+    e.client = "10.0.0.7:5000";
+    e.user = "app";
+    e.rule = "coupon_stock";
+    e.action = action;
+    e.keys = {{"campaign_id", "7"}};
+    e.digest = "0123456789abcdef";
+    return e;
+}
+
+TEST(audit_log, every_line_from_many_threads_arrives_whole_and_in_order_per_thread) {
+    const auto path = temp_file("many.jsonl");
+    constexpr int threads = 4;
+    constexpr int per_thread = 2000;
+    {
+        audit_log log(path.string());
+        ASSERT_TRUE(log.enabled());
+        std::vector<std::thread> writers;
+        for (int t = 0; t < threads; ++t)
+            writers.emplace_back([&log, t] {
+                for (int i = 0; i < per_thread; ++i) {
+                    auto e = event(static_cast<std::uint64_t>(t), "rewritten");
+                    e.keys = {{"campaign_id", std::to_string(i)}};
+                    log.write(e);
+                }
+            });
+        for (auto& w : writers) w.join();
+        EXPECT_EQ(log.dropped(), 0u);
+    }  // the destructor writes what is still queued
+    auto lines = read_lines(path);
+    ASSERT_EQ(lines.size(), static_cast<std::size_t>(threads * per_thread));
+    std::vector<int> next(threads, 0);
+    for (const auto& j : lines) {
+        auto t = j.at("session").get<int>();
+        ASSERT_GE(t, 0);
+        ASSERT_LT(t, threads);
+        EXPECT_EQ(j.at("keys").at("campaign_id").get<std::string>(), std::to_string(next[t]));
+        ++next[t];
+        EXPECT_EQ(j.at("action"), "rewritten");
+        EXPECT_EQ(j.at("rule"), "coupon_stock");
+    }
+}
+
+TEST(audit_log, appends_to_an_existing_file) {
+    const auto path = temp_file("append.jsonl");
+    { std::ofstream(path) << "{\"earlier\":1}\n"; }
+    {
+        audit_log log(path.string());
+        log.write(event(1, "exhausted"));
+    }
+    auto lines = read_lines(path);
+    ASSERT_EQ(lines.size(), 2u);
+    EXPECT_EQ(lines[0].at("earlier"), 1);
+    EXPECT_EQ(lines[1].at("action"), "exhausted");
+}
+
+TEST(audit_log, off_writes_nothing_and_a_bad_path_is_an_error) {
+    audit_log off("off");
+    EXPECT_FALSE(off.enabled());
+    off.write(event(1, "rewritten"));  // no effect, no crash
+    EXPECT_THROW(audit_log("/nonexistent-dir/claimguard/audit.jsonl"), std::runtime_error);
+}
+
+// A pipe nobody reads: the writer thread blocks once the pipe is full, the queue fills up to
+// its limit, and then write() drops lines (counted) instead of blocking the caller.
+TEST(audit_log, a_stuck_reader_makes_it_drop_and_count_never_block) {
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    constexpr std::size_t limit = 16 * 1024;
+    std::atomic<std::uint64_t> reported{0};
+    std::uint64_t accepted = 0;
+    std::string received;
+    std::optional<audit_log> log;
+    log.emplace("/proc/self/fd/" + std::to_string(fds[1]), limit, [&reported] { ++reported; });
+    ASSERT_TRUE(log->enabled());
+    // The pipe holds 64 KiB, the queue 16 KiB, a line about 200 bytes: 2,000 lines overflow both.
+    for (int i = 0; i < 2000; ++i) {
+        auto before = log->dropped();
+        log->write(event(static_cast<std::uint64_t>(i), "rewritten"));
+        if (log->dropped() == before) ++accepted;
+    }
+    EXPECT_GT(log->dropped(), 0u);
+    EXPECT_EQ(reported.load(), log->dropped());
+    EXPECT_EQ(accepted + log->dropped(), 2000u);
+    // Unblock the writer: read everything while the destructor flushes the queue.
+    std::thread reader([&] {
+        char buf[4096];
+        for (;;) {
+            auto n = ::read(fds[0], buf, sizeof buf);
+            if (n <= 0) break;
+            received.append(buf, static_cast<std::size_t>(n));
+        }
+    });
+    log.reset();      // flushes, then closes the log's own descriptor of the pipe
+    ::close(fds[1]);  // the last writer gone: the reader sees the end
+    reader.join();
+    ::close(fds[0]);
+    std::size_t lines = 0;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < received.size(); ++i) {
+        if (received[i] != '\n') continue;
+        auto j = nlohmann::json::parse(received.substr(start, i - start));  // whole lines only
+        EXPECT_EQ(j.at("action"), "rewritten");
+        ++lines;
+        start = i + 1;
+    }
+    EXPECT_EQ(start, received.size()) << "a partial line at the end";
+    EXPECT_EQ(lines, accepted);
+}
+
+TEST(audit_log, digest_ignores_literal_values_but_not_the_shape) {
+    auto digest = [](std::string_view sql) { return statement_digest(rules::sql::parse(sql, {})); };
+    const auto a = digest("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7");
+    EXPECT_EQ(a, digest("update coupon_stock set remain = 5 where campaign_id = 'x'"));
+    EXPECT_NE(a, digest("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7 AND remain > 0"));
+    EXPECT_EQ(a.size(), 16u);
+}
+
+}  // namespace
+}  // namespace claimguard::session
