@@ -172,8 +172,8 @@ inline constexpr std::array<double, 17> command_duration_buckets{
 
 // Values of the "kind" / "reason" labels that exist from start-up (rendered as 0 until used).
 inline constexpr std::array<std::string_view, 1> refuse_reasons{"max_connections"};
-inline constexpr std::array<std::string_view, 5> backend_error_kinds{"connect", "io", "protocol", "timeout",
-                                                                     "closed"};
+inline constexpr std::array<std::string_view, 6> backend_error_kinds{"connect", "io",     "protocol",
+                                                                     "timeout", "closed", "tls"};
 inline constexpr std::array<std::string_view, 4> client_error_kinds{"protocol", "timeout", "packet_too_large",
                                                                     "io"};
 
@@ -196,7 +196,7 @@ public:
     counter& commands(std::uint8_t command) noexcept { return *commands_[command]; }
     // claimguard_connections_refused_total{reason=...}
     counter& connections_refused(std::string_view reason);
-    // claimguard_backend_errors_total{kind=...}: connect, io, protocol, timeout, closed
+    // claimguard_backend_errors_total{kind=...}: connect, io, protocol, timeout, closed, tls
     counter& backend_errors(std::string_view kind);
     // claimguard_client_errors_total{kind=...}: protocol, timeout, packet_too_large, io
     counter& client_errors(std::string_view kind);

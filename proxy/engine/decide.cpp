@@ -255,6 +255,7 @@ void after_decrement(session_memory& memory, const decision& d, bool succeeded, 
     auto& e = memory.entry(d.stock->name, d.key);
     if (!succeeded) {
         e.refused = true;
+        e.claim_awaits_decrement = false;  // that autocommit claim stays unbacked (counted when it went in)
         if (in_transaction && e.claims_ahead > 0) {
             memory.transaction_poisoned = true;
             memory.poisoned_rule = d.stock->name;
@@ -267,6 +268,12 @@ void after_decrement(session_memory& memory, const decision& d, bool succeeded, 
     // A claim inserted earlier in this transaction is now backed by this unit.
     std::int64_t backed = std::min(units, e.claims_ahead);
     e.claims_ahead -= backed;
+    // An autocommit claim inserted before this decrement: the unit is that claim's, not one
+    // left over for the session's next claim (which would then look backed).
+    if (e.claim_awaits_decrement && units > backed) {
+        e.claim_awaits_decrement = false;
+        ++backed;
+    }
     e.units_taken += units - backed;
 }
 
@@ -289,7 +296,12 @@ std::int64_t after_claim(session_memory& memory, const decision& d, claim_outcom
         return outcome == claim_outcome::inserted ? 0 : 1;
     }
     // No unit held: the app inserts before it decrements.
-    if (outcome == claim_outcome::inserted && in_transaction) ++e.claims_ahead;
+    if (outcome == claim_outcome::inserted) {
+        if (in_transaction)
+            ++e.claims_ahead;
+        else
+            e.claim_awaits_decrement = true;  // committed already; the next decrement is its unit
+    }
     return 0;
 }
 

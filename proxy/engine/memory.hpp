@@ -18,6 +18,7 @@ struct stock_entry {
     std::int64_t units_taken = 0;           // decrements that succeeded, not yet consumed by a claim
     std::int64_t claims_ahead = 0;          // claims inserted before their decrement (in a transaction)
     bool refused = false;                   // the last decrement was refused: its claim must not follow
+    bool claim_awaits_decrement = false;    // autocommit: a claim row went in (committed) before its decrement
 };
 
 // Per-session bookkeeping. Reset on COMMIT, ROLLBACK, COM_RESET_CONNECTION and

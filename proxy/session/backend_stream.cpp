@@ -2,6 +2,7 @@
 #include "backend_stream.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -17,7 +18,10 @@ asio::awaitable<boost::system::error_code> backend_stream::start_tls(asio::ssl::
                                                                      const std::string& server_name,
                                                                      bool verify) {
     tls_ = std::make_unique<asio::ssl::stream<asio::ip::tcp::socket&>>(socket_, ctx);
-    if (!server_name.empty()) SSL_set_tlsext_host_name(tls_->native_handle(), server_name.c_str());
+    // SNI carries host names only (RFC 6066 section 3): never an IP address literal.
+    boost::system::error_code not_an_address;
+    (void)asio::ip::make_address(server_name, not_an_address);
+    if (!server_name.empty() && not_an_address) SSL_set_tlsext_host_name(tls_->native_handle(), server_name.c_str());
     if (verify) {
         tls_->set_verify_mode(asio::ssl::verify_peer);
         tls_->set_verify_callback(asio::ssl::host_name_verification(server_name));

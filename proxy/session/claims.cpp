@@ -284,7 +284,14 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
     if (d.observe) {
         m.would.with(rule_name(d), engine::verdict_name(d.what)).inc();
         audit(d, "would-" + std::string(engine::verdict_name(d.what)), st);
+        // Keep the session's memory as enforce mode would have it (the decrement took its unit,
+        // the claim used it), so the next decision is the one enforce mode would make: a claim
+        // after a decrement is would-claim, not would-exhausted under require_decrement.
+        const bool in_trans = status_ & proto::status::in_trans;
         if (d.what == verdict::restock) engine::after_restock(memory_, d, true);
+        if (d.what == verdict::decrement || d.what == verdict::track_decrement)
+            engine::after_decrement(memory_, d, true, in_trans);
+        if (d.what == verdict::claim) (void)engine::after_claim(memory_, d, engine::claim_outcome::inserted, in_trans);
         co_return intercepted::forward;
     }
     switch (d.what) {
@@ -389,13 +396,17 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
         match::rewritten_sql rollback{"ROLLBACK", {}};
         auto reply = co_await run_sql(rollback, nullptr, nullptr);
         if (!reply) co_return intercepted::failed;
+        const std::string poisoned = memory_.poisoned_rule;  // before the reset clears it
         engine::after_transaction_end(memory_);
-        const rules::stock_rule* stock = snapshot_->rules.stocks.empty() ? nullptr : &snapshot_->rules.stocks.front();
-        if (auto* named = snapshot_->rules.find_stock(memory_.poisoned_rule)) stock = named;
+        const rules::stock_rule* stock = snapshot_->rules.find_stock(poisoned);
+        if (!stock && !snapshot_->rules.stocks.empty()) stock = &snapshot_->rules.stocks.front();
         audit(d, "rolled-back", st);
+        // The app asked to COMMIT and nothing was committed: that is never answered with an OK,
+        // even when the rule answers a refused decrement with one (exhausted: {type: ok}).
         const rules::answer fallback{rules::answer::kind::error, 1644, "45000",
                                "claimguard: transaction rolled back: it holds a claim without stock"};
-        const rules::answer& chosen = stock ? stock->exhausted : fallback;  // no temporary inside co_await
+        const rules::answer& chosen =
+            stock && stock->exhausted.type == rules::answer::kind::error ? stock->exhausted : fallback;
         co_return co_await answer(chosen, reply->status) ? intercepted::handled : intercepted::failed;
     }
     }

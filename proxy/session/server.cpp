@@ -205,6 +205,15 @@ std::thread start_schema_check(const config::proxy_options& options, server_stat
     c.tls.enabled = options.backend_tls.enabled;
     c.tls.verify = options.backend_tls.verify;
     c.tls.ca_file = options.backend_tls.ca_file;
+    if (c.tls.verify && !options.backend_tls.server_name.empty() &&
+        options.backend_tls.server_name != options.backend.host) {
+        // libmysqlclient verifies the certificate against the host it dials and has no option
+        // for another name, so the check (which reads only the schema) runs encrypted, unverified.
+        c.tls.verify = false;
+        spdlog::warn("schema check: backend_tls_server_name {} differs from the backend host {}: the check's "
+                     "connection is encrypted but its certificate is not verified (sessions are)",
+                     options.backend_tls.server_name, options.backend.host);
+    }
     return std::thread([c, snapshot, refuse, &state] {
         auto report = schema::check_schema(snapshot->rules, c);
         if (!report.error.empty()) {

@@ -37,9 +37,11 @@ constexpr std::uint16_t packet_too_large = 1153;       // 08S01
 constexpr std::uint16_t packets_out_of_order = 1156;   // 08S01
 constexpr std::uint16_t read_timeout = 1159;           // 08S01 timeout reading communication packets
 constexpr std::uint16_t malformed_packet = 1835;       // HY000
-constexpr std::uint16_t cannot_connect = 2003;         // HY000 (client-side code, shown as is)
-constexpr std::uint16_t server_lost = 2013;            // HY000 lost connection during query
-constexpr std::uint16_t backend_malformed = 2027;      // HY000 malformed packet from the server
+// The database is unreachable or went away: server-range codes with SQLSTATE 08S01, which drivers and
+// pools read as "this connection is dead". Never a client-library code (2001-2061): libmariadb 3.3 turns
+// an ERR carrying one (2003, 2013, 2027, ...) into 2027 "Received malformed packet" and loses the message.
+constexpr std::uint16_t backend_gone = 1927;           // 08S01 (ER_CONNECTION_KILLED)
+constexpr const char* backend_gone_state = "08S01";
 }  // namespace er
 
 // The ERR a client gets for a client-side protocol error.
@@ -220,7 +222,7 @@ awaitable<void> session::backend_failed(error_code ec, std::uint8_t seq) {
     } else {
         message = "Lost connection to the database during query (claimguard: " + ec.message() + ")";
     }
-    co_await answer_error(seq, protocol ? er::backend_malformed : er::server_lost, "HY000", message);
+    co_await answer_error(seq, er::backend_gone, er::backend_gone_state, message);
 }
 
 awaitable<bool> session::connect_backend() {
@@ -244,7 +246,7 @@ awaitable<bool> session::connect_backend() {
         std::string reason = timeout ? std::string("timed out") : ec.message();
         const std::string message = "claimguard: cannot connect to the database at " + opt_.backend.host + ":" +
                                     std::to_string(opt_.backend.port) + ": " + reason;
-        co_await answer_error(0, er::cannot_connect, "HY000", message);
+        co_await answer_error(0, er::backend_gone, er::backend_gone_state, message);
         co_return false;
     }
     error_code ignored;
@@ -377,7 +379,7 @@ awaitable<bool> session::start_backend_tls(const proto::handshake_response& resp
                                   const proto::packet_span& response_packet) {
     if (!(server_caps_ & proto::cap::ssl)) {
         admin::metrics().backend_errors("tls").inc();
-        co_await answer_error(response_packet.last_seq + 1, er::cannot_connect, "HY000",
+        co_await answer_error(response_packet.last_seq + 1, er::backend_gone, er::backend_gone_state,
                               "claimguard: backend TLS is required but the database does not offer TLS");
         co_return false;
     }
@@ -390,13 +392,13 @@ awaitable<bool> session::start_backend_tls(const proto::handshake_response& resp
     proto::write_packet(out, seq, payload);
     if (!co_await write_backend(out)) co_return false;
     const auto& tls = opt_.backend_tls;
-    auto ec = co_await backend_.start_tls(*ctx_.backend_tls,
-                                          tls.server_name.empty() ? opt_.backend.host : tls.server_name, tls.verify);
+    const std::string& server_name = tls.server_name.empty() ? opt_.backend.host : tls.server_name;
+    auto ec = co_await backend_.start_tls(*ctx_.backend_tls, server_name, tls.verify);
     if (ec) {
         admin::metrics().backend_errors("tls").inc();
         spdlog::warn("session {} from {}: TLS handshake with the database failed: {}", id_, peer_, ec.message());
         const std::string message = "claimguard: TLS handshake with the database failed: " + ec.message();
-        co_await answer_error(response_packet.last_seq + 1, er::cannot_connect, "HY000", message);
+        co_await answer_error(response_packet.last_seq + 1, er::backend_gone, er::backend_gone_state, message);
         co_return false;
     }
     proto::byte_buffer patched(response_packet.first_payload.begin(), response_packet.first_payload.end());

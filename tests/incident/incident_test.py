@@ -10,7 +10,11 @@ sql/migrations/001_claimguard_unique_index.sql unless the variant says otherwise
 attempts from 24 threads of the unchanged legacy flow, checks DESIGN.md section 2's invariants with
 SQL straight against MariaDB and against what the app was told, then lets one thread of new users
 take what is left (units a refused duplicate gave back late) and checks that exactly the stock was
-issued. Timings are printed, never asserted. Exit 0 when every check passed, 1 otherwise, 77
+issued. The crash variants (sidecar_killed, mysql_restart, mysql_restart_transaction) SIGKILL two
+sidecars or mariadbd at half the stock and start them again on the same ports; they check the
+crash form of the promises (no over-issue, no duplicate, a leak bounded by the attempts whose
+connection was lost, no hang) and that the drain then takes exactly what is left. Timings are
+printed, never asserted. Exit 0 when every check passed, 1 otherwise, 77
 (ctest skip) when the variant needs a claimguard subcommand that does not exist yet.
 """
 
@@ -49,6 +53,24 @@ REDIS_KILL_AT_REMAIN = STOCK // 4
 REDIS_KILL_AFTER_S = 1.0
 REDIS_POLL_INTERVAL_S = 0.002
 REDIS_POLLER_START_TIMEOUT_S = 10.0
+# The crash faults: SIGKILL when the poller sees half the stock gone, then start again on the same ports.
+# Stock and users are CRASH_SCALE times the incident's: 100 coupons go in about 0.1 s, so the race would be
+# over before a killed process is back; ten times longer, the restarted ones serve the second half.
+CRASH_SCALE = 10
+KILLED_PROXIES = 2
+# A lost connection: libmariadb's own 2006/2013/2055, or a server ERR that ends the connection (1053 server
+# shutdown, 1927 connection killed), as tests/load's breaks_connection reads them. Not 2027: libmariadb 3.3
+# reports a server ERR that carries a client code (2001-2061, e.g. 2013) as 2027 "Received malformed packet".
+LOST_CONNECTION_CODES = (2006, 2013, 2055, 1053, 1927)
+# A connect that found nobody listening (a killed sidecar's port) or was refused.
+CONNECT_FAILED_CODES = (2002, 2003)
+# The statements whose loss may leave a unit taken without its claim row (autocommit: the decrement is
+# committed before the INSERT is sent). A SELECT or a failed connect takes nothing.
+WRITE_STATEMENTS = ("UPDATE", "INSERT", "COMMIT")
+# A hang must fail the run (the harness's LOAD_TIMEOUT_S), never pass as a lost connection: the load's own
+# read timeout, which libmariadb reports as 2013, is set longer than that.
+CRASH_IO_TIMEOUT_S = 2 * LOAD_TIMEOUT_S
+PROBE_TIMEOUT_S = 30
 CLI11_REJECTED = ("was not expected", "were not expected", "is required", "not a subcommand",
                   "Run with --help for more information")
 
@@ -70,6 +92,8 @@ class Variant:
     unique_index: bool = True
     exhausted_ok: bool = False    # rules answer a refused decrement with OK, 0 rows
     redis_fault: bool = False
+    crash: str = ""               # "sidecar" or "mysql": SIGKILL at half the stock, then start again
+    scale: int = 1                # stock and users of the race, times the incident's
     exact: bool = True            # exactly the stock issued; False: only no over-issue and no leak
     assert_nothing: bool = False  # the baseline: print what happened
 
@@ -87,6 +111,13 @@ VARIANTS = {
                                     exhausted_ok=True),
     "version_column": Variant("naive flow that also writes version = <version+1>", version_column=True),
     "pymysql": Variant("naive flow from PyMySQL (claim_load.py)", client="pymysql"),
+    "sidecar_killed": Variant("naive flow; 2 of the 8 sidecars get SIGKILL at half the stock, then start again "
+                              "on their ports", crash="sidecar", exact=False, scale=CRASH_SCALE),
+    "mysql_restart": Variant("naive flow; mariadbd gets SIGKILL at half the stock, then starts again on its port "
+                             "and datadir (crash recovery)", crash="mysql", exact=False, scale=CRASH_SCALE),
+    "mysql_restart_transaction": Variant("naive flow in BEGIN ... COMMIT; mariadbd gets SIGKILL at half the stock, "
+                                         "then starts again (crash recovery)", crash="mysql", transaction=True,
+                                         exact=False, scale=CRASH_SCALE),
     "no_unique_index": Variant("legacy schema without the UNIQUE index: no over-issue, no leak",
                                unique_index=False, exact=False),
     "fixed_direct": Variant("control: the post-mortem's hand fix straight to MariaDB, no claimguard",
@@ -132,6 +163,8 @@ def load_command(args, variant, targets, threads, first_user, users, attempts, s
                      ("--version-column", variant.version_column), ("--found-rows", variant.found_rows)):
         if on:
             cmd.append(flag)
+    if variant.crash:
+        cmd += ["--io-timeout-s", str(CRASH_IO_TIMEOUT_S)]
     return cmd
 
 
@@ -220,6 +253,90 @@ class RedisFault(threading.Thread):
         self.cluster.redis.stop()
 
 
+# --- the crash faults ------------------------------------------------------------------------------
+class CrashFault(threading.Thread):
+    """Watches remain while the load runs; at half the stock SIGKILLs the victim sidecars (kind "sidecar") or
+    mariadbd (kind "mysql") and starts them again on the same ports with the same arguments, as a
+    Kubernetes restart would (mariadbd on the same datadir: crash recovery)."""
+
+    def __init__(self, c, kind, victims, strike_at_remain):
+        super().__init__(daemon=True)
+        self.cluster = c
+        self.kind = kind
+        self.strike_at_remain = strike_at_remain
+        self.victims = victims        # the claimguard instances to kill (kind "sidecar")
+        self.done = threading.Event()
+        self.ready = threading.Event()  # connected and polling: the load may start
+        self.began = time.monotonic()
+        self.events = []
+        self.stopped_at = None        # remain when the fault struck during the race
+        self.struck = False
+        self.error = None
+
+    def run(self):
+        import pymysql  # python3-pymysql, as RedisFault
+        try:
+            conn = pymysql.connect(unix_socket=self.cluster.db.socket, user="root", database=cluster.DATABASE,
+                                   autocommit=True)
+        except Exception as e:  # noqa: BLE001 - reported by the caller
+            self.error = e
+            self.ready.set()
+            return
+        self.began = time.monotonic()
+        try:
+            with conn.cursor() as cur:
+                while not self.done.is_set():
+                    cur.execute(f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}")
+                    remain = int(cur.fetchone()[0])
+                    self.ready.set()
+                    if remain <= self.strike_at_remain:
+                        self.stopped_at = remain
+                        break
+                    time.sleep(REDIS_POLL_INTERVAL_S)
+        except Exception as e:  # noqa: BLE001 - reported by the caller
+            self.error = e
+        finally:
+            self.ready.set()
+            conn.close()  # before mariadbd goes down under it
+        if self.stopped_at is not None:
+            self.strike(f"at remain {self.stopped_at}")
+
+    def strike(self, when):
+        """SIGKILL, then start again; a start that fails is kept in self.error (the round reports it)."""
+        self.struck = True
+        try:
+            if self.kind == "sidecar":
+                names = ", ".join(p.name for p in self.victims)
+                for p in self.victims:
+                    p.stop(sig=signal.SIGKILL)
+                self.events.append(f"SIGKILL {names} {when} (+{time.monotonic() - self.began:.2f}s)")
+                for p in self.victims:
+                    p.start()
+                self.events.append(f"{names} started again on ports {[p.port for p in self.victims]} "
+                                   f"(+{time.monotonic() - self.began:.2f}s)")
+            else:
+                self.cluster.db.kill()
+                self.events.append(f"SIGKILL mariadbd {when} (+{time.monotonic() - self.began:.2f}s)")
+                self.cluster.db.start()
+                self.events.append(f"mariadbd started again on port {self.cluster.db.port} after crash recovery "
+                                   f"(+{time.monotonic() - self.began:.2f}s)")
+        except Exception as e:  # noqa: BLE001 - reported by the caller
+            self.error = e
+
+    def finish(self):
+        self.done.set()
+        self.join()
+        if not self.struck and self.error is None:
+            # The race ended before the poller saw half the stock gone: crash anyway, so the restart is tested.
+            self.strike("after the run")
+
+
+def proxy_victims(c, rnd):
+    """The sidecars killed in round rnd: KILLED_PROXIES of them, spread out, different ones each round."""
+    step = len(c.proxies) // KILLED_PROXIES
+    return [c.proxies[(rnd + k * step) % len(c.proxies)] for k in range(KILLED_PROXIES)]
+
+
 # --- one round --------------------------------------------------------------------------------------
 def check_answers(checks, label, s):
     checks.check(s["attempts"] == s["attempts_planned"], f"{label}: every attempt ran",
@@ -235,15 +352,18 @@ def run_round(args, variant, c, rnd, checks, redis_port):
     print(f"\n== round {rnd}/{args.rounds}")
     if variant.redis_fault and c.redis is not None and not c.redis.alive():
         c.redis = cluster.Redis(os.path.join(c.dir, "redis"), port=redis_port).start()
-    c.reset({CAMPAIGN: STOCK, CONTROL_CAMPAIGN: STOCK})
+    stock, users = STOCK * variant.scale, USERS * variant.scale
+    c.reset({CAMPAIGN: stock, CONTROL_CAMPAIGN: STOCK})
     targets = [p.port for p in c.proxies] if variant.through_claimguard else [c.db.port]
     threads = PROXIES * THREADS_PER_PROXY
     fault = RedisFault(c) if variant.redis_fault else None
+    if variant.crash:
+        fault = CrashFault(c, variant.crash, proxy_victims(c, rnd), stock // 2)
     if fault:
         fault.start()
         fault.ready.wait(REDIS_POLLER_START_TIMEOUT_S)
     try:
-        race = run_load(load_command(args, variant, targets, threads, 1, USERS, ATTEMPTS_PER_USER, rnd))
+        race = run_load(load_command(args, variant, targets, threads, 1, users, ATTEMPTS_PER_USER, rnd))
     finally:
         if fault:
             fault.finish()
@@ -251,6 +371,9 @@ def run_round(args, variant, c, rnd, checks, redis_port):
     print(f"  race:  {describe_load(race)}")
     print(f"         database: {after['rows']} claim rows, {after['duplicate_pairs']} duplicate (user, campaign) "
           f"pairs, remain {after['remain']}, version {after['version']}")
+    if variant.crash:
+        check_crash_round(args, variant, c, rnd, stock, race, after, fault, checks, targets)
+        return fault
     if fault:
         print(f"         redis: {', '.join(fault.events) or 'nothing done'}"
               + (f" (poller failed: {fault.error})" if fault.error else ""))
@@ -310,6 +433,121 @@ def run_round(args, variant, c, rnd, checks, redis_port):
         checks.check(not dead, f"all {len(c.proxies)} claimguard instances still running",
                      f"exited: {dead}")
     return fault
+
+
+# --- the crash rounds ------------------------------------------------------------------------------
+def errors_where(s, codes, statements=None, connect=None):
+    """How many attempts ended with one of these error codes (at these statements; at connect or not)."""
+    return sum(e["count"] for e in s["errors"]
+               if e["code"] in codes and (statements is None or e["statement"] in statements)
+               and (connect is None or (e["statement"] == "connect") == connect))
+
+
+def probe_proxies(c):
+    """Opens a new connection through every sidecar and reads the untouched campaign; the failures."""
+    import pymysql
+    failures = []
+    for p in c.proxies:
+        try:
+            conn = pymysql.connect(host=cluster.HOST, port=p.port, user=cluster.APP_USER,
+                                   password=cluster.APP_PASSWORD, database=cluster.DATABASE,
+                                   connect_timeout=PROBE_TIMEOUT_S, read_timeout=PROBE_TIMEOUT_S,
+                                   write_timeout=PROBE_TIMEOUT_S)
+            try:
+                with conn.cursor() as cur:
+                    cur.execute(f"SELECT remain FROM coupon_stock WHERE campaign_id = {CONTROL_CAMPAIGN}")
+                    got = cur.fetchone()
+            finally:
+                conn.close()
+            if got is None or int(got[0]) != STOCK:
+                failures.append(f"{p.name}: read {got}, expected ({STOCK},)")
+        except Exception as e:  # noqa: BLE001 - a failed probe is a failed check
+            failures.append(f"{p.name} (port {p.port}): {type(e).__name__}: {e}")
+    return failures
+
+
+def check_crash_round(args, variant, c, rnd, stock, race, after, fault, checks, targets):
+    """The promises when a process crashed mid-race: DESIGN.md section 2 with section 6's faults."""
+    print(f"         fault: {', '.join(fault.events) or 'nothing done'}"
+          + (f" (failed: {type(fault.error).__name__}: {fault.error})" if fault.error else ""))
+    what = "killed sidecars" if variant.crash == "sidecar" else "mariadbd"
+    checks.check(fault.error is None, f"the fault struck and the {what} started again on the same ports",
+                 f"{type(fault.error).__name__}: {fault.error}")
+    rows, remain = after["rows"], after["remain"]
+    leak = stock - remain - rows if remain is not None else None
+    lost = errors_where(race, LOST_CONNECTION_CODES, connect=False)
+    lost_writes = errors_where(race, LOST_CONNECTION_CODES, statements=WRITE_STATEMENTS)
+    connect_failed = errors_where(race, LOST_CONNECTION_CODES + CONNECT_FAILED_CODES, connect=True)
+    told, present = set(race["claimed_users"]), set(after["users"])
+    print(f"  leak:  {leak} unit(s) taken without a claim row; {lost} attempts lost their connection "
+          f"({lost_writes} at {'/'.join(WRITE_STATEMENTS)}), {connect_failed} connects failed; "
+          f"{len(present - told)} rows whose 'claimed' answer was lost")
+
+    checks.check(rows <= stock, f"no over-issue: claim rows <= {stock}",
+                 f"OVER-ISSUE: {rows} claim rows for {stock} coupons ({rows - stock} too many)")
+    checks.check(remain is not None and remain >= 0, "the counter never goes below 0", f"remain is {remain}")
+    checks.check(after["duplicate_pairs"] == 0, "no duplicates: one row per (user, campaign)",
+                 f"DUPLICATES: {after['duplicate_pairs']} users hold more than one coupon "
+                 f"({after['duplicate_extra_rows']} extra rows)")
+    if variant.transaction:
+        checks.check(leak == 0, "no leak in transactions: initial - remain == claim rows (the server rolled back "
+                     "what the crash interrupted)", f"{stock} - {remain} = {stock - (remain or 0)} units taken, "
+                     f"but {rows} claim rows")
+    else:
+        checks.check(leak is not None and 0 <= leak <= lost_writes,
+                     f"leak bounded by the claims in flight: 0 <= initial - remain - rows <= attempts that lost "
+                     f"their connection at {'/'.join(WRITE_STATEMENTS)}",
+                     f"leak {leak} ({stock} - {remain} units taken, {rows} rows), {lost_writes} such attempts")
+    checks.check(race["attempts"] == race["attempts_planned"], "race: every attempt ran",
+                 f"{race['attempts']} of {race['attempts_planned']}")
+    unexpected = [e for e in race["errors"] if e["code"] not in LOST_CONNECTION_CODES
+                  and not (e["statement"] == "connect" and e["code"] in CONNECT_FAILED_CODES)]
+    checks.check(not unexpected, "race: every error is a lost connection or a failed connect",
+                 "; ".join(f"{e['statement']}: {e['code']} x{e['count']} {e['message']}" for e in unexpected))
+    if variant.crash == "sidecar":
+        # Each client thread of a killed sidecar loses its connection once; then it connects again. A lost
+        # connection on a surviving sidecar would push the count past that.
+        most = KILLED_PROXIES * THREADS_PER_PROXY
+        checks.check(lost <= most, f"race: at most the {most} connections of the killed sidecars were lost",
+                     f"{lost} attempts lost their connection: {top_errors(race, 6)}")
+    else:
+        # The sidecars stayed up: whatever a client lost, the sidecar told it so with an ERR of its own.
+        silent = [e for e in race["errors"] if "claimguard" not in e["message"]]
+        checks.check(not silent, "race: every failure came as the sidecar's ERR (none was a dropped connection)",
+                     "; ".join(f"{e['statement']}: {e['code']} x{e['count']} {e['message']}" for e in silent))
+    checks.check(told <= present, "every user the app was told 'claimed' has a row",
+                 f"told but missing: {sorted(told - present)[:10]}")
+
+    unreachable = probe_proxies(c)
+    checks.check(not unreachable, f"all {len(c.proxies)} sidecars serve a new connection after the fault",
+                 "; ".join(unreachable))
+
+    # After the fault, new users on one thread take exactly what is left.
+    drain = run_load(load_command(args, variant, targets[:1], 1, DRAIN_FIRST_USER, stock, 1, rnd))
+    final = c.facts(CAMPAIGN)
+    print(f"  drain: {describe_load(drain)}")
+    print(f"         database: {final['rows']} claim rows, {final['duplicate_pairs']} duplicate pairs, "
+          f"remain {final['remain']}; {final['rows']} rows + leak {leak} = "
+          f"{final['rows'] + (leak or 0)} of {stock}")
+    check_answers(checks, "drain", drain)
+    checks.check(drain["claimed"] == remain, f"the drain took exactly the {remain} left after the race",
+                 f"it was told 'claimed' {drain['claimed']} times")
+    checks.check(final["remain"] == 0, "remain = 0 after the drain", f"remain is {final['remain']}")
+    checks.check(leak is not None and final["rows"] + leak == stock, f"claim rows + leak == {stock} after the drain",
+                 f"{final['rows']} rows + leak {leak}")
+    checks.check(final["duplicate_pairs"] == 0, "still no duplicates after the drain",
+                 f"{final['duplicate_pairs']} duplicate pairs")
+    told_all = told | set(drain["claimed_users"])
+    checks.check(told_all <= set(final["users"]), "every claim the app was told about has a row after the drain",
+                 f"told but missing: {sorted(told_all - set(final['users']))[:10]}")
+
+    control = c.facts(CONTROL_CAMPAIGN)
+    checks.check(control["rows"] == 0 and control["remain"] == STOCK and control["version"] == 0,
+                 f"campaign {CONTROL_CAMPAIGN}, which nobody claims, is untouched",
+                 f"{control['rows']} rows, remain {control['remain']}, version {control['version']}")
+    dead = [p.name for p in c.proxies if p.proc is None or p.proc.poll() is not None]
+    checks.check(not dead, f"all {len(c.proxies)} claimguard instances running (the restarted ones included)",
+                 f"exited: {dead}")
 
 
 # --- the schema check -------------------------------------------------------------------------------
@@ -415,6 +653,8 @@ def main():
                   f"claimguard {[p.port for p in c.proxies] or 'none (direct)'}; {USERS} users x {ATTEMPTS_PER_USER} "
                   f"attempts, "
                   f"{PROXIES * THREADS_PER_PROXY} threads, {STOCK} coupons")
+            if v.scale != 1:
+                print(f"this variant races {v.scale} times that: {USERS * v.scale} users, {STOCK * v.scale} coupons")
             stopped_mid_run = 0
             for rnd in range(1, args.rounds + 1):
                 fault = run_round(args, v, c, rnd, checks, redis_port)
@@ -422,6 +662,9 @@ def main():
                     stopped_mid_run += 1
             if v.redis_fault:
                 checks.check(stopped_mid_run > 0, "Redis was stopped while coupons were still being claimed",
+                             "every round finished before the poller saw half the stock gone")
+            if v.crash:
+                checks.check(stopped_mid_run > 0, "the crash struck while coupons were still being claimed",
                              "every round finished before the poller saw half the stock gone")
     except Exception as e:  # noqa: BLE001 - a server that would not start, a hang, ...: a failure, reported
         checks.failed.append(f"harness: {e}")

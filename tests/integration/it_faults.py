@@ -5,7 +5,6 @@ Usage: it_faults.py --claimguard PATH --work-dir DIR [unittest args]
 """
 
 import os
-import shutil
 import socket
 import struct
 import sys
@@ -19,6 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rawmysql  # noqa: E402
 import itlib  # noqa: E402
 import servers  # noqa: E402
+from itlib import metric, wait_for  # noqa: E402
 
 ANSWER_TIMEOUT_S = 10.0        # every request must be answered (or the session ended) within this
 RECOVERY_TIMEOUT_S = 30.0      # backend restarted / slot freed / backend connection closed within this
@@ -48,31 +48,12 @@ def scalar(conn, sql):
         return cur.fetchone()[0]
 
 
-def wait_for(predicate, timeout_s, what):
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            value = predicate()
-            if value:
-                return value
-            last = value
-        except Exception as e:  # noqa: BLE001  (we retry whatever went wrong until the deadline)
-            last = e
-        time.sleep(0.1)
-    raise AssertionError(f"{what}: not within {timeout_s}s (last: {last!r})")
-
-
 class Faults(unittest.TestCase):
     db = None
 
     @classmethod
     def setUpClass(cls):
-        cls.work = os.path.abspath(ARGS.work_dir)
-        if os.path.isdir(cls.work):
-            servers.MariaDB(os.path.join(cls.work, "mariadb")).stop()
-            shutil.rmtree(cls.work)
-        os.makedirs(cls.work)
+        cls.work = itlib.fresh_work_dir(ARGS.work_dir)
         cls.db = servers.MariaDB(os.path.join(cls.work, "mariadb"))
         os.makedirs(cls.db.dir)
         cls.db.install()

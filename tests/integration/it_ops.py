@@ -8,13 +8,11 @@ Usage: it_ops.py --claimguard PATH --work-dir DIR [unittest args]
 
 import json
 import os
-import re
 import select
 import shutil
 import signal
 import subprocess
 import sys
-import time
 import unittest
 import urllib.error
 import urllib.request
@@ -24,6 +22,7 @@ import pymysql
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import itlib  # noqa: E402
 import servers  # noqa: E402
+from itlib import metric, wait_for  # noqa: E402
 
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE_CONFIG = os.path.join(SOURCE_DIR, "config", "claimguard.example.yaml")
@@ -39,21 +38,6 @@ WRONG_PASSWORD = "Wrong-pw-c0ffee55"   # a failed login's password must not eith
 ARGS = None
 
 
-def wait_for(predicate, timeout_s, what):
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            value = predicate()
-            if value:
-                return value
-            last = value
-        except Exception as e:  # noqa: BLE001  (retry whatever went wrong until the deadline)
-            last = e
-        time.sleep(0.05)
-    raise AssertionError(f"{what}: not within {timeout_s}s (last: {last!r})")
-
-
 def http(port, path, method="GET"):
     """(status, body) of an admin request; status 0 when nothing answers."""
     req = urllib.request.Request(f"http://{servers.HOST}:{port}{path}", method=method,
@@ -65,24 +49,6 @@ def http(port, path, method="GET"):
         return e.code, e.read().decode(errors="replace")
     except (OSError, urllib.error.URLError):
         return 0, ""
-
-
-def metric(admin_port, name, labels=None):
-    """The value of one sample from /metrics (sum over samples when labels is None); 0 when absent."""
-    status, body = http(admin_port, "/metrics")
-    if status != 200:
-        raise AssertionError(f"/metrics answered {status}")
-    total = 0.0
-    for line in body.splitlines():
-        if line.startswith("#"):
-            continue
-        m = re.match(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)", line)
-        if not m or m.group(1) != name:
-            continue
-        if labels is not None and m.group(2) != "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}":
-            continue
-        total += float(m.group(3))
-    return total
 
 
 def reloads(admin_port, result=None):
@@ -119,11 +85,7 @@ class Ops(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.work = os.path.abspath(ARGS.work_dir)
-        if os.path.isdir(cls.work):
-            servers.MariaDB(os.path.join(cls.work, "mariadb")).stop()
-            shutil.rmtree(cls.work)
-        os.makedirs(cls.work)
+        cls.work = itlib.fresh_work_dir(ARGS.work_dir)
 
     @classmethod
     def tearDownClass(cls):

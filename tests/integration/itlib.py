@@ -3,7 +3,10 @@
 import argparse
 import difflib
 import os
+import re
+import shutil
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -98,3 +101,48 @@ def run_fixture_cases(case_class, kind, description, keep_args):
     print(f"tests run {result.testsRun}, failures {len(result.failures) + len(result.errors)}, "
           f"skipped {len(result.skipped)}")
     sys.exit(0 if result.wasSuccessful() and result.testsRun > 0 else 1)
+
+
+def wait_for(predicate, timeout_s, what, interval_s=0.05):
+    """predicate()'s first true value within timeout_s; exceptions count as not yet. AssertionError otherwise."""
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            value = predicate()
+            if value:
+                return value
+            last = value
+        except Exception as e:  # noqa: BLE001  (retry whatever went wrong until the deadline)
+            last = e
+        time.sleep(interval_s)
+    raise AssertionError(f"{what}: not within {timeout_s}s (last: {last!r})")
+
+
+def metric(admin_port, name, labels=None):
+    """One sample of claimguard's /metrics (the sum over all samples when labels is None); 0 when absent.
+    labels: a dict of label values, matched exactly and in order."""
+    status, body = servers.http_get(admin_port, "/metrics")
+    if status != 200:
+        raise AssertionError(f"/metrics answered {status}")
+    total = 0.0
+    for line in body.splitlines():
+        if line.startswith("#"):
+            continue
+        m = re.match(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)", line)
+        if not m or m.group(1) != name:
+            continue
+        if labels is not None and m.group(2) != "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}":
+            continue
+        total += float(m.group(3))
+    return total
+
+
+def fresh_work_dir(path):
+    """An empty work directory at path; a MariaDB an earlier, killed run left in path/mariadb is stopped."""
+    work = os.path.abspath(path)
+    if os.path.isdir(work):
+        servers.MariaDB(os.path.join(work, "mariadb")).stop()
+        shutil.rmtree(work)
+    os.makedirs(work)
+    return work

@@ -205,6 +205,22 @@ TEST(engine_memory, claim_is_backed_only_by_a_unit_this_session_took) {
     EXPECT_FALSE(claim_backed(s.memory, d));  // the unit is used up by that claim
 }
 
+// Autocommit, insert first, twice on one connection: the decrement after the first claim is that
+// claim's unit, so the second claim is not taken for a backed one (it is inserted first too).
+TEST(engine_memory, autocommit_insert_first_every_time_is_never_backed) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    for (int round = 0; round < 3; ++round) {
+        const decision c = s.claim(std::to_string(40 + round), "7");
+        ASSERT_EQ(c.what, verdict::claim) << c.note;
+        EXPECT_FALSE(claim_backed(s.memory, c)) << "round " << round;
+        EXPECT_EQ(after_claim(s.memory, c, claim_outcome::inserted, false), 0);
+        ASSERT_NO_FATAL_FAILURE(s.read("7", 100 - round));
+        s.absolute_decrement("7", 99 - round, true, false);
+        EXPECT_EQ(s.entry(campaign_7)->units_taken, 0) << "round " << round;
+    }
+}
+
 TEST(engine_memory, transaction_end_resets_everything) {
     session s(variant_id::coupon);
     ASSERT_TRUE(s.ready()) << s.error();
