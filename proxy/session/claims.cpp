@@ -2,6 +2,7 @@
 // out its decision on the same backend connection (rewrites, answers, claims,
 // compensations), for text queries and prepared statements alike.
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <charconv>
 #include <spdlog/spdlog.h>
 
@@ -146,6 +147,7 @@ awaitable<session::intercepted> session::intercept(const proto::packet_span& pac
         co_return intercepted::forward;
     case proto::com::reset_connection:
     case proto::com::change_user:
+        release_transaction_locks();  // the server rolls back an open transaction
         forget_statements();
         engine::after_transaction_end(memory_);
         co_return intercepted::forward;
@@ -161,6 +163,7 @@ void session::learn_session_changes(const match::match_result& facts) {
             if (t->event == ev::commit || t->event == ev::rollback || t->event == ev::autocommit_on ||
                 t->event == ev::begin)
                 reset_after_reply_ = true;
+            if (t->event == ev::rollback) rollback_requested_ = true;
         } else if (auto* c = std::get_if<match::session_change>(&f)) {
             switch (c->setting) {
             case match::session_setting::sql_mode:
@@ -378,6 +381,7 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
                 if (!now_in_trans) audit(d, "claim-before-decrement", st);
             }
             (void)engine::after_claim(memory_, d, engine::claim_outcome::inserted, now_in_trans);
+            if (locked && now_in_trans) transaction_locks_.push_back({d.redis_key, token});
             m.claims.with(rule_name(d)).inc();
             co_return co_await write_client(reply->raw) ? intercepted::handled : intercepted::failed;
         }
@@ -398,6 +402,7 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
         if (!reply) co_return intercepted::failed;
         const std::string poisoned = memory_.poisoned_rule;  // before the reset clears it
         engine::after_transaction_end(memory_);
+        release_transaction_locks();
         const rules::stock_rule* stock = snapshot_->rules.find_stock(poisoned);
         if (!stock && !snapshot_->rules.stocks.empty()) stock = &snapshot_->rules.stocks.front();
         audit(d, "rolled-back", st);
@@ -442,6 +447,7 @@ awaitable<std::optional<session::captured_reply>> session::roundtrip(proto::byte
             auto head = packet.first_payload[0];
             if (head == proto::err_header) {
                 r.is_err = true;
+                command_failed_ = true;  // if the transaction ended here, it ended without a commit
                 if (auto e = proto::parse_err(packet.first_payload)) r.err_code = e->code;
             } else if (head == proto::ok_header && command != proto::com::stmt_prepare && *next == proto::next_step::done) {
                 if (auto ok = proto::parse_ok(packet.first_payload, caps_)) {
@@ -587,6 +593,21 @@ std::optional<std::int64_t> session::read_counter(const captured_reply& reply, c
     auto values = proto::parse_text_row(*row, *count);
     if (!values || !(*values)[index]) return std::nullopt;
     return to_int(*(*values)[index]);
+}
+
+namespace {
+awaitable<void> release_lock(guards::redis_guard* redis, std::string key, std::string token) {
+    (void)co_await redis->release(key, token);
+}
+}  // namespace
+
+void session::release_transaction_locks() {
+    if (redis_) {
+        for (auto& lock : transaction_locks_)
+            asio::co_spawn(client_.get_executor(), release_lock(redis_, std::move(lock.key), std::move(lock.token)),
+                           asio::detached);
+    }
+    transaction_locks_.clear();
 }
 
 void session::audit(const engine::decision& d, std::string_view action, const sqlns::parsed_statement& st) {

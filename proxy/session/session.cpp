@@ -108,6 +108,7 @@ awaitable<void> session::run() {
                    asio::detached);
     spdlog::debug("session {} from {}: open", id_, peer_);
     if (co_await connect_backend() && co_await relay_handshake()) co_await command_loop();
+    release_transaction_locks();  // a transaction still open dies with the connection
     close();
     spdlog::debug("session {} from {}: closed", id_, peer_);
 }
@@ -465,6 +466,7 @@ awaitable<void> session::command_loop() {
         status_ = exchange.status();
         if (command == proto::com::stmt_prepare && !exchange.failed()) last_prepared_id_ = exchange.statement_id();
         if (exchange.failed()) reset_after_reply_ = false;
+        command_failed_ = exchange.failed();
         after_command(was_in_transaction, started);
     }
 }
@@ -534,7 +536,17 @@ void session::after_command(bool was_in_transaction, clock_type::time_point star
     // after a deadlock): the claim bookkeeping of that transaction goes with it.
     bool ended = was_in_transaction && !(status_ & proto::status::in_trans);
     if (reset_after_reply_ || ended) engine::after_transaction_end(memory_);
+    if (ended) {
+        // A successful COMMIT (or an implicit one) keeps the claims' Redis keys; a ROLLBACK, or a
+        // failure that ended the transaction (deadlock, a failed COMMIT), gives them back.
+        if (rollback_requested_ || command_failed_)
+            release_transaction_locks();
+        else
+            transaction_locks_.clear();
+    }
     reset_after_reply_ = false;
+    rollback_requested_ = false;
+    command_failed_ = false;
     admin::metrics().command_duration.observe(std::chrono::duration<double>(clock_type::now() - started).count());
 }
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 #include <unordered_map>
 #include <map>
 #include <optional>
@@ -173,6 +174,10 @@ private:
     void learn_session_changes(const rules::match::match_result& facts);
     void audit(const engine::decision& d, std::string_view action, const rules::sql::parsed_statement& st);
     void forget_statements();
+    // The open transaction ended without committing: its claims' Redis keys go (compare-and-delete,
+    // in the background), or a user whose claim was rolled back would hear "already claimed" for
+    // the key's ttl. The database's unique index stays the guarantee either way.
+    void release_transaction_locks();
     [[nodiscard]] rules::sql::lexer_options lexer_options() const;
 
     tcp::socket client_;
@@ -208,6 +213,13 @@ private:
     std::uint8_t command_seq_ = 0;  // last sequence id of the command being handled
     bool reset_after_reply_ = false;  // COMMIT/ROLLBACK: bookkeeping resets once it succeeds
     bool forwarded_statement_ = false;  // apply() sent the client's statement to the database
+    struct redis_lock {
+        std::string key;
+        std::string token;
+    };
+    std::vector<redis_lock> transaction_locks_;  // Redis keys of claims inserted in the open transaction
+    bool rollback_requested_ = false;             // the command being handled is a ROLLBACK
+    bool command_failed_ = false;                 // the server answered the command being handled with ERR
 };
 
 }  // namespace claimguard::session

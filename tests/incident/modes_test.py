@@ -1125,12 +1125,83 @@ def naive_app_twice_distinct(u1, u2):
     yield from naive_app(u2)
 
 
+def redis_key_exists(c, user, campaign=CAMPAIGN):
+    """Whether the example rules' claim key lock:coupon:{user}:{campaign} is held in Redis."""
+    return c.redis.command("EXISTS", f"lock:coupon:{user}:{campaign}") == ":1"
+
+
+def run_redis_released_on_rollback(args, c, checks):
+    """A claim that does not commit gives its Redis key back at once (not after the key's ttl), so the
+    user's next try is a claim, not 'already claimed'; a committed claim keeps it."""
+    c.start_redis()
+    proxy = start_proxy(c, args.claimguard, "claimguard-1", cluster.EXAMPLE_RULES)
+
+    def claim_in_transaction(conn, user, end):
+        for sql in ("BEGIN", f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}"):
+            r = execute(conn, sql)
+            checks.check(r.error is None, f"user {user}: {sql}", r.describe())
+        remain = int(r.rows[0][0])
+        for sql in (f"UPDATE coupon_stock SET remain = {remain - 1} WHERE campaign_id = {CAMPAIGN}",
+                    f"INSERT INTO coupon_order (user_id, campaign_id) VALUES ({user}, {CAMPAIGN})"):
+            r = execute(conn, sql)
+            checks.check(r.error is None, f"user {user}: {sql}", r.describe())
+        checks.check(redis_key_exists(c, user), f"user {user}: the claim holds its Redis key inside the transaction")
+        if end:
+            r = execute(conn, end)
+            checks.check(r.error is None, f"user {user}: {end}", r.describe())
+
+    def released(user, what):
+        try:
+            cluster.wait_for(lambda: not redis_key_exists(c, user), 2.0, f"user {user}'s Redis key released")
+            checks.check(True, f"{what}: the Redis key of user {user} is released at once")
+        except Exception as e:  # noqa: BLE001 - reported as a failed check
+            checks.check(False, f"{what}: the Redis key of user {user} is released at once", str(e))
+
+    reset(c, 10)
+    conn = connect(proxy.port)
+    claim_in_transaction(conn, 71, "ROLLBACK")
+    released(71, "the app's ROLLBACK")
+    app, r = naive_app(71), None
+    try:
+        sql = next(app)
+        while True:
+            r = execute(conn, sql)
+            sql = app.send(r)
+    except StopIteration:
+        pass
+    checks.check(r is not None and r.error is None and r.affected == 1,
+                 "user 71 claims again right after the rollback (not 'already claimed')", r.describe() if r else "")
+
+    claim_in_transaction(conn, 72, "COMMIT")
+    checks.check(redis_key_exists(c, 72), "a committed claim keeps its Redis key (for its ttl)")
+
+    other = connect(proxy.port)
+    claim_in_transaction(other, 73, None)
+    other.close()  # the server rolls the open transaction back
+    released(73, "the client went away mid-transaction")
+    conn.close()
+
+    # The proxy's own COMMIT -> ROLLBACK (insert first, decrement refused): that claim's key goes too.
+    sc = [s for s in scenarios() if s.name == "insert_first_transaction"][0]
+    reset(c, sc.stock)
+    steps = run_scenario(sc, proxy.port)
+    print_steps(steps)
+    answers = {(st.session, st.sql): st.result for st in steps}
+    got = answers.get(("E", "COMMIT"))
+    checks.check(got is not None and got.error == EXHAUSTED, "E's COMMIT was rolled back by the proxy",
+                 got.describe() if got else "not sent")
+    released(32, "the proxy's COMMIT -> ROLLBACK")
+    checks.check(redis_key_exists(c, 31), "D's committed claim keeps its Redis key")
+    checks.equal(order_users(c), [31], "coupon_order holds only the committed claim")
+
+
 SCENARIOS = {
     "observe_wire": run_observe_wire,
     "observe_per_rule": run_observe_per_rule,
     "observe_load": run_observe_load,
     "insert_first_transaction": run_insert_first_transaction,
     "insert_first_autocommit": run_insert_first_autocommit,
+    "redis_released_on_rollback": run_redis_released_on_rollback,
 }
 
 
