@@ -15,6 +15,7 @@ Claimguard, kill_pidfile). Standard library only.
 import argparse
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -255,6 +256,59 @@ def stop_dir(work_dir):
     Redis(os.path.join(work_dir, "redis")).stop()
     servers.MariaDB(os.path.join(work_dir, "mariadb")).stop()
 
+
+
+# --- shared by the harnesses (incident_test.py, modes_test.py) ----------------------------------------
+class HarnessError(Exception):
+    """The harness could not run the scenario (not an invariant violation)."""
+
+
+class Checks:
+    """Named checks, printed as they pass or fail; the harness fails when any failed."""
+
+    def __init__(self):
+        self.passed = 0
+        self.failed = []
+
+    def check(self, ok, what, detail=""):
+        if ok:
+            self.passed += 1
+            print(f"    ok    {what}")
+        else:
+            self.failed.append(what)
+            print(f"    FAIL  {what}" + (f": {detail}" if detail else ""))
+        return ok
+
+    def equal(self, got, want, what):
+        return self.check(got == want, what, f"got {got!r}, want {want!r}")
+
+
+def tail(path, lines=25):
+    """The last lines of a log file ("" when it cannot be read)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def start_harness(work_dir, deadline_s):
+    """Arms the harness's own deadline (SIGALRM) and SIGTERM as HarnessError, so that the caller's finally
+    always stops the servers, and returns a Cluster in work_dir, emptied of an earlier (killed) run."""
+    def deadline(signum, frame):  # noqa: ARG001 - signal handler signature
+        raise HarnessError(f"the harness ran past its own deadline of {deadline_s}s")
+
+    def terminate(signum, frame):  # noqa: ARG001
+        raise HarnessError(f"stopped by signal {signum}")
+
+    signal.signal(signal.SIGALRM, deadline)
+    signal.signal(signal.SIGTERM, terminate)
+    signal.alarm(deadline_s)
+    work = os.path.abspath(work_dir)
+    stop_dir(work)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    return Cluster(work)
 
 def _write_env(work_dir, values):
     servers.write_env(os.path.join(work_dir, "env"), values)

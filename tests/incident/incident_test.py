@@ -128,23 +128,8 @@ VARIANTS = {
 SPECIAL = {"schema_check": "claimguard check reports the missing UNIQUE index (exit non-zero), passes once added"}
 
 
-class HarnessError(Exception):
-    """The harness could not run the scenario (not an invariant violation)."""
-
-
-class Checks:
-    def __init__(self):
-        self.passed = 0
-        self.failed = []
-
-    def check(self, ok, what, detail=""):
-        if ok:
-            self.passed += 1
-            print(f"    ok    {what}")
-        else:
-            self.failed.append(what)
-            print(f"    FAIL  {what}" + (f": {detail}" if detail else ""))
-        return ok
+HarnessError = cluster.HarnessError
+Checks = cluster.Checks
 
 
 # --- running the load -------------------------------------------------------------------------------
@@ -587,22 +572,6 @@ def run_schema_check(args, c, checks):
 
 
 # --- main -------------------------------------------------------------------------------------------
-def tail(path, lines=LOG_TAIL_LINES):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return "".join(f.readlines()[-lines:])
-    except OSError:
-        return ""
-
-
-def _deadline(signum, frame):  # noqa: ARG001 - signal handler signature
-    raise HarnessError(f"the harness ran past its own deadline of {HARNESS_DEADLINE_S}s")
-
-
-def _terminate(signum, frame):  # noqa: ARG001
-    raise HarnessError(f"stopped by signal {signum}")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("variant", nargs="?", choices=sorted(VARIANTS) + sorted(SPECIAL))
@@ -621,14 +590,8 @@ def main():
     if not (args.variant and args.claimguard and args.load and args.work_dir):
         ap.error("give VARIANT --claimguard --load --work-dir (or --list)")
 
-    signal.signal(signal.SIGALRM, _deadline)
-    signal.signal(signal.SIGTERM, _terminate)
-    signal.alarm(HARNESS_DEADLINE_S)
-    work = os.path.abspath(args.work_dir)
-    cluster.stop_dir(work)  # leftovers of a run that was killed
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    c = cluster.Cluster(work)
+    c = cluster.start_harness(args.work_dir, HARNESS_DEADLINE_S)
+    work = c.dir
     checks = Checks()
     began = time.monotonic()
     status = None

@@ -79,26 +79,8 @@ LOAD_PROXIES = 4
 LOAD_THREADS = 24
 
 
-class HarnessError(Exception):
-    """The harness could not run the scenario (not an invariant violation)."""
-
-
-class Checks:
-    def __init__(self):
-        self.passed = 0
-        self.failed = []
-
-    def check(self, ok, what, detail=""):
-        if ok:
-            self.passed += 1
-            print(f"    ok    {what}")
-        else:
-            self.failed.append(what)
-            print(f"    FAIL  {what}" + (f": {detail}" if detail else ""))
-        return ok
-
-    def equal(self, got, want, what):
-        return self.check(got == want, what, f"got {got!r}, want {want!r}")
+HarnessError = cluster.HarnessError
+Checks = cluster.Checks
 
 
 # --- rules files -------------------------------------------------------------------------------------
@@ -1206,22 +1188,6 @@ SCENARIOS = {
 
 
 # --- main --------------------------------------------------------------------------------------------
-def tail(path, lines=LOG_TAIL_LINES):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return "".join(f.readlines()[-lines:])
-    except OSError:
-        return ""
-
-
-def _deadline(signum, frame):  # noqa: ARG001 - signal handler signature
-    raise HarnessError(f"the harness ran past its own deadline of {HARNESS_DEADLINE_S}s")
-
-
-def _terminate(signum, frame):  # noqa: ARG001
-    raise HarnessError(f"stopped by signal {signum}")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("scenario", nargs="?", choices=sorted(SCENARIOS))
@@ -1236,14 +1202,8 @@ def main():
     if not (args.scenario and args.claimguard and args.load and args.work_dir):
         ap.error("give SCENARIO --claimguard --load --work-dir (or --list)")
 
-    signal.signal(signal.SIGALRM, _deadline)
-    signal.signal(signal.SIGTERM, _terminate)
-    signal.alarm(HARNESS_DEADLINE_S)
-    work = os.path.abspath(args.work_dir)
-    cluster.stop_dir(work)
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    c = cluster.Cluster(work)
+    c = cluster.start_harness(args.work_dir, HARNESS_DEADLINE_S)
+    work = c.dir
     checks = Checks()
     began = time.monotonic()
     try:
@@ -1260,7 +1220,7 @@ def main():
     if checks.failed:
         for path in [os.path.join(c.db.dir, "install.log"), c.db.log] + [p.log for p in c.proxies]:
             if os.path.exists(path):
-                print(f"\n--- last lines of {path}\n{tail(path)}")
+                print(f"\n--- last lines of {path}\n{cluster.tail(path, LOG_TAIL_LINES)}")
         print(f"\nmodes {args.scenario}: FAILED ({elapsed:.1f} s); logs are in {work}")
         for what in checks.failed:
             print(f"  - {what}")
