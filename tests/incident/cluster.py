@@ -227,11 +227,18 @@ class Cluster:
         return self.proxies
 
     def stop(self):
+        """Stops every server; then AssertionError when a sidecar's log holds a sanitizer report."""
+        reports = []
         for p in self.proxies:
-            p.stop()
+            try:
+                p.stop()
+            except AssertionError as e:
+                reports.append(str(e))
         if self.redis is not None:
             self.redis.stop()
         self.db.stop()
+        if reports:
+            raise AssertionError("\n".join(reports))
 
     def env(self):
         env = {"DIR": self.dir, "HOST": HOST, "MARIADB_PORT": self.db.port, "SOCKET": self.db.socket,

@@ -32,6 +32,10 @@ PROXY_START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
 POLL_INTERVAL_S = 0.05
 MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes with the NUL; keep a margin
+# What ASan and UBSan print (to the proxy's stderr, which is its log) when they find a bug.
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+                     "UndefinedBehaviorSanitizer")
+SANITIZER_REPORT_LINES = 40
 
 NATIVE_USER = "cg_native"
 NATIVE_PASSWORD = "native-Pw1"
@@ -104,6 +108,20 @@ def kill_pidfile(path, expect_in_cmdline, sig=signal.SIGTERM, timeout_s=STOP_TIM
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+def sanitizer_report(log):
+    """The start of the first ASan/UBSan report in a log file, or None. A report need not kill a test: the
+    proxy may abort while it stops, or in a session no assertion looks at."""
+    try:
+        with open(log, "r", encoding="utf-8", errors="replace") as f:
+            lines = f.readlines()
+    except FileNotFoundError:
+        return None
+    for i, line in enumerate(lines):
+        if any(marker in line for marker in SANITIZER_MARKERS):
+            return "".join(lines[max(0, i - 2):i + SANITIZER_REPORT_LINES])
+    return None
 
 
 def wait_mysql_greeting(port, timeout_s, proc=None, log=None):
@@ -266,9 +284,13 @@ class Claimguard:
         raise RuntimeError(f"{self.name}: /startup not 200 within {timeout_s}s; see {self.log}")
 
     def stop(self, sig=signal.SIGTERM):
+        """Stops the process; AssertionError (after it stopped) when its log holds a sanitizer report."""
         kill_pidfile(self.pid_file, os.path.basename(self.binary), sig=sig)
         if self.proc is not None:
             self.proc.poll()
+        report = sanitizer_report(self.log)
+        if report:
+            raise AssertionError(f"{self.name}: sanitizer report in {self.log}:\n{report}")
 
     def cpu_seconds(self):
         """utime + stime of the process so far, from /proc/PID/stat."""
@@ -338,6 +360,7 @@ def start(state_dir, claimguard):
 
 
 def stop(state_dir):
+    """Stops the fixture; returns the sanitizer reports found in the proxies' logs (empty when none)."""
     state_dir = os.path.abspath(state_dir)
     claimguard = ""
     try:
@@ -345,9 +368,15 @@ def stop(state_dir):
     except OSError:
         pass
     name = os.path.basename(claimguard) if claimguard else "claimguard"
+    reports = []
     for proxy in ("proxy2", "proxy1"):
         kill_pidfile(os.path.join(state_dir, f"{proxy}.pid"), name)
+        log = os.path.join(state_dir, f"{proxy}.log")
+        report = sanitizer_report(log)
+        if report:
+            reports.append(f"{proxy}: sanitizer report in {log}:\n{report}")
     MariaDB(os.path.join(state_dir, "mariadb")).stop()
+    return reports
 
 
 def main():
@@ -369,7 +398,12 @@ def main():
             stop(args.state_dir)
             raise
     else:
-        stop(args.state_dir)
+        # integration_cleanup fails when a proxy of the shared fixture printed a sanitizer report.
+        reports = stop(args.state_dir)
+        for report in reports:
+            print(report, file=sys.stderr)
+        if reports:
+            return 1
     return 0
 
 
