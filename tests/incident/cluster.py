@@ -13,6 +13,7 @@ Claimguard, kill_pidfile). Standard library only.
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -319,6 +320,21 @@ def start_harness(work_dir, deadline_s):
 
 def _write_env(work_dir, values):
     servers.write_env(os.path.join(work_dir, "env"), values)
+
+def run_load(cmd, timeout_s):
+    """Runs a load tool (claimguard-load or claim_load.py with --json) and returns its JSON report."""
+    try:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                           timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired as e:
+        raise HarnessError(f"the load did not finish within {timeout_s}s (a hang?): {' '.join(cmd)}") from e
+    if r.returncode != 0:
+        raise HarnessError(f"the load tool exited with {r.returncode}: {r.stderr.decode(errors='replace')}")
+    try:
+        return json.loads(r.stdout)
+    except ValueError as e:
+        raise HarnessError(f"the load tool printed no JSON: {r.stdout[:500]!r}") from e
+
 
 
 def main():

@@ -20,7 +20,6 @@ printed, never asserted. Exit 0 when every check passed, 1 otherwise, 77
 
 import argparse
 import dataclasses
-import json
 import os
 import re
 import shutil
@@ -154,17 +153,7 @@ def load_command(args, variant, targets, threads, first_user, users, attempts, s
 
 
 def run_load(cmd):
-    try:
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                           timeout=LOAD_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired as e:
-        raise HarnessError(f"the load did not finish within {LOAD_TIMEOUT_S}s (a hang?): {' '.join(cmd)}") from e
-    if r.returncode != 0:
-        raise HarnessError(f"the load tool exited with {r.returncode}: {r.stderr.decode(errors='replace')}")
-    try:
-        return json.loads(r.stdout)
-    except ValueError as e:
-        raise HarnessError(f"the load tool printed no JSON: {r.stdout[:500]!r}") from e
+    return cluster.run_load(cmd, LOAD_TIMEOUT_S)
 
 
 def top_errors(s, n=3):

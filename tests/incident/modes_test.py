@@ -730,14 +730,7 @@ def run_observe_per_rule(args, c, checks):
 
 # --- A: the concurrent load through observe sidecars -------------------------------------------------
 def run_load(cmd):
-    try:
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                           timeout=LOAD_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired as e:
-        raise HarnessError(f"the load did not finish within {LOAD_TIMEOUT_S}s: {' '.join(cmd)}") from e
-    if r.returncode != 0:
-        raise HarnessError(f"the load exited with {r.returncode}: {r.stderr.decode(errors='replace')}")
-    return json.loads(r.stdout)
+    return cluster.run_load(cmd, LOAD_TIMEOUT_S)
 
 
 def run_observe_load(args, c, checks):
