@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake g++ ninja-build pkg-config git ca-certificates
+  build-essential cmake g++ ninja-build ccache pkg-config git ca-certificates
   libboost1.81-all-dev libssl-dev
   libyaml-cpp-dev libhiredis-dev libmariadb-dev
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
