@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "proxy/config/settings.hpp"
+#include "proxy/engine/explain_cli.hpp"
 #include "proxy/engine/rules_snapshot.hpp"
 #include "proxy/inject/inject_cli.hpp"
 #include "proxy/schema/check_cli.hpp"
@@ -173,7 +174,7 @@ int main(int argc, char** argv) {
     if (*validate_cmd) return validate_command(validate_flags);
     if (*lint_cmd) return rules_cli::lint(lint_files, std::cout, std::cerr);
     if (*ddl_cmd) return rules_cli::ddl(ddl_files, std::cout, std::cerr);
-    if (*explain_cmd) return rules_cli::explain(explain_rules, explain_read, explain_sql, std::cout, std::cerr);
+    if (*explain_cmd) return engine::explain_command(explain_rules, explain_read, explain_sql, std::cout, std::cerr);
     if (*shutdown_cmd) return shutdown_command(shutdown_admin);
     if (*check_cmd) return schema::run_check(check_opts, std::cout, std::cerr);
     if (*inject_cmd) return inject::run_inject(inject_opts);

@@ -1,6 +1,8 @@
 // The claim engine's decisions and memory updates.
 #include "decide.hpp"
 
+#include <charconv>
+#include <cmath>
 #include <type_traits>
 
 #include "rules/model/key_template.hpp"
@@ -34,73 +36,87 @@ rules::mode mode_of(const rules::rule_set& rules, const rules::stock_rule* s, co
     return rules.default_mode;
 }
 
+// A write the rule cannot follow: the rule's policy decides, in every mode a line and a metric.
+decision unmodeled_decision(const rules::stock_rule* stock, const rules::claim_rule* claim, std::string_view note,
+                            std::string_view reason) {
+    decision d;
+    d.stock = stock;
+    d.claim = claim;
+    d.unmodeled = true;
+    d.note = note;
+    d.reason = reason;
+    const auto policy = claim ? claim->unmodeled : stock ? stock->unmodeled : rules::unmodeled_policy::forward;
+    d.what = policy == rules::unmodeled_policy::refuse ? verdict::refuse : verdict::forward;
+    return d;
+}
+
 decision decide_write(const match::counter_write& w, const value_resolver& values, session_memory& memory) {
+    if (!w.full_key)
+        return unmodeled_decision(w.rule, nullptr, "a write of the counter without an equality on every key column",
+                                  "no_full_key");
+    auto key = resolve_key(w.key, values);
+    if (!key) return unmodeled_decision(w.rule, nullptr, "a write of the counter whose key is not a known value", "unknown_key");
     decision d;
     d.stock = w.rule;
-    if (!w.full_key) {
-        d.untracked = true;
-        d.note = "write without an equality on every key column";
-        return d;
-    }
-    if (w.expected) {
-        d.note = "already a compare-and-set (WHERE counter = expected)";
-        return d;
-    }
-    auto key = resolve_key(w.key, values);
-    auto value = values(w.value);
-    if (!key || !value || !value->integer) {
-        d.untracked = true;
-        d.note = "key or new value not a known number";
-        return d;
-    }
     d.key = std::move(*key);
-    const stock_entry* entry = memory.find(w.rule->name, d.key);
-    if (!entry || !entry->last_read) {
-        d.untracked = true;
-        d.note = "absolute write with no prior read in this session";
-        return d;
+    auto value = values(w.value);
+    if (w.expected) {
+        // WHERE counter = E: a compare-and-set, correct on its own when it lowers the counter
+        // to the floor or above. Forwarded; its rows tell whether it took E - V units.
+        auto expected = values(*w.expected);
+        if (expected && expected->integer && value && value->integer) {
+            if (*value->integer >= *expected->integer) {
+                d.what = verdict::restock;
+                d.units = *value->integer - *expected->integer;
+                d.note = "compare-and-set that does not lower the counter";
+                return d;
+            }
+            if (*value->integer >= w.rule->floor) {
+                d.what = verdict::track_decrement;
+                d.units = *expected->integer - *value->integer;
+                d.note = "compare-and-set (WHERE counter = expected)";
+                return d;
+            }
+        }
+        // Below the floor, or values not known: a take like any other absolute write.
     }
-    if (*value->integer >= *entry->last_read) {
-        d.what = verdict::restock;
-        d.units = *value->integer;
-        d.note = "write that does not lower the counter";
-        return d;
+    d.what = verdict::take;
+    d.units = w.rule->units;
+    d.may_conflict = w.extra_conditions;
+    d.note = "absolute write of the counter: a conditional take of the rule's units";
+    if (const stock_entry* e = memory.find(w.rule->name, d.key); e && e->last_read && value && value->integer) {
+        const std::int64_t meant = *e->last_read - *value->integer;
+        if (meant != d.units) d.app_meant = meant;
     }
-    d.what = verdict::decrement;
-    d.units = *entry->last_read - *value->integer;
-    d.note = "absolute write after a read: conditional decrement";
     return d;
 }
 
 decision decide_change(const match::counter_change& c, const value_resolver& values) {
+    if (!c.full_key)
+        return unmodeled_decision(c.rule, nullptr, "a change of the counter without an equality on every key column",
+                                  "no_full_key");
+    auto key = resolve_key(c.key, values);
+    if (!key) return unmodeled_decision(c.rule, nullptr, "a change of the counter whose key is not a known value", "unknown_key");
     decision d;
     d.stock = c.rule;
-    if (!c.full_key) {
-        d.untracked = true;
-        d.note = "relative change without an equality on every key column";
-        return d;
-    }
-    auto key = resolve_key(c.key, values);
-    if (!key) {
-        d.untracked = true;
-        d.note = "key not known";
-        return d;
-    }
     d.key = std::move(*key);
     std::optional<std::int64_t> delta = c.delta;
     if (!delta) {
         auto amount = values(c.amount);
-        if (!amount || !amount->integer) {
-            d.untracked = true;
-            d.note = "change amount not a known number";
-            return d;
-        }
+        if (!amount || !amount->integer)
+            return unmodeled_decision(c.rule, nullptr, "a change of the counter by an amount that is not a known integer",
+                                      "unknown_amount");
         delta = c.sign == '-' ? -*amount->integer : *amount->integer;
         if (c.amount.type == match::value_ref::kind::placeholder) d.amount_placeholder = c.amount.placeholder_index;
     }
-    if (*delta >= 0) {
-        d.what = verdict::forward;  // an increment: nothing can go below the floor
-        d.note = "increment";
+    if (*delta == 0) {
+        d.note = "a change by zero";
+        return d;
+    }
+    if (*delta > 0) {
+        d.what = verdict::restock;
+        d.units = *delta;
+        d.note = "relative increment: a restock, or the app giving back a unit";
         return d;
     }
     d.units = -*delta;
@@ -109,45 +125,36 @@ decision decide_change(const match::counter_change& c, const value_resolver& val
         d.note = "already guarded decrement";
         return d;
     }
-    d.what = verdict::decrement;
+    d.what = verdict::take;
     d.note = "unguarded decrement: guard added";
     return d;
 }
 
 decision decide_claim(const match::claim_insert& ins, const value_resolver& values, session_memory& memory) {
-    decision d;
-    d.claim = ins.rule;
-    d.stock = ins.stock;
-    if (!ins.stock || !ins.columns_known || ins.rows.size() != 1) {
-        d.untracked = true;
-        d.note = !ins.columns_known ? "claim insert without a column list"
-                 : ins.rows.size() != 1 ? "multi-row claim insert" : "claim rule's stock rule unknown";
-        return d;
-    }
+    if (!ins.stock) return unmodeled_decision(nullptr, ins.rule, "the claim rule's stock rule is unknown", "no_stock_rule");
+    if (!ins.columns_known)
+        return unmodeled_decision(nullptr, ins.rule, "a claim insert without a column list (table columns not known yet)",
+                                  "no_column_list");
+    if (ins.rows.size() != 1)
+        return unmodeled_decision(nullptr, ins.rule, "a claim insert of several rows", "multi_row_insert");
     const auto& row = ins.rows.front();
     auto key = resolve_key(row.stock_key, values);
     auto idempotency = resolve_key(row.idempotency, values);
-    if (!key || !idempotency) {
-        d.untracked = true;
-        d.note = "claim key values not known";
-        return d;
-    }
+    if (!key || !idempotency)
+        return unmodeled_decision(nullptr, ins.rule, "a claim insert whose key values are not known", "unknown_key");
+    decision d;
+    d.claim = ins.rule;
+    d.stock = ins.stock;
     d.key = std::move(*key);
     d.idempotency = std::move(*idempotency);
-    stock_entry* entry = nullptr;
-    if (memory.find(ins.stock->name, d.key)) entry = &memory.entry(ins.stock->name, d.key);
-    if (entry && entry->refused) {
+    if (stock_entry* entry = memory.find(ins.stock->name, d.key); entry && entry->refused) {
         d.what = verdict::exhausted;
         d.note = "claim after this session's decrement was refused";
         return d;
     }
-    if (ins.rule->strict == rules::strictness::require_decrement && (!entry || entry->units_taken <= 0)) {
-        d.what = verdict::exhausted;
-        d.note = "claim without a successful decrement (strict rule)";
-        return d;
-    }
     d.what = verdict::claim;
-    d.note = "claim insert";
+    d.note = ins.replace ? "claim by REPLACE" : ins.on_duplicate_update ? "claim by INSERT ... ON DUPLICATE KEY UPDATE"
+             : ins.ignore ? "claim by INSERT IGNORE" : "claim insert";
     if (ins.rule->redis) {
         auto parsed = rules::parse_key_template(ins.rule->redis->key_template);
         d.redis_key = rules::expand_key_template(parsed.parts, [&](const std::string& column) -> std::string {
@@ -183,16 +190,31 @@ std::optional<resolved_value> resolve_literal(const match::value_ref& v) {
     return out;
 }
 
+resolved_value resolve_double(double v) {
+    resolved_value out;
+    if (std::isfinite(v) && v == std::trunc(v) && std::fabs(v) < 9.0e15) {
+        out.integer = static_cast<std::int64_t>(v);
+        out.canonical = std::to_string(*out.integer);
+        return out;
+    }
+    char buf[64];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    out.canonical = ec == std::errc{} ? std::string(buf, end) : std::string("nan");
+    if (auto n = rules::sql::canonical_number(out.canonical)) out.canonical = *n;
+    return out;
+}
+
 std::string_view verdict_name(verdict v) {
     switch (v) {
     case verdict::forward: return "forward";
     case verdict::remember_read: return "remember_read";
-    case verdict::decrement: return "decrement";
+    case verdict::take: return "take";
     case verdict::track_decrement: return "track_decrement";
     case verdict::restock: return "restock";
     case verdict::exhausted: return "exhausted";
     case verdict::claim: return "claim";
     case verdict::rollback_instead: return "rollback_instead";
+    case verdict::refuse: return "refuse";
     }
     return "unknown";
 }
@@ -217,94 +239,35 @@ decision decide(const match::match_result& facts, const rules::rule_set& rules, 
                 [&](const match::claim_insert& c) { return decide_claim(c, values, memory); },
                 [&](const match::transaction_boundary& t) {
                     decision d;
-                    if (t.event == match::transaction_event::commit && memory.transaction_poisoned) {
+                    if (t.event != match::transaction_event::commit) return d;
+                    if (!memory.transaction_poisoned) {
+                        memory.for_each([&](const std::string& rule, const key_tuple&, stock_entry& e) {
+                            if (e.claims_ahead > 0 && e.strict_ahead && !memory.transaction_poisoned) {
+                                memory.transaction_poisoned = true;
+                                memory.poisoned_rule = rule;
+                            }
+                        });
+                    }
+                    if (memory.transaction_poisoned) {
                         d.what = verdict::rollback_instead;
-                        d.note = "commit of a claim whose decrement was refused";
+                        d.stock = rules.find_stock(memory.poisoned_rule);
+                        d.note = "commit of a claim without stock (its decrement was refused or never came)";
                     }
                     return d;
                 },
                 [&](const match::session_change&) { return decision{}; },
-                [&](const match::unmodeled& u) {
-                    decision d;
-                    d.stock = u.stock;
-                    d.claim = u.claim;
-                    d.untracked = true;
-                    d.note = u.reason;
-                    return d;
-                },
+                [&](const match::unmodeled& u) { return unmodeled_decision(u.stock, u.claim, u.reason, u.code); },
             },
             f);
         d.fact = &f;
-        d.observe = mode_of(rules, d.stock, d.claim) == rules::mode::observe &&
-                    d.what != verdict::forward && d.what != verdict::remember_read;
+        d.observe = mode_of(rules, d.stock, d.claim) == rules::mode::observe && d.what != verdict::forward &&
+                    d.what != verdict::remember_read;
         if (d.what == verdict::exhausted && !d.observe && d.stock) {
             memory.entry(d.stock->name, d.key).refused = false;  // this refusal is answered now
         }
-        if (d.what != verdict::forward || d.untracked) return d;
+        if (d.what != verdict::forward || d.unmodeled) return d;
     }
     return {};
 }
-
-void after_read(session_memory& memory, const decision& d, std::int64_t counter) {
-    auto& e = memory.entry(d.stock->name, d.key);
-    e.last_read = counter;
-    e.refused = false;  // a new attempt starts with a read
-}
-
-void after_decrement(session_memory& memory, const decision& d, bool succeeded, bool in_transaction) {
-    auto& e = memory.entry(d.stock->name, d.key);
-    if (!succeeded) {
-        e.refused = true;
-        e.claim_awaits_decrement = false;  // that autocommit claim stays unbacked (counted when it went in)
-        if (in_transaction && e.claims_ahead > 0) {
-            memory.transaction_poisoned = true;
-            memory.poisoned_rule = d.stock->name;
-        }
-        return;
-    }
-    e.refused = false;
-    if (e.last_read) *e.last_read -= d.units;  // the app's own view: it wrote last_read - units
-    std::int64_t units = d.units;
-    // A claim inserted earlier in this transaction is now backed by this unit.
-    std::int64_t backed = std::min(units, e.claims_ahead);
-    e.claims_ahead -= backed;
-    // An autocommit claim inserted before this decrement: the unit is that claim's, not one
-    // left over for the session's next claim (which would then look backed).
-    if (e.claim_awaits_decrement && units > backed) {
-        e.claim_awaits_decrement = false;
-        ++backed;
-    }
-    e.units_taken += units - backed;
-}
-
-void after_restock(session_memory& memory, const decision& d, bool succeeded) {
-    if (!succeeded) return;
-    auto& e = memory.entry(d.stock->name, d.key);
-    e.last_read = d.units;
-    e.refused = false;
-}
-
-bool claim_backed(const session_memory& memory, const decision& d) {
-    const auto* e = d.stock ? memory.find(d.stock->name, d.key) : nullptr;
-    return e && e->units_taken > 0;
-}
-
-std::int64_t after_claim(session_memory& memory, const decision& d, claim_outcome outcome, bool in_transaction) {
-    auto& e = memory.entry(d.stock->name, d.key);
-    if (e.units_taken > 0) {
-        --e.units_taken;  // this claim consumed the unit, or the unit goes back
-        return outcome == claim_outcome::inserted ? 0 : 1;
-    }
-    // No unit held: the app inserts before it decrements.
-    if (outcome == claim_outcome::inserted) {
-        if (in_transaction)
-            ++e.claims_ahead;
-        else
-            e.claim_awaits_decrement = true;  // committed already; the next decrement is its unit
-    }
-    return 0;
-}
-
-void after_transaction_end(session_memory& memory) { memory.reset(); }
 
 }  // namespace claimguard::engine

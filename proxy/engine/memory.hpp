@@ -1,8 +1,9 @@
-// What one session remembers about protected rows: counters it read, units its
-// decrements took and not yet consumed by a claim, refused decrements.
+// What one session remembers about protected rows: the counter it last read (a cross-check
+// only), takes and claims of its open transaction, refused decrements.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -14,15 +15,26 @@ namespace claimguard::engine {
 using key_tuple = std::vector<std::string>;
 
 struct stock_entry {
-    std::optional<std::int64_t> last_read;  // the counter as this session last saw it
-    std::int64_t units_taken = 0;           // decrements that succeeded, not yet consumed by a claim
-    std::int64_t claims_ahead = 0;          // claims inserted before their decrement (in a transaction)
+    std::optional<std::int64_t> last_read;  // the counter as this session last saw it (cross-check only)
     bool refused = false;                   // the last decrement was refused: its claim must not follow
-    bool claim_awaits_decrement = false;    // autocommit: a claim row went in (committed) before its decrement
+    // Open transaction: units of decrements that succeeded in it and no claim of it consumed yet
+    // (each a separate take, oldest first). They commit or roll back with the transaction.
+    std::deque<std::int64_t> transaction_takes;
+    // Open transaction: takes borrowed from the sidecar's ledger (committed decrements of other
+    // statements) by claims of this transaction; they go back to the ledger if it rolls back.
+    std::vector<std::int64_t> borrowed;
+    std::int64_t claims_ahead = 0;  // claims inserted in this transaction before their decrement
+    bool strict_ahead = false;      // ... of a require_decrement rule: COMMIT without the decrement rolls back
+    // Open transaction: units this transaction gave back for its claims that did not happen; the
+    // app's own give-back of the same units (remain = remain + u) is absorbed, not applied twice.
+    std::vector<std::int64_t> credits;
+    // Autocommit claims of this connection that went in with no take (strictness after_refused):
+    // the connection's next take of the key is theirs.
+    std::int64_t unbacked_claims = 0;
 };
 
-// Per-session bookkeeping. Reset on COMMIT, ROLLBACK, COM_RESET_CONNECTION and
-// COM_CHANGE_USER; bounded (max_entries) so a session reading many keys cannot grow it without end.
+// Per-session bookkeeping. Transaction parts reset on COMMIT, ROLLBACK, COM_RESET_CONNECTION and
+// COM_CHANGE_USER; bounded (max_entries) so a session touching many keys cannot grow it without end.
 class session_memory {
 public:
     static constexpr std::size_t max_entries = 1024;
@@ -39,15 +51,35 @@ public:
         auto it = entries_.find(std::make_pair(rule, key));
         return it == entries_.end() ? nullptr : &it->second;
     }
+    [[nodiscard]] stock_entry* find(const std::string& rule, const key_tuple& key) {
+        auto it = entries_.find(std::make_pair(rule, key));
+        return it == entries_.end() ? nullptr : &it->second;
+    }
+    // The transaction ended: what belonged to it goes; what this connection read and its
+    // autocommit claims' debts stay.
     void reset() {
-        entries_.clear();
+        for (auto it = entries_.begin(); it != entries_.end();) {
+            auto& e = it->second;
+            e.transaction_takes.clear();
+            e.borrowed.clear();
+            e.credits.clear();
+            e.claims_ahead = 0;
+            e.strict_ahead = false;
+            if (!e.last_read && e.unbacked_claims == 0 && !e.refused) it = entries_.erase(it);
+            else ++it;
+        }
         transaction_poisoned = false;
         poisoned_rule.clear();
     }
     [[nodiscard]] std::size_t size() const { return entries_.size(); }
+    template <class F>
+    void for_each(F f) {
+        for (auto& [k, e] : entries_) f(k.first, k.second, e);
+    }
 
-    // A claim row was inserted in this transaction and its decrement was refused afterwards:
-    // committing would issue a claim without stock, so the COMMIT becomes a ROLLBACK.
+    // A claim row was inserted in this transaction and no decrement backs it (the decrement was
+    // refused, or never came under require_decrement): committing would issue a claim without
+    // stock, so the COMMIT becomes a ROLLBACK.
     bool transaction_poisoned = false;
     std::string poisoned_rule;  // the stock rule whose exhausted answer the COMMIT gets
 

@@ -32,24 +32,45 @@ namespace {
 constexpr std::uint16_t er_dup_entry = 1062;
 constexpr std::uint32_t last_prepared_statement = 0xFFFFFFFF;  // MariaDB: "the statement just prepared"
 
-// Per-rule metrics of the claim engine (claimguard_*_total{rule=...}).
+// Per-rule metrics of the claim engine (claimguard_*_total{rule=...}), one catalogue.
 struct claim_metrics {
     admin::family<admin::counter>& rewrites;
+    admin::family<admin::counter>& tracked;
     admin::family<admin::counter>& exhausted;
+    admin::family<admin::counter>& conflicts;
+    admin::family<admin::counter>& take_differs;
+    admin::family<admin::counter>& restocks;
+    admin::family<admin::counter>& absorbed;
     admin::family<admin::counter>& blocked;
     admin::family<admin::counter>& duplicates;
     admin::family<admin::counter>& compensations;
+    admin::family<admin::counter>& compensation_failures;
     admin::family<admin::counter>& would;
-    admin::family<admin::counter>& untracked;
+    admin::family<admin::counter>& unmodeled;
     admin::family<admin::counter>& claims;
     admin::family<admin::counter>& unbacked;
+    admin::family<admin::counter>& rolled_back;
 
     static claim_metrics& get() {
         auto& r = admin::default_registry();
         static claim_metrics m{
-            r.counter_family("claimguard_rewrites_total", "Decrements rewritten into conditional updates that took stock",
+            r.counter_family("claimguard_rewrites_total", "Writes of a counter applied as conditional takes that took stock",
                              {"rule"}),
-            r.counter_family("claimguard_exhausted_total", "Decrements refused at the floor, answered with the exhausted answer",
+            r.counter_family("claimguard_tracked_decrements_total",
+                             "Guarded decrements and compare-and-sets of the app that took stock (forwarded as written)",
+                             {"rule"}),
+            r.counter_family("claimguard_exhausted_total", "Takes refused at the floor, answered with the exhausted answer",
+                             {"rule"}),
+            r.counter_family("claimguard_conflicts_total",
+                             "Takes that changed no row while stock was left (the app's own condition, e.g. a version): "
+                             "answered with the server's 0 rows",
+                             {"rule"}),
+            r.counter_family("claimguard_take_differs_total",
+                             "Absolute writes whose value meant other units than the rule's (read - written); the rule's units were taken",
+                             {"rule"}),
+            r.counter_family("claimguard_restocks_total", "Increments of a counter forwarded to the database", {"rule"}),
+            r.counter_family("claimguard_absorbed_give_backs_total",
+                             "The app's own give-back of units claimguard had already given back, answered without the database",
                              {"rule"}),
             r.counter_family("claimguard_blocked_claims_total",
                              "Claim inserts answered exhausted without reaching the database", {"rule"}),
@@ -57,16 +78,19 @@ struct claim_metrics {
                              {"rule", "guard"}),
             r.counter_family("claimguard_compensations_total", "Stock units given back after a claim did not happen",
                              {"rule"}),
+            r.counter_family("claimguard_compensation_failures_total", "Give-backs that changed no row", {"rule"}),
             r.counter_family("claimguard_would_rewrite_total", "Observe mode: what enforce mode would have done",
                              {"rule", "action"}),
-            r.counter_family("claimguard_untracked_writes_total",
-                             "Writes or claims on protected tables the engine could not follow (forwarded unchanged)",
-                             {"rule"}),
+            r.counter_family("claimguard_unmodeled_total",
+                             "Statements on protected tables in a shape claimguard does not model, by reason and policy",
+                             {"rule", "reason", "policy"}),
             r.counter_family("claimguard_claims_total", "Claim rows inserted through the claim protocol", {"rule"}),
             r.counter_family("claimguard_claims_before_decrement_total",
-                             "Claim rows inserted before this session's decrement of their stock "
-                             "(autocommit: committed at once, not backed by stock)",
+                             "Claim rows inserted with no take behind them yet (in a transaction: its decrement must "
+                             "follow; in autocommit: not backed by stock, strictness after_refused)",
                              {"rule", "in"}),
+            r.counter_family("claimguard_rolled_back_commits_total",
+                             "COMMITs turned into ROLLBACK because the transaction held a claim without stock", {"rule"}),
         };
         return m;
     }
@@ -85,7 +109,8 @@ std::optional<std::int64_t> to_int(std::string_view text) {
     return v;
 }
 
-// A bound parameter made comparable with literals: integers in decimal, strings as bytes
+// A bound parameter made comparable with literals: integers in decimal, doubles and floats (the
+// codec widens FLOAT) as the server compares them with an integer column, strings as bytes
 // (numeric strings canonicalised as numbers, as the server compares them).
 std::optional<engine::resolved_value> resolve_bound(const proto::binary_value& v) {
     engine::resolved_value out;
@@ -107,7 +132,8 @@ std::optional<engine::resolved_value> resolve_bound(const proto::binary_value& v
         }
         return out;
     }
-    return std::nullopt;  // NULL, doubles, temporals, long data: never a key we track
+    if (auto* d = std::get_if<double>(&v)) return engine::resolve_double(*d);  // Node's numbers are doubles
+    return std::nullopt;  // NULL, temporals, long data: never a key we track
 }
 
 }  // namespace
@@ -149,7 +175,8 @@ awaitable<session::intercepted> session::intercept(const proto::packet_span& pac
     case proto::com::change_user:
         release_transaction_locks();  // the server rolls back an open transaction
         forget_statements();
-        engine::after_transaction_end(memory_);
+        table_columns_.clear();
+        if (ctx_.ledger) engine::end_transaction(memory_, *ctx_.ledger, false, id_);
         co_return intercepted::forward;
     default:
         co_return intercepted::forward;
@@ -183,28 +210,107 @@ void session::learn_session_changes(const match::match_result& facts) {
 awaitable<session::intercepted> session::intercept_query(const proto::packet_span& packet, std::string_view sql) {
     const auto& index = snapshot_->index;
     if (index.filter().classify(sql) == sqlns::prefilter_verdict::irrelevant) co_return intercepted::forward;
+    if (snapshot_->rules.is_trusted(user_)) co_return intercepted::forward;
     auto st = sqlns::parse(sql, lexer_options());
-    if (!st.ours()) co_return intercepted::forward;
-    match::match_context mctx;
-    if (!database_.empty()) mctx.current_database = database_;
-    auto facts = match::match(st, index, mctx);
+    auto matched = co_await match_statement(st);
+    if (!matched) co_return intercepted::failed;
+    const auto& facts = *matched;
+    if (facts.facts.empty()) co_return intercepted::forward;
     learn_session_changes(facts);
     auto d = engine::decide(facts, snapshot_->rules, engine::resolve_literal, memory_);
     co_return co_await apply(d, st, proto::com::query, client_in_.readable().first(packet.raw_size), packet.last_seq,
                              nullptr, nullptr);
 }
 
+const std::vector<std::string>* session::columns_of(const void* self, const rules::claim_rule& rule) {
+    const auto* s = static_cast<const session*>(self);
+    auto it = s->table_columns_.find(rule.name + "\n" + s->database_);
+    return it == s->table_columns_.end() || it->second.empty() ? nullptr : &it->second;
+}
+
+awaitable<std::optional<match::match_result>> session::match_statement(const sqlns::parsed_statement& st) {
+    match::match_context mctx;
+    if (!database_.empty()) mctx.current_database = database_;
+    mctx.table_columns = &session::columns_of;
+    mctx.table_columns_owner = this;
+    auto facts = match::match(st, snapshot_->index, mctx);
+    const match::claim_insert* unresolved = nullptr;
+    for (const auto& f : facts.facts)
+        if (const auto* ci = std::get_if<match::claim_insert>(&f); ci && !ci->columns_known) unresolved = ci;
+    if (unresolved == nullptr) co_return facts;
+    const std::string cache_key = unresolved->rule->name + "\n" + database_;
+    if (table_columns_.contains(cache_key)) co_return facts;  // looked up before: not known
+    // The table's columns in order, asked of this connection's database. The names are the rule's
+    // (validated identifiers), sent as hex literals so nothing is spliced into the SQL as text.
+    auto hex = [](std::string_view v) {
+        static constexpr char digits[] = "0123456789ABCDEF";
+        std::string out = "CONVERT(0x";
+        for (unsigned char c : v) {
+            out.push_back(digits[c >> 4]);
+            out.push_back(digits[c & 15]);
+        }
+        return out + " USING utf8mb4)";
+    };
+    const auto& table = unresolved->rule->table;
+    match::rewritten_sql q;
+    q.sql = "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = " +
+            (table.schema.empty() ? std::string("DATABASE()") : hex(table.schema)) + " AND TABLE_NAME = " +
+            hex(table.name) + " ORDER BY ORDINAL_POSITION";
+    auto reply = co_await run_sql(q, nullptr, nullptr);
+    if (!reply) co_return std::nullopt;
+    std::vector<std::string> columns;
+    proto::bytes_view rest(reply->raw);
+    bool header = true;
+    std::size_t definitions = 0;
+    while (!rest.empty()) {
+        auto scan = proto::scan_packet(rest, opt_.max_packet_bytes);
+        if (!scan || scan->raw_size == 0 || scan->frames != 1) break;
+        auto payload = scan->first_payload;
+        rest = rest.subspan(scan->raw_size);
+        if (header) {  // column count, then one definition (and an EOF without DEPRECATE_EOF)
+            header = false;
+            continue;
+        }
+        if (definitions < 1) {
+            ++definitions;
+            continue;
+        }
+        if (proto::is_eof_packet(payload, caps_)) {
+            if (columns.empty() && !(caps_ & proto::cap::deprecate_eof) && definitions == 1) {
+                ++definitions;  // the EOF after the definitions
+                continue;
+            }
+            break;
+        }
+        if (payload.empty() || payload[0] == proto::err_header) break;
+        auto values = proto::parse_text_row(payload, 1);
+        if (!values || !(*values)[0]) break;
+        columns.emplace_back(*(*values)[0]);
+    }
+    if (table_columns_.size() >= max_known_tables) table_columns_.erase(table_columns_.begin());
+    table_columns_[cache_key] = std::move(columns);
+    co_return match::match(st, snapshot_->index, mctx);
+}
+
 awaitable<session::intercepted> session::intercept_prepare(const proto::packet_span& packet, std::string_view sql) {
     const auto& index = snapshot_->index;
     if (index.filter().classify(sql) == sqlns::prefilter_verdict::irrelevant) co_return intercepted::forward;
+    if (snapshot_->rules.is_trusted(user_)) co_return intercepted::forward;
     auto ps = std::make_unique<prepared_statement>();
     ps->sql = std::make_unique<std::string>(sql);
     ps->parsed = sqlns::parse(*ps->sql, lexer_options());
-    if (!ps->parsed.ours()) co_return intercepted::forward;
-    match::match_context mctx;
-    if (!database_.empty()) mctx.current_database = database_;
-    ps->facts = match::match(ps->parsed, index, mctx);
+    auto matched = co_await match_statement(ps->parsed);
+    if (!matched) co_return intercepted::failed;
+    ps->facts = std::move(*matched);
     if (ps->facts.facts.empty()) co_return intercepted::forward;
+    // A statement the rules do not model: its policy applies at prepare time (refused, it never
+    // gets a statement id; forwarded, it is counted at each execute).
+    if (ps->parsed.kind == sqlns::statement_kind::not_ours) {
+        auto d = engine::decide(ps->facts, snapshot_->rules, engine::resolve_literal, memory_);
+        if (d.what == verdict::refuse && !d.observe)
+            co_return co_await apply(d, ps->parsed, proto::com::stmt_prepare, client_in_.readable().first(packet.raw_size),
+                                     packet.last_seq, nullptr, nullptr);
+    }
     ps->snapshot = snapshot_;
     auto reply = co_await roundtrip(client_in_.readable().first(packet.raw_size), proto::com::stmt_prepare,
                                     packet.last_seq);
@@ -270,152 +376,134 @@ awaitable<session::intercepted> session::intercept_execute(const proto::packet_s
     co_return result;
 }
 
+void session::report(const std::vector<engine::event>& events, const engine::decision& d,
+                     const sqlns::parsed_statement& st) {
+    auto& m = claim_metrics::get();
+    const auto rule = rule_name(d);
+    const bool in_trans = status_ & proto::status::in_trans;
+    using engine::event;
+    for (auto e : events) {
+        switch (e) {
+        case event::took: m.rewrites.with(rule).inc(); break;
+        case event::tracked: m.tracked.with(rule).inc(); break;
+        case event::exhausted: m.exhausted.with(rule).inc(); break;
+        case event::conflict: m.conflicts.with(rule).inc(); break;
+        case event::app_meant_other: m.take_differs.with(rule).inc(); break;
+        case event::restocked: m.restocks.with(rule).inc(); break;
+        case event::absorbed: m.absorbed.with(rule).inc(); break;
+        case event::blocked: m.blocked.with(rule).inc(); break;
+        case event::claim_inserted: m.claims.with(rule).inc(); continue;  // the row is audited by its outcome
+        case event::claim_ahead: m.unbacked.with(rule, "transaction").inc(); continue;
+        case event::claim_unbacked: m.unbacked.with(rule, "autocommit").inc(); break;
+        case event::duplicate_redis: m.duplicates.with(rule, "redis").inc(); break;
+        case event::duplicate_db: m.duplicates.with(rule, "db").inc(); break;
+        case event::compensated: m.compensations.with(rule).inc(); break;
+        case event::compensation_failed:
+            m.compensation_failures.with(rule).inc();
+            spdlog::error("session {}: rule {}: a give-back changed no row", id_, rule);
+            break;
+        case event::rolled_back: m.rolled_back.with(rule).inc(); break;
+        case event::unmodeled_refused:
+        case event::unmodeled_forwarded: {
+            const bool refused = e == event::unmodeled_refused;
+            m.unmodeled.with(rule, d.reason.empty() ? std::string_view("rewrite_failed") : d.reason,
+                             refused ? "refuse" : "forward")
+                .inc();
+            spdlog::info("session {}: rule {}: {} a statement claimguard does not model: {}", id_, rule,
+                         refused ? "refused" : "forwarded", d.note);
+            break;
+        }
+        case event::would:
+        case event::would_block: {
+            const auto what = e == event::would_block ? std::string_view("exhausted")
+                              : d.unmodeled ? std::string_view(d.what == engine::verdict::refuse ? "refuse" : "forward")
+                                            : engine::verdict_name(d.what);
+            m.would.with(rule, what).inc();
+            if (d.unmodeled) m.unmodeled.with(rule, d.reason, "observe").inc();
+            audit(d, "would-" + std::string(what), st);
+            continue;
+        }
+        }
+        audit(d, engine::event_name(e), st);
+    }
+    (void)in_trans;
+}
+
 awaitable<session::intercepted> session::apply(const engine::decision& d, const sqlns::parsed_statement& st,
                                                std::uint8_t command, proto::bytes_view forward_bytes,
                                                std::uint8_t last_seq, const std::vector<proto::binary_value>* params,
                                                const std::vector<proto::value_type>* types) {
-    auto& m = claim_metrics::get();
-    // The client's statement, sent as written; the reply is kept for the engine to read.
-    auto forward_captured = [&]() -> awaitable<std::optional<captured_reply>> {
-        forwarded_statement_ = true;
-        co_return co_await roundtrip(forward_bytes, command, last_seq);
+    if (d.what == verdict::forward && !d.unmodeled) co_return intercepted::forward;
+    engine::operation_context octx{id_, status_, redis_ != nullptr};
+    engine::claim_operation op(d, st, memory_, *ctx_.ledger, octx);
+    std::optional<captured_reply> kept;
+    std::string token;
+    // The Redis key of a claim that did not go in goes at once; one inserted in a transaction
+    // goes if the transaction does not commit.
+    auto settle_redis = [&]() -> awaitable<void> {
+        if (!op.redis_locked() || !redis_) co_return;
+        if (op.redis_keep_for_transaction()) transaction_locks_.push_back({d.redis_key, token});
+        else if (op.redis_release_now()) (void)co_await redis_->release(d.redis_key, token);
     };
-    if (d.untracked) {
-        m.untracked.with(rule_name(d)).inc();
-        spdlog::debug("session {}: untracked statement on rule {}: {}", id_, rule_name(d), d.note);
-    }
-    if (d.observe) {
-        m.would.with(rule_name(d), engine::verdict_name(d.what)).inc();
-        audit(d, "would-" + std::string(engine::verdict_name(d.what)), st);
-        // Keep the session's memory as enforce mode would have it (the decrement took its unit,
-        // the claim used it), so the next decision is the one enforce mode would make: a claim
-        // after a decrement is would-claim, not would-exhausted under require_decrement.
-        const bool in_trans = status_ & proto::status::in_trans;
-        if (d.what == verdict::restock) engine::after_restock(memory_, d, true);
-        if (d.what == verdict::decrement || d.what == verdict::track_decrement)
-            engine::after_decrement(memory_, d, true, in_trans);
-        if (d.what == verdict::claim) (void)engine::after_claim(memory_, d, engine::claim_outcome::inserted, in_trans);
-        co_return intercepted::forward;
-    }
-    switch (d.what) {
-    case verdict::forward:
-        co_return intercepted::forward;
-
-    case verdict::remember_read: {
-        auto reply = co_await forward_captured();
-        if (!reply) co_return intercepted::failed;
-        if (auto counter = read_counter(*reply, d, command == proto::com::stmt_execute))
-            engine::after_read(memory_, d, *counter);
-        co_return co_await write_client(reply->raw) ? intercepted::handled : intercepted::failed;
-    }
-
-    case verdict::decrement: {
-        auto rewritten = std::holds_alternative<match::counter_write>(*d.fact)
-                             ? match::rewrite_write(st, std::get<match::counter_write>(*d.fact), d.units)
-                             : match::rewrite_change(st, std::get<match::counter_change>(*d.fact), d.units);
-        if (!rewritten) {
-            spdlog::warn("session {}: rule {}: cannot rewrite a decrement ({}): forwarded unchanged", id_,
-                         rule_name(d), rewritten.error().message());
-            m.untracked.with(rule_name(d)).inc();
+    auto act = op.start();
+    for (;;) {
+        report(op.take_events(), d, st);
+        switch (act.type) {
+        case engine::action::kind::relay:
+            co_await settle_redis();
             co_return intercepted::forward;
-        }
-        auto reply = co_await run_sql(*rewritten, params, types);
-        if (!reply) co_return intercepted::failed;
-        if (!reply->is_ok) co_return co_await write_client(reply->raw) ? intercepted::handled : intercepted::failed;
-        const bool took = reply->affected_rows > 0;
-        engine::after_decrement(memory_, d, took, reply->status & proto::status::in_trans);
-        if (took) {
-            m.rewrites.with(rule_name(d)).inc();
-            audit(d, "rewritten", st);
-            co_return co_await write_client(reply->raw) ? intercepted::handled : intercepted::failed;
-        }
-        m.exhausted.with(rule_name(d)).inc();
-        audit(d, "exhausted", st);
-        co_return co_await answer(d.stock->exhausted, reply->status) ? intercepted::handled : intercepted::failed;
-    }
 
-    case verdict::track_decrement:
-    case verdict::restock: {
-        auto reply = co_await forward_captured();
-        if (!reply) co_return intercepted::failed;
-        if (reply->is_ok) {
-            if (d.what == verdict::restock) {
-                engine::after_restock(memory_, d, true);
-            } else {
-                engine::after_decrement(memory_, d, reply->affected_rows > 0, reply->status & proto::status::in_trans);
+        case engine::action::kind::send_statement:
+        case engine::action::kind::send_sql: {
+            const bool own = act.type == engine::action::kind::send_sql;
+            if (!own) forwarded_statement_ = true;
+            auto reply = own ? co_await run_sql(act.sql, params, types) : co_await roundtrip(forward_bytes, command, last_seq);
+            if (!reply) {
+                if (op.redis_locked() && redis_) transaction_locks_.push_back({d.redis_key, token}), release_transaction_locks();
+                co_return intercepted::failed;
             }
+            engine::reply_summary summary;
+            summary.ok = reply->is_ok;
+            summary.err = reply->is_err;
+            summary.err_code = reply->err_code;
+            summary.affected_rows = reply->affected_rows;
+            summary.status = reply->status;
+            if (act.read_counter && !reply->is_err) {
+                const bool binary = own ? (!act.sql.parameters.empty() && params && types)
+                                        : command == proto::com::stmt_execute;
+                if (own) {
+                    summary.counter = read_counter(*reply, 0, {}, binary);
+                } else if (const auto* r = std::get_if<match::counter_read>(d.fact)) {
+                    summary.counter = read_counter(*reply, r->counter_position, r->counter_label, binary);
+                }
+            }
+            if (act.keep_reply) kept = std::move(*reply);
+            act = op.on_reply(summary);
+            break;
         }
-        co_return co_await write_client(reply->raw) ? intercepted::handled : intercepted::failed;
-    }
 
-    case verdict::exhausted:
-        m.blocked.with(rule_name(d)).inc();
-        audit(d, "blocked", st);
-        co_return co_await answer(d.stock->exhausted, status_) ? intercepted::handled : intercepted::failed;
-
-    case verdict::claim: {
-        const bool in_trans = status_ & proto::status::in_trans;
-        std::string token;
-        bool locked = false;
-        if (d.claim->redis && redis_) {
+        case engine::action::kind::redis_acquire: {
             token = guards::random_token();
-            auto got = co_await redis_->acquire(d.redis_key, token, d.claim->redis->ttl);
-            if (got == guards::acquire_result::held) {
-                m.duplicates.with(rule_name(d), "redis").inc();
-                audit(d, "duplicate-redis", st);
-                if (engine::after_claim(memory_, d, engine::claim_outcome::duplicate, in_trans) > 0 &&
-                    !co_await compensate(d, st, params, types))
-                    co_return intercepted::failed;
-                co_return co_await answer(d.claim->duplicate, status_) ? intercepted::handled : intercepted::failed;
-            }
-            locked = got == guards::acquire_result::acquired;
+            auto got = co_await redis_->acquire(d.redis_key, token, act.ttl);
+            act = op.on_redis(got == guards::acquire_result::held       ? engine::redis_reply::held
+                              : got == guards::acquire_result::acquired ? engine::redis_reply::acquired
+                                                                        : engine::redis_reply::unavailable);
+            break;
         }
-        auto reply = co_await forward_captured();
-        if (!reply) co_return intercepted::failed;
-        if (!reply->is_err) {
-            const bool now_in_trans = reply->status & proto::status::in_trans;
-            if (!engine::claim_backed(memory_, d)) {
-                // The app inserts first. In a transaction the decrement that follows backs the
-                // row (or the COMMIT becomes a ROLLBACK); in autocommit it is already committed.
-                m.unbacked.with(rule_name(d), now_in_trans ? "transaction" : "autocommit").inc();
-                if (!now_in_trans) audit(d, "claim-before-decrement", st);
-            }
-            (void)engine::after_claim(memory_, d, engine::claim_outcome::inserted, now_in_trans);
-            if (locked && now_in_trans) transaction_locks_.push_back({d.redis_key, token});
-            m.claims.with(rule_name(d)).inc();
-            co_return co_await write_client(reply->raw) ? intercepted::handled : intercepted::failed;
-        }
-        const bool duplicate = reply->err_code == er_dup_entry;
-        auto units = engine::after_claim(memory_, d, duplicate ? engine::claim_outcome::duplicate
-                                                               : engine::claim_outcome::failed, in_trans);
-        if (units > 0 && !co_await compensate(d, st, params, types)) co_return intercepted::failed;
-        if (locked) (void)co_await redis_->release(d.redis_key, token);
-        if (!duplicate) co_return co_await write_client(reply->raw) ? intercepted::handled : intercepted::failed;
-        m.duplicates.with(rule_name(d), "db").inc();
-        audit(d, "duplicate-db", st);
-        co_return co_await answer(d.claim->duplicate, status_) ? intercepted::handled : intercepted::failed;
-    }
 
-    case verdict::rollback_instead: {
-        match::rewritten_sql rollback{"ROLLBACK", {}};
-        auto reply = co_await run_sql(rollback, nullptr, nullptr);
-        if (!reply) co_return intercepted::failed;
-        const std::string poisoned = memory_.poisoned_rule;  // before the reset clears it
-        engine::after_transaction_end(memory_);
-        release_transaction_locks();
-        const rules::stock_rule* stock = snapshot_->rules.find_stock(poisoned);
-        if (!stock && !snapshot_->rules.stocks.empty()) stock = &snapshot_->rules.stocks.front();
-        audit(d, "rolled-back", st);
-        // The app asked to COMMIT and nothing was committed: that is never answered with an OK,
-        // even when the rule answers a refused decrement with one (exhausted: {type: ok}).
-        const rules::answer fallback{rules::answer::kind::error, 1644, "45000",
-                               "claimguard: transaction rolled back: it holds a claim without stock"};
-        const rules::answer& chosen =
-            stock && stock->exhausted.type == rules::answer::kind::error ? stock->exhausted : fallback;
-        co_return co_await answer(chosen, reply->status) ? intercepted::handled : intercepted::failed;
+        case engine::action::kind::reply_client: {
+            co_await settle_redis();
+            if (!kept) co_return intercepted::failed;
+            co_return co_await write_client(kept->raw) ? intercepted::handled : intercepted::failed;
+        }
+
+        case engine::action::kind::answer: {
+            co_await settle_redis();
+            if (d.what == verdict::rollback_instead) release_transaction_locks();
+            co_return co_await answer(act.answer, act.status, act.ok_rows) ? intercepted::handled : intercepted::failed;
+        }
+        }
     }
-    }
-    co_return intercepted::forward;
 }
 
 awaitable<std::optional<session::captured_reply>> session::roundtrip(proto::bytes_view raw, std::uint8_t command,
@@ -520,36 +608,16 @@ awaitable<std::optional<session::captured_reply>> session::run_sql(const match::
     co_return co_await roundtrip(frame, proto::com::stmt_execute, 0);
 }
 
-awaitable<bool> session::compensate(const engine::decision& d, const sqlns::parsed_statement& st,
-                                    const std::vector<proto::binary_value>* params,
-                                    const std::vector<proto::value_type>* types) {
-    const auto& insert = std::get<match::claim_insert>(*d.fact);
-    auto sql = match::compensation(*d.stock, insert.rows.front().stock_key, 1);
-    if (!sql) {
-        spdlog::error("session {}: rule {}: cannot build the compensation: {}", id_, rule_name(d), sql.error().message());
-        co_return true;  // the answer still goes out; the metric and log say a unit may be missing
-    }
-    auto reply = co_await run_sql(*sql, params, types);
-    if (!reply) co_return false;
-    if (reply->is_ok && reply->affected_rows > 0) {
-        claim_metrics::get().compensations.with(rule_name(d)).inc();
-        audit(d, "compensated", st);
-    } else {
-        spdlog::error("session {}: rule {}: compensation did not return the unit", id_, rule_name(d));
-    }
-    co_return true;
-}
-
-awaitable<bool> session::answer(const rules::answer& a, std::uint16_t status) {
+awaitable<bool> session::answer(const rules::answer& a, std::uint16_t status, std::uint64_t ok_rows) {
     auto seq = proto::reply_seq(command_seq_);
     if (a.type == rules::answer::kind::error) {
         co_return co_await write_client(proto::make_err_frame(seq, a.code, a.sql_state, a.message));
     }
-    co_return co_await write_client(proto::make_ok_frame(seq, 0, status, caps_));
+    co_return co_await write_client(proto::make_ok_frame(seq, ok_rows, status, caps_));
 }
 
-std::optional<std::int64_t> session::read_counter(const captured_reply& reply, const engine::decision& d, bool binary) {
-    const auto& read = std::get<match::counter_read>(*d.fact);
+std::optional<std::int64_t> session::read_counter(const captured_reply& reply, std::optional<std::uint32_t> position,
+                                                  std::string_view label, bool binary) {
     proto::bytes_view rest(reply.raw);
     auto next = [&]() -> std::optional<proto::bytes_view> {
         auto scan = proto::scan_packet(rest, opt_.max_packet_bytes);
@@ -564,15 +632,14 @@ std::optional<std::int64_t> session::read_counter(const captured_reply& reply, c
     if (!count || *count == 0 || *count > 4096) return std::nullopt;
     std::vector<proto::value_type> types;
     constexpr std::size_t none = static_cast<std::size_t>(-1);
-    std::size_t index = read.counter_position ? *read.counter_position : none;
+    std::size_t index = position ? *position : none;
     for (std::size_t i = 0; i < *count; ++i) {
         auto payload = next();
         if (!payload) return std::nullopt;
         auto col = proto::parse_column_definition(*payload, mariadb_caps_);
         if (!col) return std::nullopt;
         types.push_back(proto::value_type_of(*col));
-        if (index == none && (sqlns::identifier_equals(col->org_name, d.stock->counter_column) ||
-                       (!read.counter_label.empty() && col->name == read.counter_label)))
+        if (index == none && !label.empty() && (col->name == label || sqlns::identifier_equals(col->org_name, label)))
             index = i;
     }
     if (index >= *count) return std::nullopt;

@@ -22,6 +22,7 @@
 #include "proxy/admin/admin_server.hpp"
 #include "proxy/admin/metrics.hpp"
 #include "proxy/engine/rules_snapshot.hpp"
+#include "proxy/engine/take_ledger.hpp"
 #include "proxy/guards/redis_guard.hpp"
 #include "proxy/schema/inspect.hpp"
 #include "proxy/schema/report.hpp"
@@ -51,6 +52,7 @@ struct server_state {
     std::atomic<std::size_t> active{0};
     std::atomic<bool> draining{false};
     engine::rules_holder rules;
+    engine::take_ledger ledger;  // committed takes awaiting their claim, across the sidecar's connections
     std::unique_ptr<audit_log> audit;
     std::vector<std::unique_ptr<guards::redis_guard>> redis;  // one per I/O thread
     session_context session_ctx;
@@ -267,6 +269,7 @@ int run_server(const config::proxy_options& options) {
         }
         if (options.watch_rules) reloader->watch();
         state.session_ctx.rules = &state.rules;
+        state.session_ctx.ledger = &state.ledger;
         try {
             auto& dropped = admin::default_registry().add_counter(
                 "claimguard_audit_dropped_lines_total",

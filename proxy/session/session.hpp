@@ -16,6 +16,7 @@ struct health_state;
 }
 namespace claimguard::engine {
 class rules_holder;
+class take_ledger;
 }
 namespace claimguard::guards {
 class redis_guard;
@@ -34,6 +35,7 @@ struct session_context {
     engine::rules_holder* rules = nullptr;  // null: no rules, a plain relay
     audit_log* audit = nullptr;
     const std::atomic<bool>* draining = nullptr;  // shutting down: sessions close when idle outside a transaction
+    engine::take_ledger* ledger = nullptr;  // set with rules: committed takes shared by the sidecar's sessions
 };
 
 // Serves one client until either side closes, then closes both connections.

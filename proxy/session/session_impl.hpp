@@ -19,6 +19,7 @@
 #include "packet_buffer.hpp"
 #include "proxy/protocol/exchange.hpp"
 #include "proxy/protocol/frame.hpp"
+#include "proxy/engine/claim_operation.hpp"
 #include "proxy/engine/decide.hpp"
 #include "proxy/engine/rules_snapshot.hpp"
 #include "proxy/protocol/binary_value.hpp"
@@ -166,11 +167,17 @@ private:
     awaitable<std::optional<captured_reply>> run_sql(const rules::match::rewritten_sql& sql,
                                                      const std::vector<proto::binary_value>* params,
                                                      const std::vector<proto::value_type>* types);
-    awaitable<bool> compensate(const engine::decision& d, const rules::sql::parsed_statement& st,
-                               const std::vector<proto::binary_value>* params,
-                               const std::vector<proto::value_type>* types);
-    awaitable<bool> answer(const rules::answer& a, std::uint16_t status);
-    std::optional<std::int64_t> read_counter(const captured_reply& reply, const engine::decision& d, bool binary);
+    awaitable<bool> answer(const rules::answer& a, std::uint16_t status, std::uint64_t ok_rows = 0);
+    // The counter in the one row of a result set: at `position`, or the column named `label`.
+    std::optional<std::int64_t> read_counter(const captured_reply& reply, std::optional<std::uint32_t> position,
+                                             std::string_view label, bool binary);
+    // Counts and audits what a claim operation reports.
+    void report(const std::vector<engine::event>& events, const engine::decision& d,
+                const rules::sql::parsed_statement& st);
+    // Matches a statement; a claim INSERT without a column list first learns the table's columns
+    // (information_schema, on this backend connection, once per session and table).
+    awaitable<std::optional<rules::match::match_result>> match_statement(const rules::sql::parsed_statement& st);
+    static const std::vector<std::string>* columns_of(const void* self, const rules::claim_rule& rule);
     void learn_session_changes(const rules::match::match_result& facts);
     void audit(const engine::decision& d, std::string_view action, const rules::sql::parsed_statement& st);
     void forget_statements();
@@ -209,6 +216,8 @@ private:
     std::string database_;
     std::unordered_map<std::uint32_t, std::unique_ptr<prepared_statement>> prepared_;
     std::map<std::string, std::uint32_t> derived_;  // the proxy's own prepared statements, by SQL
+    std::map<std::string, std::vector<std::string>> table_columns_;  // claim table columns, by rule and database
+    static constexpr std::size_t max_known_tables = 64;
     std::uint32_t last_prepared_id_ = 0;
     std::uint8_t command_seq_ = 0;  // last sequence id of the command being handled
     bool reset_after_reply_ = false;  // COMMIT/ROLLBACK: bookkeeping resets once it succeeds

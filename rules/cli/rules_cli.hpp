@@ -1,4 +1,4 @@
-// The rules library's command-line entry points (`claimguard lint|ddl|explain`).
+// The rules library's command-line entry points (`claimguard lint|ddl`; explain is the engine's).
 #pragma once
 
 #include <optional>
@@ -14,9 +14,5 @@ int lint(const std::vector<std::string>& paths, std::ostream& out, std::ostream&
 
 // `claimguard ddl RULES...`: the UNIQUE indexes backing each claim rule.
 int ddl(const std::vector<std::string>& paths, std::ostream& out, std::ostream& err);
-
-// `claimguard explain --rules R [--read VALUE] SQL`: facts, decision, rewritten SQL.
-int explain(const std::vector<std::string>& rules_paths, const std::optional<std::string>& read_value,
-            const std::string& sql, std::ostream& out, std::ostream& err);
 
 }  // namespace claimguard::rules_cli

@@ -1,4 +1,4 @@
-// What `claimguard explain` prints: the facts, the decision and the SQL that would be sent.
+// How `claimguard explain` describes a statement and its facts (the decision comes from the engine).
 #pragma once
 
 #include <cstdint>
@@ -9,6 +9,7 @@
 
 #include "rules/match/facts.hpp"
 #include "rules/match/matcher.hpp"
+#include "rules/match/rewriter.hpp"
 #include "rules/match/rule_index.hpp"
 #include "rules/sql/token.hpp"
 
@@ -26,9 +27,20 @@ struct explain_options {
 // One fact on one line.
 [[nodiscard]] std::string describe_fact(const fact& f);
 
-// Writes, one "label: text" per line: the pre-filter verdict, how the statement was read,
-// each fact, the decision, and the SQL claimguard would send instead (if any). This is a
-// dry run of the rules, not the engine: it assumes the session read --read before.
-void explain(const rule_index& rules, std::string_view sql, const explain_options& options, std::ostream& out);
+// An answer as the client would see it: "ERROR 1644 (45000): ..." or "OK (0 rows affected)".
+[[nodiscard]] std::string describe_answer(const answer& a);
+
+// SQL claimguard sends, with the client's placeholders it binds.
+[[nodiscard]] std::string describe_sql(const rewritten_sql& r);
+
+struct described_statement {
+    sql::parsed_statement statement;  // views the text given to describe_statement
+    match_result facts;               // views the same text
+};
+
+// The first part of `claimguard explain`, one "label: text" per line: the pre-filter verdict,
+// how the statement was read, each fact. The decision is the engine's (engine/explain.hpp).
+[[nodiscard]] described_statement describe_statement(const rule_index& rules, std::string_view sql,
+                                                     const explain_options& options, std::ostream& out);
 
 }  // namespace claimguard::rules::match

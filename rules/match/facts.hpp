@@ -51,7 +51,8 @@ struct counter_read {
     sql::lock_clause lock = sql::lock_clause::none;
 };
 
-// UPDATE ... SET counter = V (an absolute value: the incident's SET remain = 99).
+// UPDATE ... SET counter = V: an absolute value (the incident's SET remain = 99), an expression
+// (SET remain = 57 - 1), NULL or DEFAULT. The engine applies it as a take of the rule's units.
 struct counter_write {
     const stock_rule* rule = nullptr;
     table_use table;
@@ -140,12 +141,13 @@ struct session_change {
     std::string_view database;                    // USE: the name as written
 };
 
-// A statement that touches a protected table in a shape the engine cannot reason about:
-// forwarded untouched, worth a log line and a metric.
+// A statement that may change a protected table in a shape the engine does not model: it gets
+// the rule's `unmodeled` policy (refuse or forward), an audit line and a metric.
 struct unmodeled {
     const stock_rule* stock = nullptr;
     const claim_rule* claim = nullptr;
-    std::string_view reason;
+    std::string_view reason;  // a sentence for logs and the refusal
+    std::string_view code;    // a short label for the metric (several_statements, unsupported_syntax, ...)
 };
 
 using fact = std::variant<counter_read, counter_write, counter_change, claim_insert, transaction_boundary,

@@ -173,24 +173,27 @@ void match_update(const parsed_statement& st, const rule_index& rules, const mat
             }
         }
         if (!counter) continue;
-        auto unmodeled_update = [&](std::string_view why) { out.facts.emplace_back(unmodeled{&rule, nullptr, why}); };
         if (counter_count > 1) {
-            unmodeled_update("the counter is assigned more than once");
+            out.facts.emplace_back(unmodeled{&rule, nullptr, "the counter is assigned more than once", "counter_assigned_twice"});
             continue;
         }
         const auto& a = u.assignments[*counter];
         key_scan k = scan_key(st, u.where, u.table, rule.key_columns);
-        if (a.kind == sql::assignment_kind::value) {
-            if (a.value.kind != operand_kind::literal && a.value.kind != operand_kind::placeholder) {
-                unmodeled_update("the counter is set to NULL or DEFAULT");
-                continue;
-            }
+        const bool relative = a.kind == sql::assignment_kind::relative && column_is(st, a.base, rule.counter_column, u.table);
+        if (!relative) {
+            // Any other write of the counter (a value, an expression, NULL): the engine takes the
+            // rule's units for it, whatever it says.
             counter_write w;
             w.rule = &rule;
             w.table = use_of(st, u.table);
             w.key = std::move(k.key);
             w.full_key = k.full;
-            w.value = make_value(st, a.value);
+            if (a.kind == sql::assignment_kind::value) {
+                w.value = make_value(st, a.value);
+            } else {
+                w.value.type = value_ref::kind::expression;
+                w.value.text = st.text(a.value.span);
+            }
             w.assignment = *counter;
             w.version_assignment = version;
             for (const auto& p : u.where.predicates) {
@@ -202,7 +205,7 @@ void match_update(const parsed_statement& st, const rule_index& rules, const mat
             }
             w.extra_conditions = k.extra;
             out.facts.emplace_back(std::move(w));
-        } else if (a.kind == sql::assignment_kind::relative && column_is(st, a.base, rule.counter_column, u.table)) {
+        } else {
             counter_change c;
             c.rule = &rule;
             c.table = use_of(st, u.table);
@@ -217,17 +220,22 @@ void match_update(const parsed_statement& st, const rule_index& rules, const mat
             c.version_assignment = version;
             find_guard(st, u, rule, c);
             out.facts.emplace_back(std::move(c));
-        } else {
-            unmodeled_update("the counter is set from an expression claimguard does not read");
         }
     }
 }
 
+// The value row `row` gives `column`: by the column list, or by position in the table's
+// columns (`table_columns`) for an INSERT without one.
 [[nodiscard]] value_ref row_value(const parsed_statement& st, const sql::insert_statement& ins, std::size_t row,
-                                  std::string_view column) {
-    if (!ins.has_column_list) return {};
-    for (std::size_t c = 0; c < ins.columns.size(); ++c)
-        if (column_is(st, ins.columns[c], column, ins.table)) return make_value(st, ins.values[row * ins.row_width + c]);
+                                  std::string_view column, const std::vector<std::string>* table_columns) {
+    if (ins.has_column_list) {
+        for (std::size_t c = 0; c < ins.columns.size(); ++c)
+            if (column_is(st, ins.columns[c], column, ins.table)) return make_value(st, ins.values[row * ins.row_width + c]);
+        return {};
+    }
+    if (table_columns == nullptr || table_columns->size() != ins.row_width) return {};
+    for (std::size_t c = 0; c < table_columns->size(); ++c)
+        if (sql::identifier_equals((*table_columns)[c], column)) return make_value(st, ins.values[row * ins.row_width + c]);
     return {};
 }
 
@@ -242,17 +250,23 @@ void match_insert(const parsed_statement& st, const rule_index& rules, const mat
         ci.replace = ins.replace;
         ci.ignore = ins.ignore;
         ci.on_duplicate_update = !ins.on_duplicate.empty();
-        ci.columns_known = ins.has_column_list;
+        const std::vector<std::string>* columns = nullptr;
+        if (!ins.has_column_list && ctx.table_columns) {
+            columns = ctx.table_columns(ctx.table_columns_owner, rule);
+            if (columns != nullptr && columns->size() != ins.row_width) columns = nullptr;
+        }
+        ci.columns_known = ins.has_column_list || columns != nullptr;
         for (std::size_t r = 0; r < ins.row_count(); ++r) {
             claim_row row;
-            for (const auto& col : rule.idempotency_columns) row.idempotency.push_back(row_value(st, ins, r, col));
-            if (rule.idempotency_key_column) row.idempotency_key = row_value(st, ins, r, *rule.idempotency_key_column);
+            for (const auto& col : rule.idempotency_columns) row.idempotency.push_back(row_value(st, ins, r, col, columns));
+            if (rule.idempotency_key_column)
+                row.idempotency_key = row_value(st, ins, r, *rule.idempotency_key_column, columns);
             if (ci.stock != nullptr) {
                 for (const auto& kc : ci.stock->key_columns) {
                     value_ref v;
                     for (const auto& [claim_col, stock_col] : rule.stock_key_mapping)
                         if (sql::iequals(stock_col, kc)) {
-                            v = row_value(st, ins, r, claim_col);
+                            v = row_value(st, ins, r, claim_col, columns);
                             break;
                         }
                     row.stock_key.push_back(std::move(v));
@@ -357,13 +371,39 @@ void match_set(const parsed_statement& st, match_result& out) {
     return false;
 }
 
+// A single statement that only reads (SELECT with a join, IN list or function; SHOW, ...): the
+// guarantee never rests on reads, so it is not a shape the policy needs to see.
+[[nodiscard]] bool only_reads(const parsed_statement& st) {
+    if (st.reason == sql::not_ours_reason::several_statements || st.tokens.empty()) return false;
+    const std::string_view first = st.text(0);
+    if (sql::iequals(first, "SELECT")) {
+        // SELECT ... INTO is still a read; a function call could write, but never a counter
+        // claimguard promises about without the function being a rule's table write itself.
+        return true;
+    }
+    return sql::iequals(first, "SHOW") || sql::iequals(first, "DESCRIBE") || sql::iequals(first, "DESC") ||
+           sql::iequals(first, "EXPLAIN") || sql::iequals(first, "HELP");
+}
+
+[[nodiscard]] std::string_view not_ours_code(sql::not_ours_reason r) {
+    switch (r) {
+        case sql::not_ours_reason::several_statements: return "several_statements";
+        case sql::not_ours_reason::unsupported_syntax: return "unsupported_syntax";
+        case sql::not_ours_reason::other_statement: return "other_statement";
+        case sql::not_ours_reason::lex_error: return "lex_error";
+        default: return "not_recognised";
+    }
+}
+
 void match_not_ours(const parsed_statement& st, const rule_index& rules, match_result& out) {
     if (rules.filter().classify(st.sql) != sql::prefilter_verdict::candidate) return;
+    if (only_reads(st)) return;
     const std::string_view why = sql::not_ours_reason_text(st.reason);
+    const std::string_view code = not_ours_code(st.reason);
     for (const auto& s : rules.rules().stocks)
-        if (mentions(st.sql, s.table.name)) out.facts.emplace_back(unmodeled{&s, nullptr, why});
+        if (mentions(st.sql, s.table.name)) out.facts.emplace_back(unmodeled{&s, nullptr, why, code});
     for (const auto& c : rules.rules().claims)
-        if (mentions(st.sql, c.table.name)) out.facts.emplace_back(unmodeled{nullptr, &c, why});
+        if (mentions(st.sql, c.table.name)) out.facts.emplace_back(unmodeled{nullptr, &c, why, code});
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "rules/match/facts.hpp"
 #include "rules/match/rule_index.hpp"
@@ -14,6 +16,10 @@ struct match_context {
     // The session's current database (unquoted). Empty: unknown, and then an unqualified
     // table name matches a rule of any schema (protecting too much rather than too little).
     std::optional<std::string_view> current_database;
+    // The columns of a claim table in table order, for INSERTs without a column list. Null, or
+    // an empty result: not known (the insert stays unmodeled until they are).
+    const std::vector<std::string>* (*table_columns)(const void* owner, const claim_rule& rule) = nullptr;
+    const void* table_columns_owner = nullptr;
 };
 
 // Facts about `st` under `rules`. Pure; the facts view `st.sql` and the rules.

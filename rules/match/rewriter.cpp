@@ -3,6 +3,7 @@
 
 #include <limits>
 
+#include "rules/sql/text.hpp"
 #include "rules/sql/values.hpp"
 
 namespace claimguard::rules::match {
@@ -135,18 +136,13 @@ result<rewritten_sql> rewrite_change(const sql::parsed_statement& st, const coun
     return conditional_decrement(st, *fact.rule, fact.assignment, fact.version_assignment, amount);
 }
 
-result<rewritten_sql> compensation(const stock_rule& rule, std::span<const value_ref> key, std::int64_t units) {
-    if (units <= 0) return errc::amount_not_positive;
-    if (key.size() != rule.key_columns.size()) return errc::key_not_bindable;
+namespace {
+
+// " WHERE k1 = <original token or ?> AND ...": the key as the statement wrote it.
+[[nodiscard]] bool append_key_where(rewritten_sql& out, const stock_rule& rule, std::span<const value_ref> key) {
+    if (key.size() != rule.key_columns.size()) return false;
     for (const auto& v : key)
-        if (!v.is_bindable()) return errc::key_not_bindable;
-    rewritten_sql out;
-    const std::string counter = sql::quote_identifier(rule.counter_column);
-    out.sql = "UPDATE " + table_sql(rule.table) + " SET " + counter + " = " + counter + " + " + std::to_string(units);
-    if (rule.version_column) {
-        const std::string version = sql::quote_identifier(*rule.version_column);
-        out.sql += ", " + version + " = " + version + " + 1";
-    }
+        if (!v.is_bindable()) return false;
     out.sql += " WHERE ";
     for (std::size_t i = 0; i < key.size(); ++i) {
         if (i != 0) out.sql += " AND ";
@@ -159,6 +155,55 @@ result<rewritten_sql> compensation(const stock_rule& rule, std::span<const value
             out.sql.append(key[i].text);
         }
     }
+    return true;
+}
+
+}  // namespace
+
+result<rewritten_sql> counter_probe(const stock_rule& rule, std::span<const value_ref> key) {
+    rewritten_sql out;
+    out.sql = "SELECT " + sql::quote_identifier(rule.counter_column) + " FROM " + table_sql(rule.table);
+    if (!append_key_where(out, rule, key)) return errc::key_not_bindable;
+    return out;
+}
+
+result<rewritten_sql> plain_insert(const sql::parsed_statement& st) {
+    const auto* ins = std::get_if<sql::insert_statement>(&st.body);
+    if (ins == nullptr || st.tokens.empty()) return errc::not_an_update;
+    std::uint32_t end = static_cast<std::uint32_t>(st.tokens.size());
+    if (!ins->on_duplicate.empty()) {
+        // ON DUPLICATE KEY UPDATE a = ...: the clause starts four tokens before its first assignment.
+        const std::uint32_t first = ins->on_duplicate.front().span.first;
+        if (first < 4 || !sql::iequals(st.text(first - 4), "ON") || !sql::iequals(st.text(first - 3), "DUPLICATE"))
+            return errc::not_an_update;
+        end = first - 4;
+    }
+    rewritten_sql out;
+    writer w(st, out);
+    std::uint32_t begin = 0;
+    if (ins->replace) {
+        if (!sql::iequals(st.text(0), "REPLACE")) return errc::not_an_update;
+        w.text("INSERT");
+        begin = 1;
+        if (begin < end) w.text(" ");
+    }
+    w.copy({begin, end});
+    return out;
+}
+
+result<rewritten_sql> compensation(const stock_rule& rule, std::span<const value_ref> key, std::int64_t units) {
+    if (units <= 0) return errc::amount_not_positive;
+    if (key.size() != rule.key_columns.size()) return errc::key_not_bindable;
+    for (const auto& v : key)
+        if (!v.is_bindable()) return errc::key_not_bindable;
+    rewritten_sql out;
+    const std::string counter = sql::quote_identifier(rule.counter_column);
+    out.sql = "UPDATE " + table_sql(rule.table) + " SET " + counter + " = " + counter + " + " + std::to_string(units);
+    if (rule.version_column) {
+        const std::string version = sql::quote_identifier(*rule.version_column);
+        out.sql += ", " + version + " = " + version + " + 1";
+    }
+    if (!append_key_where(out, rule, key)) return errc::key_not_bindable;
     return out;
 }
 

@@ -51,4 +51,13 @@ struct decrement_amount {
 [[nodiscard]] result<rewritten_sql> compensation(const stock_rule& rule, std::span<const value_ref> key,
                                                  std::int64_t units = 1);
 
+// The counter of the key's row, read on the same connection after a take changed no row:
+// SELECT c FROM t WHERE k1 = <original token> AND ...
+[[nodiscard]] result<rewritten_sql> counter_probe(const stock_rule& rule, std::span<const value_ref> key);
+
+// A REPLACE or INSERT ... ON DUPLICATE KEY UPDATE as the plain INSERT of the same row, so a
+// duplicate shows as ERR 1062 instead of a changed existing row: REPLACE becomes INSERT, the
+// ON DUPLICATE KEY UPDATE clause goes.
+[[nodiscard]] result<rewritten_sql> plain_insert(const sql::parsed_statement& st);
+
 }  // namespace claimguard::rules::match

@@ -44,6 +44,10 @@ inline constexpr std::chrono::milliseconds default_redis_ttl{3000};
 inline constexpr std::chrono::milliseconds min_redis_ttl{1};
 inline constexpr std::chrono::milliseconds max_redis_ttl{24 * 60 * 60 * 1000};
 
+// Units one claim takes (stock rule `units:`); MySQL user names are at most 128 bytes (MariaDB 80 chars).
+inline constexpr std::int64_t max_units_per_claim = 1000000000;
+inline constexpr std::size_t max_user_name_bytes = 128;
+
 // DDL: MySQL index names are at most 64 characters; long ones end in a short hash.
 inline constexpr std::size_t max_index_name_chars = 64;
 inline constexpr std::size_t index_name_hash_hex_digits = 8;

@@ -86,6 +86,7 @@ rule_set build_rule_set(detail::parsed_rules& parsed, const std::vector<rules_so
     rule_set set;
     if (parsed.default_mode)
         set.default_mode = parsed.default_mode->first;
+    set.trusted_users = parsed.trusted_users;
     for (auto& s : parsed.stocks)
         set.stocks.push_back(std::move(s.rule));
     for (auto& c : parsed.claims)
@@ -166,6 +167,10 @@ load_result load_rules(const std::vector<rules_source>& sources) {
 const stock_rule* rule_set::find_stock(std::string_view name) const {
     const auto it = std::find_if(stocks.begin(), stocks.end(), [&](const stock_rule& s) { return s.name == name; });
     return it == stocks.end() ? nullptr : &*it;
+}
+
+bool rule_set::is_trusted(std::string_view user) const {
+    return std::find(trusted_users.begin(), trusted_users.end(), user) != trusted_users.end();
 }
 
 }  // namespace claimguard::rules

@@ -36,6 +36,7 @@ struct parsed_rules {
     std::optional<std::pair<mode, source_pos>> default_mode;
     std::vector<parsed_stock> stocks;
     std::vector<parsed_claim> claims;
+    std::vector<std::string> trusted_users;
 };
 
 // Reads one parsed YAML document into `out`, reporting problems within a file and within a rule.

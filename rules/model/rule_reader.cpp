@@ -11,12 +11,13 @@
 namespace claimguard::rules::detail {
 namespace {
 
-constexpr std::string_view top_fields[] = {"default_mode", "stock_rules", "claim_rules"};
+constexpr std::string_view top_fields[] = {"default_mode", "stock_rules", "claim_rules", "trusted_users"};
 constexpr std::string_view stock_fields[] = {"name",           "table", "key_columns", "counter_column",
-                                             "version_column", "floor", "exhausted",   "mode"};
+                                             "version_column", "floor", "exhausted",   "mode",
+                                             "units",          "unmodeled"};
 constexpr std::string_view claim_fields[] = {"name",     "table", "idempotency_columns", "idempotency_key_column",
                                              "consumes", "redis", "duplicate",           "strictness",
-                                             "mode"};
+                                             "mode",     "unmodeled"};
 constexpr std::string_view consumes_fields[] = {"rule", "columns"};
 constexpr std::string_view redis_fields[] = {"key", "ttl"};
 
@@ -63,6 +64,8 @@ public:
         for (const auto& f : read_fields(file_, root, "the rules file", top_fields)) {
             if (f.name == "default_mode")
                 read_default_mode(f);
+            else if (f.name == "trusted_users")
+                read_trusted_users(f);
             else if (f.name == "stock_rules")
                 read_rule_list(f, "stock", [this](const YAML::Node& n) { read_stock(n); });
             else
@@ -87,6 +90,36 @@ private:
         }
         if (!out_.default_mode)
             out_.default_mode.emplace(*m, here);
+    }
+
+    void read_trusted_users(const field& f) {
+        if (f.value.IsNull())
+            return;
+        const auto one = [&](const YAML::Node& n) {
+            const std::string* text = read_scalar(file_, field{f.name, n.Mark(), n}, "a database user name");
+            if (text == nullptr)
+                return;
+            if (text->empty() || text->size() > max_user_name_bytes) {
+                file_.error(n.Mark(), "trusted_users holds database user names of 1 to " +
+                                          std::to_string(max_user_name_bytes) + " bytes, not " + quoted(*text));
+                return;
+            }
+            out_.trusted_users.push_back(*text);
+        };
+        if (f.value.IsSequence()) {
+            for (const auto& item : f.value)
+                one(item);
+        } else {
+            one(f.value);
+        }
+    }
+
+    void read_unmodeled(const field_index& fields, unmodeled_policy& out, bool& complete) {
+        if (const auto* f = fields.get("unmodeled")) {
+            const auto v = read_unmodeled_policy(file_, *f);
+            complete = complete && v.has_value();
+            out = v.value_or(unmodeled_policy::refuse);
+        }
     }
 
     template <class ReadOne>
@@ -221,6 +254,12 @@ private:
             r.floor = v.value_or(0);
             p.complete = p.complete && v.has_value();
         }
+        if (const auto* f = fields.get("units")) {
+            const auto v = read_integer(file_, *f, 1, max_units_per_claim, "1");
+            r.units = v.value_or(1);
+            p.complete = p.complete && v.has_value();
+        }
+        read_unmodeled(fields, r.unmodeled, p.complete);
 
         const auto table = r.table.name.empty() ? std::string("the stock") : display_table(r.table);
         r.exhausted = error_answer("claimguard: " + table + " is sold out for this key");
@@ -414,8 +453,9 @@ private:
         if (const auto* f = fields.get("strictness")) {
             const auto s = read_strictness(file_, *f);
             p.complete = p.complete && s.has_value();
-            r.strict = s.value_or(strictness::after_refused);
+            r.strict = s.value_or(strictness::require_decrement);
         }
+        read_unmodeled(fields, r.unmodeled, p.complete);
         read_rule_mode(fields, r.rule_mode, p.complete);
         p.order = out_.stocks.size() + out_.claims.size();
         out_.claims.push_back(std::move(p));

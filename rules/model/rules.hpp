@@ -13,6 +13,13 @@ namespace claimguard::rules {
 
 enum class mode { enforce, observe };
 
+// What happens to a statement that touches a rule's table in a shape the engine does not model
+// (several statements in one query, a write without the whole key, an UPDATE with a join, ...).
+enum class unmodeled_policy {
+    refuse,   // answered with an ERR naming the rule; never reaches the database
+    forward,  // sent as written
+};
+
 // Where a value came from in the rules file, for messages a DBA can act on.
 struct source_pos {
     std::string file;
@@ -42,8 +49,12 @@ struct stock_rule {
     std::vector<std::string> key_columns;      // e.g. {"campaign_id"}
     std::string counter_column;                // e.g. "remain"
     std::int64_t floor = 0;
+    // Units one claim takes. An absolute write of the counter (SET remain = 99) by the app is
+    // applied as a conditional take of this many units, whatever value it wrote.
+    std::int64_t units = 1;
     std::optional<std::string> version_column;  // bumped by 1 on each rewrite
     answer exhausted;                           // the "sold out" answer
+    unmodeled_policy unmodeled = unmodeled_policy::refuse;
     std::optional<mode> rule_mode;              // empty: the file's default mode
     source_pos pos;
 };
@@ -69,7 +80,8 @@ struct claim_rule {
     std::vector<std::pair<std::string, std::string>> stock_key_mapping;
     std::optional<redis_guard> redis;
     answer duplicate;  // the "already claimed" answer
-    strictness strict = strictness::after_refused;
+    strictness strict = strictness::require_decrement;
+    unmodeled_policy unmodeled = unmodeled_policy::refuse;
     std::optional<mode> rule_mode;
     source_pos pos;
 };
@@ -78,11 +90,14 @@ struct rule_set {
     mode default_mode = mode::enforce;
     std::vector<stock_rule> stocks;
     std::vector<claim_rule> claims;
+    // Database users whose statements no rule touches (restocks, DBA work): forwarded unchanged.
+    std::vector<std::string> trusted_users;
     std::string version_hash;  // hex digest of the source files, shown by /rules
 
     [[nodiscard]] const stock_rule* find_stock(std::string_view name) const;
     [[nodiscard]] mode effective_mode(const stock_rule& r) const { return r.rule_mode.value_or(default_mode); }
     [[nodiscard]] mode effective_mode(const claim_rule& r) const { return r.rule_mode.value_or(default_mode); }
+    [[nodiscard]] bool is_trusted(std::string_view user) const;
 };
 
 struct diagnostic {

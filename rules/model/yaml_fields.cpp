@@ -348,6 +348,18 @@ std::optional<strictness> read_strictness(yaml_file& file, const field& f) {
     return std::nullopt;
 }
 
+std::optional<unmodeled_policy> read_unmodeled_policy(yaml_file& file, const field& f) {
+    const std::string* text = read_scalar(file, f, "refuse or forward");
+    if (text == nullptr)
+        return std::nullopt;
+    if (*text == "refuse")
+        return unmodeled_policy::refuse;
+    if (*text == "forward")
+        return unmodeled_policy::forward;
+    file.error(f.value_mark(), f.name + " must be refuse or forward, not " + quoted(*text));
+    return std::nullopt;
+}
+
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
     std::size_t digits = 0;
     while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9')

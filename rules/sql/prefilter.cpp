@@ -119,11 +119,20 @@ prefilter_verdict prefilter::classify(std::string_view sql) const noexcept {
         case 3:
             if (iequals(word, "SET") || iequals(word, "USE")) return prefilter_verdict::session;
             break;
+        case 4:
+            // LOAD DATA ... INTO TABLE t, DROP TABLE t: writes the engine does not model, which
+            // the rule's unmodeled policy must see.
+            if (iequals(word, "LOAD") || iequals(word, "DROP"))
+                return mentions_table(sql, end) ? prefilter_verdict::candidate : prefilter_verdict::irrelevant;
+            break;
         case 5:
             if (iequals(word, "BEGIN") || iequals(word, "START")) return prefilter_verdict::session;
+            if (iequals(word, "ALTER"))
+                return mentions_table(sql, end) ? prefilter_verdict::candidate : prefilter_verdict::irrelevant;
             break;
         case 6:
-            if (iequals(word, "SELECT") || iequals(word, "UPDATE") || iequals(word, "INSERT"))
+            if (iequals(word, "SELECT") || iequals(word, "UPDATE") || iequals(word, "INSERT") || iequals(word, "DELETE") ||
+                iequals(word, "RENAME"))
                 return mentions_table(sql, end) ? prefilter_verdict::candidate : prefilter_verdict::irrelevant;
             if (iequals(word, "COMMIT")) return prefilter_verdict::session;
             break;
@@ -134,6 +143,8 @@ prefilter_verdict prefilter::classify(std::string_view sql) const noexcept {
             break;
         case 8:
             if (iequals(word, "ROLLBACK")) return prefilter_verdict::session;
+            if (iequals(word, "TRUNCATE"))
+                return mentions_table(sql, end) ? prefilter_verdict::candidate : prefilter_verdict::irrelevant;
             break;
         case 9:
             if (iequals(word, "SAVEPOINT")) return prefilter_verdict::session;

@@ -97,10 +97,12 @@ def write_rules(work, name, text):
 
 
 def example_rules_with(default_mode="enforce", strictness="after_refused"):
-    """rules/examples/coupon.yaml with default_mode and the claim rule's strictness replaced."""
+    """rules/examples/coupon.yaml with default_mode and the claim rule's strictness replaced (the
+    example says require_decrement; these scenarios default to after_refused, where an autocommit
+    app that inserts first is let through and counted)."""
     text = read_text(cluster.EXAMPLE_RULES)
     text, n1 = re.subn(r"(?m)^default_mode: enforce$", f"default_mode: {default_mode}", text)
-    text, n2 = re.subn(r"(?m)^(\s+strictness: )after_refused\b", rf"\g<1>{strictness}", text)
+    text, n2 = re.subn(r"(?m)^(\s+strictness: )(after_refused|require_decrement)\b", rf"\g<1>{strictness}", text)
     if n1 != 1 or n2 != 1:
         raise HarnessError(f"{cluster.EXAMPLE_RULES}: expected one default_mode and one strictness line, "
                            f"found {n1} and {n2}")
@@ -493,7 +495,7 @@ def expected_observe_audit(steps, stock_rule="coupon_stock", claim_rule="coupon_
     for s in steps:
         m = re.match(r"UPDATE \S+ SET remain = \S+ WHERE campaign_id = (\d+)$", s.sql)
         if m:
-            out.append(("would-decrement", stock_rule, (("campaign_id", m.group(1)),)))
+            out.append(("would-take", stock_rule, (("campaign_id", m.group(1)),)))
         m = re.match(r"INSERT INTO \S+ \(user_id, campaign_id\) VALUES \((\d+), (\d+)\)$", s.sql)
         if m:
             out.append(("would-claim", claim_rule, (("campaign_id", m.group(2)), ("user_id", m.group(1)))))
@@ -574,7 +576,8 @@ def run_observe_wire(args, c, checks):
     c.start_redis()
     observe = start_proxy(c, args.claimguard, "claimguard-observe",
                           write_rules(c.dir, "observe.yaml", example_rules_with(default_mode="observe")))
-    enforce = start_proxy(c, args.claimguard, "claimguard-enforce", cluster.EXAMPLE_RULES)
+    enforce = start_proxy(c, args.claimguard, "claimguard-enforce",
+                          write_rules(c.dir, "enforce.yaml", example_rules_with("enforce")))
     tails = {observe.name: AuditTail(observe), enforce.name: AuditTail(enforce)}
     for sc in scenarios():
         print(f"\n== {sc.name}: {sc.what}")
@@ -774,15 +777,15 @@ def run_observe_load(args, c, checks):
         checks.check(s["sold_out_by"]["server_answer"] == 0 and s["duplicate_by"]["server_answer"] == 0,
                      f"{protocol}: no claimguard answer reached the app")
         checks.check(total(delta, "claimguard_would_rewrite_total") > 0, f"{protocol}: would_rewrite counted")
-        checks.equal(total(delta, "claimguard_would_rewrite_total", rule="coupon_stock", action="decrement"),
-                     updates, f"{protocol}: would-decrement counted once per UPDATE the app sent")
+        checks.equal(total(delta, "claimguard_would_rewrite_total", rule="coupon_stock", action="take"),
+                     updates, f"{protocol}: would-take counted once per UPDATE the app sent")
         checks.equal(total(delta, "claimguard_would_rewrite_total", rule="coupon_order", action="claim"),
                      inserts, f"{protocol}: would-claim counted once per INSERT the app sent")
         for name in ("claimguard_exhausted_total", "claimguard_blocked_claims_total", "claimguard_rewrites_total",
                      "claimguard_duplicates_total", "claimguard_compensations_total", "claimguard_claims_total"):
             checks.equal(total(delta, name), 0, f"{protocol}: {name} == 0")
         checks.equal(collections.Counter(a for a, _, _ in audit),
-                     collections.Counter({"would-decrement": updates, "would-claim": inserts}),
+                     collections.Counter({"would-take": updates, "would-claim": inserts}),
                      f"{protocol}: audit lines: one would-* per decision")
         checks.equal(c.redis.command("DBSIZE"), ":0", f"{protocol}: no Redis key taken")
         checks.equal(sorted(s["claimed_users"]), order_users(c),
@@ -1020,7 +1023,8 @@ def run_insert_first_transaction(args, c, checks):
 # --- C: insert-first in autocommit -------------------------------------------------------------------
 def run_insert_first_autocommit(args, c, checks):
     c.start_redis()
-    enforce = start_proxy(c, args.claimguard, "claimguard-enforce", cluster.EXAMPLE_RULES)
+    enforce = start_proxy(c, args.claimguard, "claimguard-enforce",
+                          write_rules(c.dir, "lenient.yaml", example_rules_with(strictness="after_refused")))
     strict = start_proxy(c, args.claimguard, "claimguard-strict",
                          write_rules(c.dir, "strict.yaml", example_rules_with(strictness="require_decrement")))
     strict_observe = start_proxy(c, args.claimguard, "claimguard-strict-observe",
@@ -1088,8 +1092,8 @@ def run_insert_first_autocommit(args, c, checks):
     checks.check(all(s.result.error is None for s in steps), "observe: no answer changed")
     checks.equal(order_users(c), [61, 62], "observe: both claims in coupon_order")
     checks.equal([(e["action"], e["keys"].get("user_id")) for e in audit],
-                 [("would-exhausted", "61"), ("would-decrement", None), ("would-claim", "62"),
-                  ("would-decrement", None)],
+                 [("would-exhausted", "61"), ("would-take", None), ("would-claim", "62"),
+                  ("would-take", None)],
                  "observe: would-exhausted for the insert-first claim only; the usual claim is would-claim")
     for p in c.proxies:
         checks.check(p.proc.poll() is None, f"{p.name} still running")

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/engine/claim_operation.hpp"
 #include "proxy/engine/decide.hpp"
 #include "proxy/engine/memory.hpp"
 #include "rules/match/matcher.hpp"
@@ -25,7 +27,7 @@ namespace claimguard::engine::test {
 
 namespace match = rules::match;
 
-enum class variant_id { coupon, observe, strict, floor5, no_version, count_ };
+enum class variant_id { coupon, observe, strict, floor5, no_version, lenient, forward_unmodeled, two_units, count_ };
 
 inline const char* variant_name(variant_id v) {
     switch (v) {
@@ -34,6 +36,9 @@ inline const char* variant_name(variant_id v) {
     case variant_id::strict: return "strict";
     case variant_id::floor5: return "floor5";
     case variant_id::no_version: return "no_version";
+    case variant_id::lenient: return "lenient";
+    case variant_id::forward_unmodeled: return "forward_unmodeled";
+    case variant_id::two_units: return "two_units";
     case variant_id::count_: break;
     }
     return "?";
@@ -73,9 +78,17 @@ inline std::unique_ptr<rules_env> build_env(variant_id v) {
     case variant_id::coupon: break;
     case variant_id::observe: ok = replace_once(text, "default_mode: enforce", "default_mode: observe"); break;
     case variant_id::strict:
-        ok = replace_once(text, "strictness: after_refused", "strictness: require_decrement");
+        ok = true;  // the example is require_decrement already
         break;
     case variant_id::floor5: ok = replace_once(text, "floor: 0", "floor: 5"); break;
+    case variant_id::lenient:
+        ok = replace_once(text, "strictness: require_decrement", "strictness: after_refused");
+        break;
+    case variant_id::forward_unmodeled:
+        ok = replace_once(text, "unmodeled: refuse             # writes", "unmodeled: forward             # writes") &&
+             replace_once(text, "unmodeled: refuse             # shapes", "unmodeled: forward             # shapes");
+        break;
+    case variant_id::two_units: ok = replace_once(text, "units: 1 ", "units: 2 "); break;
     case variant_id::no_version: {
         const auto pos = text.find("version_column:");
         ok = pos != std::string::npos;
@@ -115,6 +128,7 @@ public:
     statement& operator=(const statement&) = delete;
 
     [[nodiscard]] const match::match_result& facts() const { return facts_; }
+    [[nodiscard]] const rules::sql::parsed_statement& parsed() const { return parsed_; }
 
 private:
     std::string text_;
@@ -136,10 +150,54 @@ inline value_resolver bound_integers(std::vector<std::int64_t> params) {
     };
 }
 
-// A session: its memory and the statements its decisions view.
+// Server status flags: autocommit (SERVER_STATUS_AUTOCOMMIT), and inside a transaction.
+inline constexpr std::uint16_t autocommit = 0x0002;
+inline constexpr std::uint16_t in_trans = 0x0003;
+
+inline engine::reply_summary ok_rows(std::uint64_t n, std::uint16_t status = autocommit) {
+    engine::reply_summary r;
+    r.ok = true;
+    r.affected_rows = n;
+    r.status = status;
+    return r;
+}
+inline engine::reply_summary error_reply(std::uint16_t code, std::uint16_t status = autocommit) {
+    engine::reply_summary r;
+    r.err = true;
+    r.err_code = code;
+    r.status = status;
+    return r;
+}
+inline engine::reply_summary counter_row(std::int64_t counter, std::uint16_t status = autocommit) {
+    engine::reply_summary r;
+    r.counter = counter;
+    r.status = status;
+    return r;
+}
+
+// What one statement did: the decision, every action the operation took (with the SQL it
+// sent), the events it reported, and the final action.
+struct trace {
+    decision d;
+    std::vector<action> actions;
+    std::vector<event> events;
+    [[nodiscard]] const action& last() const { return actions.back(); }
+    [[nodiscard]] bool has(event e) const { return std::find(events.begin(), events.end(), e) != events.end(); }
+    [[nodiscard]] std::vector<std::string> sent() const {
+        std::vector<std::string> out;
+        for (const auto& a : actions)
+            if (a.type == action::kind::send_sql) out.push_back(a.sql.sql);
+            else if (a.type == action::kind::send_statement) out.push_back("<statement>");
+        return out;
+    }
+};
+
+// One connection of an app pod: its memory, the sidecar's ledger it shares with the pod's other
+// connections, and the statements its decisions view.
 class session {
 public:
-    explicit session(variant_id v) : env_(env_for(v)) {}
+    explicit session(variant_id v, take_ledger* ledger = nullptr, std::uint64_t id = 1)
+        : env_(env_for(v)), ledger_(ledger ? ledger : &own_ledger_), id_(id) {}
 
     [[nodiscard]] bool ready() const { return env_.error.empty(); }
     [[nodiscard]] const std::string& error() const { return env_.error; }
@@ -149,33 +207,67 @@ public:
         return decide(statements_.back()->facts(), *env_.rules, values, memory);
     }
 
+    // Runs a statement through decide() and the claim operation; `replies` answer the operation's
+    // database sends in order, Redis answers `redis`. `status` is the server status before it.
+    trace exec(std::string sql, std::vector<reply_summary> replies, std::uint16_t status = autocommit,
+               const value_resolver& values = resolve_literal, redis_reply redis = redis_reply::unavailable,
+               bool redis_configured = false) {
+        statements_.push_back(std::make_unique<statement>(std::move(sql), *env_.index));
+        trace t;
+        t.d = decide(statements_.back()->facts(), *env_.rules, values, memory);
+        claim_operation op(t.d, statements_.back()->parsed(), memory, *ledger_,
+                           operation_context{id_, status, redis_configured});
+        action a = op.start();
+        std::size_t next = 0;
+        for (int guard = 0; guard < 16; ++guard) {
+            t.actions.push_back(a);
+            for (auto e : op.take_events()) t.events.push_back(e);
+            if (a.final()) break;
+            if (a.type == action::kind::redis_acquire) {
+                a = op.on_redis(redis);
+                continue;
+            }
+            EXPECT_LT(next, replies.size()) << "the operation sent more than the script answers";
+            if (next >= replies.size()) break;
+            a = op.on_reply(replies[next++]);
+        }
+        EXPECT_EQ(next, replies.size()) << "the operation used fewer replies than scripted";
+        return t;
+    }
+
     // SELECT remain ... answered with `counter`.
     void read(std::string_view key_sql, std::int64_t counter) {
-        auto d = run("SELECT remain FROM coupon_stock WHERE campaign_id = " + std::string(key_sql));
-        ASSERT_EQ(d.what, verdict::remember_read) << d.note;
-        after_read(memory, d, counter);
+        auto t = exec("SELECT remain FROM coupon_stock WHERE campaign_id = " + std::string(key_sql),
+                      {counter_row(counter)});
+        ASSERT_EQ(t.d.what, verdict::remember_read) << t.d.note;
     }
 
-    // The incident's absolute write, after a read, answered (succeeded or refused).
-    decision absolute_decrement(std::string_view key_sql, std::int64_t value, bool succeeded, bool in_transaction) {
-        auto d = run("UPDATE coupon_stock SET remain = " + std::to_string(value) +
-                     " WHERE campaign_id = " + std::string(key_sql));
-        EXPECT_EQ(d.what, verdict::decrement) << d.note;
-        if (d.what == verdict::decrement) after_decrement(memory, d, succeeded, in_transaction);
-        return d;
+    // The incident's absolute write, answered (took stock or not).
+    trace absolute_decrement(std::string_view key_sql, std::int64_t value, bool succeeded, bool in_transaction) {
+        const std::uint16_t st = in_transaction ? in_trans : autocommit;
+        return exec("UPDATE coupon_stock SET remain = " + std::to_string(value) + " WHERE campaign_id = " +
+                        std::string(key_sql),
+                    {ok_rows(succeeded ? 1 : 0, st)}, st);
     }
 
-    decision claim(std::string_view user_sql, std::string_view key_sql) {
-        return run("INSERT INTO coupon_order (user_id, campaign_id) VALUES (" + std::string(user_sql) + ", " +
-                   std::string(key_sql) + ")");
+    std::string claim_sql(std::string_view user_sql, std::string_view key_sql) {
+        return "INSERT INTO coupon_order (user_id, campaign_id) VALUES (" + std::string(user_sql) + ", " +
+               std::string(key_sql) + ")";
     }
+    decision claim(std::string_view user_sql, std::string_view key_sql) { return run(claim_sql(user_sql, key_sql)); }
+
+    void end(bool committed) { end_transaction(memory, *ledger_, committed, id_); }
 
     [[nodiscard]] const stock_entry* entry(const key_tuple& key) const { return memory.find("coupon_stock", key); }
+    [[nodiscard]] take_ledger& ledger() { return *ledger_; }
 
     session_memory memory;
 
 private:
     const rules_env& env_;
+    take_ledger own_ledger_;
+    take_ledger* ledger_;
+    std::uint64_t id_;
     std::vector<std::unique_ptr<statement>> statements_;
 };
 

@@ -65,7 +65,7 @@ TEST(coupon_example, describes_the_incident) {
     EXPECT_EQ(claim.duplicate.code, 1644);
     EXPECT_EQ(claim.duplicate.sql_state, "45000");
     EXPECT_EQ(claim.duplicate.message, "claimguard: already claimed");
-    EXPECT_EQ(claim.strict, strictness::after_refused);
+    EXPECT_EQ(claim.strict, strictness::require_decrement);
     EXPECT_EQ(set.effective_mode(claim), mode::enforce);
 }
 

@@ -5,7 +5,7 @@ namespace claimguard::rules::test {
 namespace {
 
 const std::string stock_fields_list =
-    "name, table, key_columns, counter_column, version_column, floor, exhausted, mode";
+    "name, table, key_columns, counter_column, version_column, floor, exhausted, mode, units, unmodeled";
 
 // Lines 1-3 of a stock rule whose line 4 is `    counter_column: <value>` (the value at column 21).
 std::string counter_is(const std::string& value) {
@@ -38,7 +38,7 @@ const error_case top_level_cases[] = {
     {"unknown_top_field_with_hint", "default_mod: enforce\n",
      {"1:1: unknown field 'default_mod' in the rules file; did you mean 'default_mode'?"}},
     {"unknown_top_field_lists_fields", "version: 1\n",
-     {"1:1: unknown field 'version' in the rules file; its fields are: default_mode, stock_rules, claim_rules"}},
+     {"1:1: unknown field 'version' in the rules file; its fields are: default_mode, stock_rules, claim_rules, trusted_users"}},
     {"unknown_top_field_suffix_hint", "rules: []\n",
      {"1:1: unknown field 'rules' in the rules file; did you mean 'stock_rules'?"}},
     {"top_level_list", "- a\n- b\n",

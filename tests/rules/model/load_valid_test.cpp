@@ -34,6 +34,9 @@ const valid_case valid_cases[] = {
          EXPECT_EQ(s.key_columns, std::vector<std::string>{"campaign_id"});
          EXPECT_EQ(s.counter_column, "remain");
          EXPECT_EQ(s.floor, 0);
+         EXPECT_EQ(s.units, 1);
+         EXPECT_EQ(s.unmodeled, unmodeled_policy::refuse);
+         EXPECT_TRUE(r.trusted_users.empty());
          EXPECT_FALSE(s.version_column.has_value());
          EXPECT_EQ(s.exhausted.type, answer::kind::error);
          EXPECT_EQ(s.exhausted.code, 1644);
@@ -55,7 +58,8 @@ const valid_case valid_cases[] = {
          EXPECT_EQ(c.duplicate.code, 1644);
          EXPECT_EQ(c.duplicate.sql_state, "45000");
          EXPECT_EQ(c.duplicate.message, "claimguard: already claimed");
-         EXPECT_EQ(c.strict, strictness::after_refused);
+         EXPECT_EQ(c.strict, strictness::require_decrement);
+         EXPECT_EQ(c.unmodeled, unmodeled_policy::refuse);
          EXPECT_EQ(c.pos.line, 7);
          EXPECT_EQ(c.pos.column, 5);
          EXPECT_EQ(r.effective_mode(s), mode::enforce);
@@ -235,6 +239,19 @@ const valid_case valid_cases[] = {
      [](const rule_set& r) { EXPECT_FALSE(claim(r).redis.has_value()); }},
     {"strictness_require_decrement", with_claim_lines("    strictness: require_decrement\n"),
      [](const rule_set& r) { EXPECT_EQ(claim(r).strict, strictness::require_decrement); }},
+    {"units_and_unmodeled", with_stock_lines("    units: 3\n    unmodeled: forward\n"),
+     [](const rule_set& r) {
+         EXPECT_EQ(stock(r).units, 3);
+         EXPECT_EQ(stock(r).unmodeled, unmodeled_policy::forward);
+     }},
+    {"claim_unmodeled_forward", with_claim_lines("    unmodeled: forward\n"),
+     [](const rule_set& r) { EXPECT_EQ(claim(r).unmodeled, unmodeled_policy::forward); }},
+    {"trusted_users", "trusted_users: [stock_admin, dba]\n" + base_stock + base_claim,
+     [](const rule_set& r) {
+         EXPECT_EQ(r.trusted_users, (std::vector<std::string>{"stock_admin", "dba"}));
+         EXPECT_TRUE(r.is_trusted("dba"));
+         EXPECT_FALSE(r.is_trusted("cg_app"));
+     }},
     {"strictness_after_refused", with_claim_lines("    strictness: after_refused\n"),
      [](const rule_set& r) { EXPECT_EQ(claim(r).strict, strictness::after_refused); }},
     {"implied_names",

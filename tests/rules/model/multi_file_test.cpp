@@ -44,9 +44,9 @@ const multi_case multi_cases[] = {
      {{"a.yaml", "default_mode: x\nfoo: 1\n"}, {"b.yaml", "bar: 2\n"}, {"c.yaml", "\t- x\n"}},
      {"a.yaml:1:15: error: default_mode must be enforce or observe, not 'x'",
       "a.yaml:2:1: error: unknown field 'foo' in the rules file; its fields are: default_mode, stock_rules, "
-      "claim_rules",
+      "claim_rules, trusted_users",
       "b.yaml:1:1: error: unknown field 'bar' in the rules file; its fields are: default_mode, stock_rules, "
-      "claim_rules",
+      "claim_rules, trusted_users",
       "c.yaml:1:1: error: a tab is used for indentation here; YAML indents with spaces only"}},
     {"a_broken_file_does_not_hide_the_others", {{"a.yaml", "stock_rules: [\n"}, {"b.yaml", "mode: x\n"}},
      {"a.yaml:2:1: error: this is not valid YAML: end of sequence flow not found",

@@ -5,9 +5,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "rules/cli/rules_cli.hpp"
+#include "proxy/engine/explain_cli.hpp"
 
-namespace claimguard::rules_cli {
+namespace claimguard::engine {
 namespace {
 
 // A rules file in a fresh temporary directory, removed with the fixture.
@@ -30,7 +30,7 @@ protected:
     int run(const std::vector<std::string>& rules, std::optional<std::string> read, const std::string& sql) {
         out_.str("");
         err_.str("");
-        return explain(rules, read, sql, out_, err_);
+        return explain_command(rules, read, sql, out_, err_);
     }
 
     std::filesystem::path dir_;
@@ -68,17 +68,19 @@ claim_rules:
 TEST_F(explain_cli, rewrite_with_read) {
     const auto rules = write("coupon.yaml", coupon_rules);
     EXPECT_EQ(run({rules}, "100", "UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7"), 0) << err_.str();
-    EXPECT_NE(out_.str().find("sql: UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7 AND remain >= 1\n"),
+    EXPECT_NE(out_.str().find("  send: UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7 AND remain >= 1\n"),
               std::string::npos)
         << out_.str();
-    EXPECT_NE(out_.str().find("when 0 rows change: answer exhausted: ERROR 1644 (45000): sold out\n"), std::string::npos);
+    EXPECT_NE(out_.str().find("when 0 rows change:\n"), std::string::npos);
+    EXPECT_NE(out_.str().find("  answer ERROR 1644 (45000): sold out\n"), std::string::npos);
     EXPECT_EQ(err_.str(), "");
 }
 
 TEST_F(explain_cli, negative_read_is_an_integer_too) {
     const auto rules = write("coupon.yaml", coupon_rules);
     EXPECT_EQ(run({rules}, "-1", "UPDATE coupon_stock SET remain = -3 WHERE campaign_id = 7"), 0) << err_.str();
-    EXPECT_NE(out_.str().find("takes 2 units"), std::string::npos) << out_.str();
+    EXPECT_NE(out_.str().find("cross-check: after reading -1 the write means 2 units; the rule takes 1"), std::string::npos)
+        << out_.str();
 }
 
 TEST_F(explain_cli, bad_read_value_is_a_usage_error) {
@@ -106,8 +108,8 @@ TEST_F(explain_cli, invalid_rules_file) {
 TEST_F(explain_cli, statement_no_rule_touches) {
     const auto rules = write("coupon.yaml", coupon_rules);
     EXPECT_EQ(run({rules}, std::nullopt, "SELECT * FROM users"), 0);
-    EXPECT_NE(out_.str().find("decision: forward unchanged (no rule applies)\n"), std::string::npos);
+    EXPECT_NE(out_.str().find("decision: forward\n"), std::string::npos) << out_.str();
 }
 
 }  // namespace
-}  // namespace claimguard::rules_cli
+}  // namespace claimguard::engine

@@ -1,16 +1,17 @@
-// `claimguard explain --rules R [--read VALUE] SQL`: a dry run of the rules on one statement.
+// `claimguard explain --rules R [--read VALUE] SQL`: reads the rules files, then the engine's dry run.
 #include <charconv>
 #include <cstdint>
 #include <optional>
 
+#include "explain.hpp"
+#include "explain_cli.hpp"
 #include "rules/cli/read_rules.hpp"
-#include "rules/cli/rules_cli.hpp"
 #include "rules/match/describe.hpp"
 #include "rules/match/rule_index.hpp"
 #include "rules/model/rules.hpp"
 
-namespace claimguard::rules_cli {
-int explain(const std::vector<std::string>& rules_paths, const std::optional<std::string>& read_value,
+namespace claimguard::engine {
+int explain_command(const std::vector<std::string>& rules_paths, const std::optional<std::string>& read_value,
             const std::string& sql, std::ostream& out, std::ostream& err) {
     rules::match::explain_options options;
     if (read_value) {
@@ -26,10 +27,10 @@ int explain(const std::vector<std::string>& rules_paths, const std::optional<std
         options.read_value = v;
     }
     rules::rule_set set;
-    if (const int rc = detail::read_and_load(rules_paths, "explain", err, set); rc != 0) return rc;
+    if (const int rc = rules_cli::detail::read_and_load(rules_paths, "explain", err, set); rc != 0) return rc;
     const rules::match::rule_index index(set);
-    rules::match::explain(index, sql, options, out);
+    explain(index, sql, options, out);
     return 0;
 }
 
-}  // namespace claimguard::rules_cli
+}  // namespace claimguard::engine

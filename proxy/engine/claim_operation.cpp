@@ -1,0 +1,503 @@
+// The claim flows as a state machine: takes, claims, give-backs, refusals, observe mode.
+#include "claim_operation.hpp"
+
+#include <variant>
+
+namespace claimguard::engine {
+
+namespace match = rules::match;
+
+namespace {
+
+constexpr std::uint16_t server_in_transaction = 0x0001;  // SERVER_STATUS_IN_TRANS
+constexpr std::uint16_t server_autocommit = 0x0002;      // SERVER_STATUS_AUTOCOMMIT
+constexpr std::uint16_t er_dup_entry = 1062;
+
+// Whether what the statement does commits only with a later COMMIT: inside an open transaction,
+// or with autocommit off (ORMs such as Hibernate and SQLAlchemy run so: every statement opens one).
+bool in_transaction(std::uint16_t status) {
+    return (status & server_in_transaction) != 0 || (status & server_autocommit) == 0;
+}
+
+const match::small_vector<match::value_ref, 2>* stock_key_of(const decision& d) {
+    if (d.fact == nullptr) return nullptr;
+    if (const auto* w = std::get_if<match::counter_write>(d.fact)) return &w->key;
+    if (const auto* c = std::get_if<match::counter_change>(d.fact)) return &c->key;
+    if (const auto* i = std::get_if<match::claim_insert>(d.fact)) return i->rows.empty() ? nullptr : &i->rows.front().stock_key;
+    return nullptr;
+}
+
+// A decrement that took `units` on this connection: it backs a claim its transaction inserted
+// first, or waits (in the transaction, or in the sidecar's ledger) for the claim that follows.
+void record_take(session_memory& memory, take_ledger& ledger, const decision& d, std::int64_t units, bool in_trans,
+                 std::uint64_t session) {
+    auto& e = memory.entry(d.stock->name, d.key);
+    e.refused = false;
+    if (e.last_read) *e.last_read -= units;  // the app's own view after its write
+    if (in_trans) {
+        if (e.claims_ahead > 0) {
+            --e.claims_ahead;  // the claim inserted earlier in this transaction is backed now
+            return;
+        }
+        e.transaction_takes.push_back(units);
+        return;
+    }
+    if (e.unbacked_claims > 0) {
+        // after_refused: this connection's claim went in first (committed); this take is its unit,
+        // not one waiting for the next claim.
+        --e.unbacked_claims;
+        return;
+    }
+    ledger.add_take(d.stock->name, d.key, units, session);
+}
+
+void record_refusal(session_memory& memory, const decision& d, bool in_trans) {
+    auto& e = memory.entry(d.stock->name, d.key);
+    e.refused = true;
+    if (in_trans && e.claims_ahead > 0) {
+        memory.transaction_poisoned = true;
+        memory.poisoned_rule = d.stock->name;
+    }
+}
+
+}  // namespace
+
+std::string_view event_name(event e) {
+    switch (e) {
+    case event::took: return "rewritten";
+    case event::tracked: return "tracked";
+    case event::exhausted: return "exhausted";
+    case event::conflict: return "conflict";
+    case event::app_meant_other: return "take-differs-from-write";
+    case event::restocked: return "restock";
+    case event::absorbed: return "absorbed-give-back";
+    case event::blocked: return "blocked";
+    case event::claim_inserted: return "claimed";
+    case event::claim_ahead: return "claim-ahead";
+    case event::claim_unbacked: return "claim-before-decrement";
+    case event::duplicate_redis: return "duplicate-redis";
+    case event::duplicate_db: return "duplicate-db";
+    case event::compensated: return "compensated";
+    case event::compensation_failed: return "compensation-failed";
+    case event::rolled_back: return "rolled-back";
+    case event::unmodeled_refused: return "refused-unmodeled";
+    case event::unmodeled_forwarded: return "forwarded-unmodeled";
+    case event::would: return "would";
+    case event::would_block: return "would-exhausted";
+    }
+    return "?";
+}
+
+claim_operation::claim_operation(const decision& d, const rules::sql::parsed_statement& st, session_memory& memory,
+                                 take_ledger& ledger, const operation_context& ctx)
+    : d_(d), st_(st), memory_(memory), ledger_(ledger), ctx_(ctx), in_transaction_(in_transaction(ctx.status)) {}
+
+std::vector<event> claim_operation::take_events() { return std::exchange(events_, {}); }
+
+action claim_operation::finish(action a) {
+    state_ = state::done;
+    return a;
+}
+
+action claim_operation::refusal(std::string_view why) {
+    action a;
+    a.type = action::kind::answer;
+    a.answer = {rules::answer::kind::error, 1644, "45000",
+                "claimguard: rule " + std::string(d_.claim ? d_.claim->name : d_.stock ? d_.stock->name : "?") +
+                    " refuses this statement (unmodeled: refuse): " + std::string(why)};
+    a.status = ctx_.status;
+    return finish(std::move(a));
+}
+
+action claim_operation::exhausted_answer(std::uint16_t status) {
+    action a;
+    a.type = action::kind::answer;
+    a.answer = d_.stock->exhausted;
+    a.status = status;
+    return finish(std::move(a));
+}
+
+action claim_operation::start() {
+    if (d_.observe) {
+        // The wire stays as it is; the memory and ledger follow what enforce mode would do, so
+        // the next decision is the one enforce mode would make.
+        if (d_.what == verdict::take || d_.what == verdict::track_decrement)
+            record_take(memory_, ledger_, d_, d_.units, in_transaction_, ctx_.session);
+        bool would_block = false;
+        if (d_.what == verdict::claim) {
+            reserve_take();
+            would_block = reserved_ == 0 && !in_transaction_ && d_.claim->strict == rules::strictness::require_decrement;
+            if (reserved_ == 0 && !in_transaction_ && !would_block)
+                ++memory_.entry(d_.stock->name, d_.key).unbacked_claims;
+        }
+        events_.push_back(would_block ? event::would_block : event::would);
+        return finish({});
+    }
+    switch (d_.what) {
+    case verdict::forward:
+        if (d_.unmodeled) events_.push_back(event::unmodeled_forwarded);
+        return finish({});
+
+    case verdict::refuse:
+        events_.push_back(event::unmodeled_refused);
+        return refusal(d_.note);
+
+    case verdict::remember_read: {
+        action a;
+        a.type = action::kind::send_statement;
+        a.keep_reply = true;
+        a.read_counter = true;
+        state_ = state::read_sent;
+        return a;
+    }
+
+    case verdict::take: {
+        auto rewritten = std::holds_alternative<match::counter_write>(*d_.fact)
+                             ? match::rewrite_write(st_, std::get<match::counter_write>(*d_.fact), d_.units)
+                             : match::rewrite_change(st_, std::get<match::counter_change>(*d_.fact), d_.units);
+        if (!rewritten) {
+            // Never forward a write the rule could not make safe.
+            events_.push_back(event::unmodeled_refused);
+            return refusal("the write cannot be made a conditional take (" + rewritten.error().message() + ")");
+        }
+        action a;
+        a.type = action::kind::send_sql;
+        a.sql = std::move(*rewritten);
+        a.keep_reply = true;
+        state_ = state::take_sent;
+        return a;
+    }
+
+    case verdict::track_decrement: {
+        action a;
+        a.type = action::kind::send_statement;
+        a.keep_reply = true;
+        state_ = state::track_sent;
+        return a;
+    }
+
+    case verdict::restock: {
+        // The app giving back units the sidecar already gave back for its failed claim.
+        bool absorbed = false;
+        if (auto* e = memory_.find(d_.stock->name, d_.key); e && in_transaction_) {
+            for (auto it = e->credits.begin(); it != e->credits.end(); ++it)
+                if (*it == d_.units) {
+                    e->credits.erase(it);
+                    absorbed = true;
+                    break;
+                }
+        }
+        if (!absorbed && !in_transaction_) absorbed = ledger_.use_credit(d_.stock->name, d_.key, d_.units, ctx_.session);
+        if (absorbed) {
+            events_.push_back(event::absorbed);
+            action a;
+            a.type = action::kind::answer;
+            a.answer.type = rules::answer::kind::ok;
+            a.ok_rows = 1;
+            a.status = ctx_.status;
+            return finish(std::move(a));
+        }
+        action a;
+        a.type = action::kind::send_statement;
+        a.keep_reply = true;
+        state_ = state::restock_sent;
+        return a;
+    }
+
+    case verdict::exhausted:
+        events_.push_back(event::blocked);
+        return exhausted_answer(ctx_.status);
+
+    case verdict::rollback_instead: {
+        action a;
+        a.type = action::kind::send_sql;
+        a.sql.sql = "ROLLBACK";
+        state_ = state::rollback_sent;
+        return a;
+    }
+
+    case verdict::claim: {
+        reserve_take();
+        if (reserved_ == 0 && !in_transaction_) {
+            if (d_.claim->strict == rules::strictness::require_decrement) {
+                // No decrement of this sidecar took a unit for this claim (refused, or never sent):
+                // inserting it would issue a claim without stock.
+                events_.push_back(event::blocked);
+                return exhausted_answer(ctx_.status);
+            }
+        }
+        const auto& ins = std::get<match::claim_insert>(*d_.fact);
+        // Redis answers for plain inserts and INSERT IGNORE; REPLACE and ON DUPLICATE KEY UPDATE
+        // change the existing row, so the database decides for them.
+        if (d_.claim->redis && ctx_.redis_available && !ins.replace && !ins.on_duplicate_update) {
+            action a;
+            a.type = action::kind::redis_acquire;
+            a.ttl = d_.claim->redis->ttl;
+            state_ = state::redis_wait;
+            return a;
+        }
+        return send_claim();
+    }
+    }
+    return finish({});
+}
+
+void claim_operation::reserve_take() {
+    if (in_transaction_) {
+        auto& e = memory_.entry(d_.stock->name, d_.key);
+        if (!e.transaction_takes.empty()) {
+            reserved_ = e.transaction_takes.front();
+            e.transaction_takes.pop_front();
+            return;
+        }
+    }
+    if (auto t = ledger_.pop_take(d_.stock->name, d_.key, ctx_.session)) {
+        reserved_ = *t;
+        reserved_from_ledger_ = true;
+        // A transaction that rolls back returns what it borrowed: its claim row (or the
+        // give-back it made inside the transaction) is undone with it.
+        if (in_transaction_) memory_.entry(d_.stock->name, d_.key).borrowed.push_back(*t);
+    }
+}
+
+action claim_operation::send_claim() {
+    const auto& ins = std::get<match::claim_insert>(*d_.fact);
+    action a;
+    a.keep_reply = true;
+    if (ins.replace || ins.on_duplicate_update) {
+        auto plain = match::plain_insert(st_);
+        if (plain) {
+            plain_first_ = true;
+            a.type = action::kind::send_sql;
+            a.sql = std::move(*plain);
+            state_ = state::claim_sent;
+            return a;
+        }
+    }
+    a.type = action::kind::send_statement;
+    state_ = state::claim_sent;
+    return a;
+}
+
+action claim_operation::on_redis(redis_reply r) {
+    if (state_ != state::redis_wait) return finish({});
+    if (r == redis_reply::held) {
+        events_.push_back(event::duplicate_redis);
+        const auto& ins = std::get<match::claim_insert>(*d_.fact);
+        action a;
+        a.type = action::kind::answer;
+        a.status = ctx_.status;
+        if (ins.ignore) {
+            a.answer.type = rules::answer::kind::ok;  // what the server says for an ignored duplicate
+        } else {
+            a.answer = d_.claim->duplicate;
+        }
+        return give_back_then(std::move(a));
+    }
+    redis_locked_ = r == redis_reply::acquired;
+    return send_claim();
+}
+
+action claim_operation::continue_with(action next) {
+    if (next.type == action::kind::send_statement) {
+        state_ = state::original_sent;
+        return next;
+    }
+    return finish(std::move(next));
+}
+
+action claim_operation::give_back_then(action final_action) {
+    if (reserved_ <= 0) return continue_with(std::move(final_action));
+    const auto* key = stock_key_of(d_);
+    auto sql = key ? match::compensation(*d_.stock, *key, reserved_) : match::result<match::rewritten_sql>(match::errc::key_not_bindable);
+    if (!sql) {
+        events_.push_back(event::compensation_failed);
+        return finish(std::move(final_action));
+    }
+    after_give_back_ = std::move(final_action);
+    action a;
+    a.type = action::kind::send_sql;
+    a.sql = std::move(*sql);
+    state_ = state::give_back_sent;
+    return a;
+}
+
+action claim_operation::after_take(const reply_summary& r, bool rewritten) {
+    const bool trans = in_transaction(r.status);
+    if (r.affected_rows > 0) {
+        record_take(memory_, ledger_, d_, d_.units, trans, ctx_.session);
+        events_.push_back(rewritten ? event::took : event::tracked);
+        if (d_.app_meant) events_.push_back(event::app_meant_other);
+        action a;
+        a.type = action::kind::reply_client;
+        return finish(a);
+    }
+    if (!rewritten) {
+        // The app's own guarded decrement changed nothing: its answer stands (it handles 0 rows).
+        record_refusal(memory_, d_, trans);
+        action a;
+        a.type = action::kind::reply_client;
+        return finish(a);
+    }
+    if (d_.may_conflict) {
+        const auto* key = stock_key_of(d_);
+        auto probe = key ? match::counter_probe(*d_.stock, *key) : match::result<match::rewritten_sql>(match::errc::key_not_bindable);
+        if (probe) {
+            action a;
+            a.type = action::kind::send_sql;
+            a.sql = std::move(*probe);
+            a.read_counter = true;
+            state_ = state::probe_sent;
+            return a;
+        }
+    }
+    record_refusal(memory_, d_, trans);
+    events_.push_back(event::exhausted);
+    return exhausted_answer(r.status);
+}
+
+action claim_operation::on_reply(const reply_summary& r) {
+    const bool trans = in_transaction(r.status);
+    switch (state_) {
+    case state::read_sent: {
+        if (r.counter) {
+            auto& e = memory_.entry(d_.stock->name, d_.key);
+            e.last_read = *r.counter;
+            e.refused = false;  // a new attempt starts with a read
+        }
+        action a;
+        a.type = action::kind::reply_client;
+        return finish(a);
+    }
+
+    case state::take_sent:
+    case state::track_sent:
+        if (!r.ok) {
+            action a;
+            a.type = action::kind::reply_client;  // the server's error stands
+            return finish(a);
+        }
+        return after_take(r, state_ == state::take_sent);
+
+    case state::probe_sent: {
+        if (r.counter && *r.counter >= d_.stock->floor + d_.units) {
+            // Stock is left: the app's own condition (AND version = ?) failed. Its zero rows stand,
+            // so an optimistic app retries instead of hearing "sold out".
+            events_.push_back(event::conflict);
+            action a;
+            a.type = action::kind::reply_client;
+            return finish(a);
+        }
+        record_refusal(memory_, d_, trans);
+        events_.push_back(event::exhausted);
+        return exhausted_answer(r.status);
+    }
+
+    case state::restock_sent: {
+        if (r.ok && r.affected_rows > 0) events_.push_back(event::restocked);
+        action a;
+        a.type = action::kind::reply_client;
+        return finish(a);
+    }
+
+    case state::rollback_sent: {
+        end_transaction(memory_, ledger_, false, ctx_.session);
+        events_.push_back(event::rolled_back);
+        // The app asked to COMMIT and nothing was committed: never answered with an OK, even
+        // when the rule answers a refused decrement with one (exhausted: {type: ok}).
+        action a;
+        a.type = action::kind::answer;
+        a.status = r.status;
+        if (d_.stock && d_.stock->exhausted.type == rules::answer::kind::error)
+            a.answer = d_.stock->exhausted;
+        else
+            a.answer = {rules::answer::kind::error, 1644, "45000",
+                        "claimguard: transaction rolled back: it holds a claim without stock"};
+        return finish(std::move(a));
+    }
+
+    case state::claim_sent: {
+        const auto& ins = std::get<match::claim_insert>(*d_.fact);
+        if (r.ok && r.affected_rows > 0) {
+            inserted_ = true;
+            in_transaction_ = trans;
+            events_.push_back(event::claim_inserted);
+            if (reserved_ > 0) {
+                // the claim uses its take
+            } else if (trans) {
+                auto& e = memory_.entry(d_.stock->name, d_.key);
+                ++e.claims_ahead;
+                if (d_.claim->strict == rules::strictness::require_decrement) e.strict_ahead = true;
+                events_.push_back(event::claim_ahead);
+            } else {
+                ++memory_.entry(d_.stock->name, d_.key).unbacked_claims;
+                events_.push_back(event::claim_unbacked);
+            }
+            action a;
+            a.type = action::kind::reply_client;
+            return finish(a);
+        }
+        const bool duplicate = (r.err && r.err_code == er_dup_entry) || (r.ok && r.affected_rows == 0);
+        if (duplicate) events_.push_back(event::duplicate_db);
+        action final_action;
+        if (plain_first_ && r.err && r.err_code == er_dup_entry) {
+            // REPLACE / ON DUPLICATE KEY UPDATE: the row exists; after the unit goes back the
+            // app's own statement runs as written and its reply is the answer.
+            action original;
+            original.type = action::kind::send_statement;
+            original.keep_reply = true;
+            return give_back_then(std::move(original));
+        }
+        if (r.err && r.err_code == er_dup_entry && !ins.ignore) {
+            final_action.type = action::kind::answer;
+            final_action.answer = d_.claim->duplicate;
+            final_action.status = r.status;
+        } else {
+            final_action.type = action::kind::reply_client;  // IGNORE's 0 rows, or another error
+        }
+        return give_back_then(std::move(final_action));
+    }
+
+    case state::give_back_sent: {
+        if (r.ok && r.affected_rows > 0) {
+            events_.push_back(event::compensated);
+            if (trans)
+                memory_.entry(d_.stock->name, d_.key).credits.push_back(reserved_);
+            else
+                ledger_.add_credit(d_.stock->name, d_.key, reserved_, ctx_.session);
+        } else {
+            events_.push_back(event::compensation_failed);
+        }
+        reserved_ = 0;
+        action next = std::move(*after_give_back_);
+        after_give_back_.reset();
+        if (next.type == action::kind::answer) next.status = r.status;
+        return continue_with(std::move(next));
+    }
+
+    case state::original_sent: {
+        action a;
+        a.type = action::kind::reply_client;
+        return finish(a);
+    }
+
+    case state::idle:
+    case state::redis_wait:
+    case state::done:
+        break;
+    }
+    return finish({});
+}
+
+void end_transaction(session_memory& memory, take_ledger& ledger, bool committed, std::uint64_t session) {
+    memory.for_each([&](const std::string& rule, const key_tuple& key, stock_entry& e) {
+        if (committed) {
+            for (auto units : e.transaction_takes) ledger.add_take(rule, key, units, session);
+        } else {
+            for (auto units : e.borrowed) ledger.return_take(rule, key, units, session);
+        }
+    });
+    memory.reset();
+}
+
+}  // namespace claimguard::engine

@@ -1,0 +1,143 @@
+// One decision carried out, as an I/O-free state machine in the style of Boost.MySQL's sansio
+// operations: start() and each on_*() return the next action (send this SQL, send the client's
+// statement, ask Redis, answer the client); the session performs it and feeds back a summary of
+// the reply. Every memory and ledger update, every metric and audit event comes from here, so
+// the claim flows are unit-tested with scripted replies and the session only does I/O.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "decide.hpp"
+#include "memory.hpp"
+#include "rules/match/rewriter.hpp"
+#include "rules/sql/statement.hpp"
+#include "take_ledger.hpp"
+
+namespace claimguard::engine {
+
+// What the session learned from one reply of the database.
+struct reply_summary {
+    bool ok = false;   // a plain OK packet
+    bool err = false;  // an ERR packet
+    std::uint16_t err_code = 0;
+    std::uint64_t affected_rows = 0;
+    std::uint16_t status = 0;             // the server's status flags after the reply
+    std::optional<std::int64_t> counter;  // asked for (read_counter): the counter of the one row returned
+};
+
+enum class redis_reply { acquired, held, unavailable };
+
+// What happened, for the session's metrics and audit log (one catalogue: claim_events.cpp).
+enum class event : std::uint8_t {
+    took,                  // a write became a conditional take that took stock
+    tracked,               // a guarded decrement or compare-and-set of the app took stock
+    exhausted,             // a take found the floor: the exhausted answer
+    conflict,              // zero rows, stock left: the app's own condition (version) did not hold
+    app_meant_other,       // an absolute write meant other units than the rule's (read - written)
+    restocked,             // an increment reached the database
+    absorbed,              // the app's own give-back of units the sidecar already gave back
+    blocked,               // a claim answered exhausted without reaching the database
+    claim_inserted,        // a claim row went in
+    claim_ahead,           // ... in a transaction, before its decrement
+    claim_unbacked,        // ... in autocommit with no take behind it (strictness: after_refused)
+    duplicate_redis,       // the Redis first filter said "already claimed"
+    duplicate_db,          // the database's unique index said it (ERR 1062, or IGNORE's 0 rows)
+    compensated,           // units given back to the stock row
+    compensation_failed,   // a give-back changed no row
+    rolled_back,           // the app's COMMIT became a ROLLBACK
+    unmodeled_refused,     // not modelled, refused by policy
+    unmodeled_forwarded,   // not modelled, forwarded by policy
+    would,                 // observe mode: what enforce would have done (the decision's verdict)
+    would_block,           // observe mode: enforce would answer this claim exhausted (no take behind it)
+};
+
+[[nodiscard]] std::string_view event_name(event e);
+
+struct action {
+    enum class kind : std::uint8_t {
+        relay,           // final: the session relays the client's statement as usual
+        send_statement,  // send the client's statement as written; the reply comes back to on_reply
+        send_sql,        // send `sql` (the client's bound values by sql.parameters); reply to on_reply
+        redis_acquire,   // SET redis_key <token> NX PX ttl; the answer comes back to on_redis
+        reply_client,    // final: write the kept reply of the database to the client
+        answer,          // final: write `answer` to the client (an ERR, or an OK of ok_rows rows)
+    };
+    kind type = kind::relay;
+    rules::match::rewritten_sql sql;
+    bool keep_reply = false;    // send_*: this reply is the one reply_client writes
+    bool read_counter = false;  // send_*: fill reply_summary::counter from the one row returned
+    rules::answer answer;
+    std::uint64_t ok_rows = 0;
+    std::uint16_t status = 0;   // answer: the status flags to report
+    std::chrono::milliseconds ttl{0};
+
+    [[nodiscard]] bool final() const {
+        return type == kind::relay || type == kind::reply_client || type == kind::answer;
+    }
+};
+
+// Where the operation runs: the session's state it may not know itself.
+struct operation_context {
+    std::uint64_t session = 0;
+    std::uint16_t status = 0x0002;    // the server's status flags before the statement (autocommit)
+    bool redis_available = false;     // a Redis guard is configured for this sidecar
+};
+
+class claim_operation {
+public:
+    claim_operation(const decision& d, const rules::sql::parsed_statement& st, session_memory& memory,
+                    take_ledger& ledger, const operation_context& ctx);
+
+    [[nodiscard]] action start();
+    [[nodiscard]] action on_reply(const reply_summary& r);
+    [[nodiscard]] action on_redis(redis_reply r);
+
+    // Events since the last call (the session counts and audits them in order).
+    [[nodiscard]] std::vector<event> take_events();
+    // After the final action: the Redis key acquired for this claim and what becomes of it.
+    [[nodiscard]] bool redis_locked() const { return redis_locked_; }
+    [[nodiscard]] bool redis_release_now() const { return redis_locked_ && !inserted_; }
+    [[nodiscard]] bool redis_keep_for_transaction() const { return redis_locked_ && inserted_ && in_transaction_; }
+
+private:
+    enum class state : std::uint8_t {
+        idle, read_sent, take_sent, probe_sent, track_sent, restock_sent, rollback_sent, redis_wait,
+        claim_sent, original_sent, give_back_sent, done,
+    };
+
+    action finish(action a);
+    action exhausted_answer(std::uint16_t status);
+    action after_take(const reply_summary& r, bool rewritten);
+    action send_claim();
+    action give_back_then(action final_action);
+    action continue_with(action next);
+    action refusal(std::string_view why);
+    void reserve_take();
+
+    const decision& d_;
+    const rules::sql::parsed_statement& st_;
+    session_memory& memory_;
+    take_ledger& ledger_;
+    operation_context ctx_;
+    state state_ = state::idle;
+    std::vector<event> events_;
+
+    // claim state
+    std::int64_t reserved_ = 0;          // units of the take this claim uses (0: none)
+    bool reserved_from_ledger_ = false;  // ... borrowed from the ledger (given back on rollback)
+    bool redis_locked_ = false;
+    bool inserted_ = false;
+    bool in_transaction_ = false;
+    bool plain_first_ = false;           // REPLACE / ON DUPLICATE KEY UPDATE sent as a plain INSERT first
+    std::optional<action> after_give_back_;
+};
+
+// The open transaction ended: `committed` takes move to the ledger; on a rollback the takes it
+// borrowed go back. Then the session's transaction bookkeeping resets.
+void end_transaction(session_memory& memory, take_ledger& ledger, bool committed, std::uint64_t session);
+
+}  // namespace claimguard::engine

@@ -1,0 +1,103 @@
+// The sidecar's ledger of committed takes and give-back credits.
+#include "take_ledger.hpp"
+
+#include <algorithm>
+#include <functional>
+
+namespace claimguard::engine {
+
+namespace {
+
+// Removes and returns the oldest entry of `session`, else the oldest of any session.
+std::optional<take_ledger::take> pop_preferring(std::deque<take_ledger::take>& q, std::uint64_t session,
+                                                const std::function<bool(const take_ledger::take&)>& fits) {
+    auto own = std::find_if(q.begin(), q.end(), [&](const auto& t) { return t.session == session && fits(t); });
+    auto it = own != q.end() ? own : std::find_if(q.begin(), q.end(), fits);
+    if (it == q.end()) return std::nullopt;
+    auto t = *it;
+    q.erase(it);
+    return t;
+}
+
+}  // namespace
+
+take_ledger::slot* take_ledger::find_or_add(const std::string& rule, const key_tuple& key) {
+    auto k = std::make_pair(rule, key);
+    auto it = slots_.find(k);
+    if (it != slots_.end()) return &it->second;
+    if (slots_.size() >= max_keys) {
+        // Full: drop the first key's bookkeeping (its takes stay taken; counted).
+        for (const auto& t : slots_.begin()->second.takes) dropped_ += t.units > 0 ? 1 : 0;
+        slots_.erase(slots_.begin());
+    }
+    return &slots_[std::move(k)];
+}
+
+void take_ledger::expire(slot& s, clock::time_point now) {
+    while (!s.takes.empty() && now - s.takes.front().at > take_lifetime) {
+        s.takes.pop_front();
+        ++dropped_;
+    }
+    while (!s.credits.empty() && now - s.credits.front().at > credit_lifetime) s.credits.pop_front();
+}
+
+void take_ledger::add_take(const std::string& rule, const key_tuple& key, std::int64_t units, std::uint64_t session,
+                           clock::time_point now) {
+    if (units <= 0) return;
+    std::lock_guard lock(mutex_);
+    slot* s = find_or_add(rule, key);
+    expire(*s, now);
+    if (s->takes.size() >= max_takes_per_key) {
+        s->takes.pop_front();
+        ++dropped_;
+    }
+    s->takes.push_back({units, session, now});
+}
+
+std::optional<std::int64_t> take_ledger::pop_take(const std::string& rule, const key_tuple& key,
+                                                  std::uint64_t session, clock::time_point now) {
+    std::lock_guard lock(mutex_);
+    auto it = slots_.find(std::make_pair(rule, key));
+    if (it == slots_.end()) return std::nullopt;
+    expire(it->second, now);
+    auto t = pop_preferring(it->second.takes, session, [](const take&) { return true; });
+    if (!t) return std::nullopt;
+    return t->units;
+}
+
+void take_ledger::return_take(const std::string& rule, const key_tuple& key, std::int64_t units,
+                              std::uint64_t session, clock::time_point now) {
+    add_take(rule, key, units, session, now);
+}
+
+void take_ledger::add_credit(const std::string& rule, const key_tuple& key, std::int64_t units, std::uint64_t session,
+                             clock::time_point now) {
+    if (units <= 0) return;
+    std::lock_guard lock(mutex_);
+    slot* s = find_or_add(rule, key);
+    expire(*s, now);
+    if (s->credits.size() >= max_takes_per_key) s->credits.pop_front();
+    s->credits.push_back({units, session, now});
+}
+
+bool take_ledger::use_credit(const std::string& rule, const key_tuple& key, std::int64_t units, std::uint64_t session,
+                             clock::time_point now) {
+    std::lock_guard lock(mutex_);
+    auto it = slots_.find(std::make_pair(rule, key));
+    if (it == slots_.end()) return false;
+    expire(it->second, now);
+    return pop_preferring(it->second.credits, session, [&](const take& t) { return t.units == units; }).has_value();
+}
+
+std::uint64_t take_ledger::dropped_takes() const {
+    std::lock_guard lock(mutex_);
+    return dropped_;
+}
+
+std::size_t take_ledger::waiting_takes(const std::string& rule, const key_tuple& key) const {
+    std::lock_guard lock(mutex_);
+    auto it = slots_.find(std::make_pair(rule, key));
+    return it == slots_.end() ? 0 : it->second.takes.size();
+}
+
+}  // namespace claimguard::engine

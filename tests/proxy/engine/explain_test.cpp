@@ -1,0 +1,97 @@
+// The explain dry run: what a DBA sees, from the same decide() and claim operation the proxy runs.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "proxy/engine/explain.hpp"
+#include "tests/proxy/engine/engine_harness.hpp"
+
+namespace claimguard::engine::test {
+namespace {
+
+std::string run(std::string_view sql, std::optional<std::int64_t> read = std::nullopt,
+                variant_id v = variant_id::coupon) {
+    const auto& env = env_for(v);
+    EXPECT_EQ(env.error, "");
+    if (!env.index) return {};
+    rules::match::explain_options o;
+    o.read_value = read;
+    std::ostringstream out;
+    explain(*env.index, sql, o, out);
+    return out.str();
+}
+
+TEST(explain, incident_write_is_a_take_whatever_was_read) {
+    EXPECT_EQ(run("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7"),
+              "pre-filter: candidate (names a protected table)\n"
+              "statement: UPDATE\n"
+              "fact: counter write: stock rule coupon_stock, table coupon_stock, campaign_id = 7, sets remain = 99\n"
+              "decision: take (absolute write of the counter: a conditional take of the rule's units); 1 unit\n"
+              "mode: enforce\n"
+              "when 1 row changes:\n"
+              "  send: UPDATE coupon_stock SET remain = remain - 1, `version` = `version` + 1 WHERE campaign_id = 7 AND remain >= 1\n"
+              "  answer with the server's reply\n"
+              "when 0 rows change:\n"
+              "  send: UPDATE coupon_stock SET remain = remain - 1, `version` = `version` + 1 WHERE campaign_id = 7 AND remain >= 1\n"
+              "  answer ERROR 1644 (45000): claimguard: coupon_stock is sold out for this key\n");
+}
+
+TEST(explain, read_is_a_cross_check) {
+    const auto out = run("UPDATE coupon_stock SET remain = 90 WHERE campaign_id = 7", 100);
+    EXPECT_NE(out.find("cross-check: after reading 100 the write means 10 units; the rule takes 1"), std::string::npos)
+        << out;
+}
+
+TEST(explain, version_write_probes_before_sold_out) {
+    const auto out = run("UPDATE coupon_stock SET remain = 99, version = 4 WHERE campaign_id = 7 AND version = 3");
+    EXPECT_NE(out.find("  send: SELECT `remain` FROM `coupon_stock` WHERE `campaign_id` = 7\n"), std::string::npos)
+        << out;
+}
+
+TEST(explain, claim_shows_redis_give_back_and_no_take) {
+    const auto out = run("INSERT INTO coupon_order (user_id, campaign_id) VALUES (42, 7)");
+    EXPECT_NE(out.find("  redis: SET lock:coupon:42:7 <token> NX PX 3000"), std::string::npos) << out;
+    EXPECT_NE(out.find("  send: UPDATE `coupon_stock` SET `remain` = `remain` + 1, `version` = `version` + 1 WHERE "
+                       "`campaign_id` = 7\n  answer ERROR 1644 (45000): claimguard: already claimed\n"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("with no take of this sidecar behind it (autocommit):\n"
+                       "  answer ERROR 1644 (45000): claimguard: coupon_stock is sold out for this key\n"),
+              std::string::npos)
+        << out;
+}
+
+TEST(explain, unmodeled_is_refused_by_policy) {
+    const auto out = run("UPDATE coupon_stock SET remain = remain - 1 WHERE remain > 0");
+    EXPECT_NE(out.find("unmodeled: no_full_key; policy refuse\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("  answer ERROR 1644 (45000): claimguard: rule coupon_stock refuses this statement"),
+              std::string::npos)
+        << out;
+}
+
+TEST(explain, observe_mode_says_so) {
+    const auto out = run("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7", std::nullopt, variant_id::observe);
+    EXPECT_NE(out.find("mode: observe (claimguard logs that it would take; the statement is forwarded unchanged)\n"),
+              std::string::npos)
+        << out;
+}
+
+TEST(explain, irrelevant_statement) {
+    EXPECT_EQ(run("SELECT * FROM users"), "pre-filter: irrelevant (no rule can apply)\n"
+                                          "statement: SELECT\n"
+                                          "decision: forward\n"
+                                          "then:\n"
+                                          "  forward the statement unchanged\n");
+}
+
+TEST(explain, describe_value_forms) {
+    rules::match::value_ref v;
+    v.type = rules::match::value_ref::kind::placeholder;
+    v.placeholder_index = 2;
+    EXPECT_EQ(rules::match::describe_value(v), "?2");
+    v.type = rules::match::value_ref::kind::null;
+    EXPECT_EQ(rules::match::describe_value(v), "NULL");
+}
+
+}  // namespace
+}  // namespace claimguard::engine::test

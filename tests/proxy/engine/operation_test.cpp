@@ -1,0 +1,356 @@
+// claim_operation with scripted database replies: the issue 9 reproducers (pools, stale reads,
+// @Version, every insert form) and the bookkeeping across connections of one sidecar.
+#include <gtest/gtest.h>
+
+#include "tests/proxy/engine/engine_harness.hpp"
+
+namespace claimguard::engine::test {
+namespace {
+
+const std::string conditional_take =
+    "UPDATE coupon_stock SET remain = remain - 1, `version` = `version` + 1 WHERE campaign_id = 1 AND remain >= 1";
+const std::string give_back_one =
+    "UPDATE `coupon_stock` SET `remain` = `remain` + 1, `version` = `version` + 1 WHERE `campaign_id` = 1";
+
+// R1: A reads 100; B and C each write the stale "remain = 99"; D and E insert. Directly: remain 99
+// and 2 orders. Each write is a conditional take of one unit whoever read what.
+TEST(operation, pool_lends_a_connection_per_statement) {
+    take_ledger ledger;
+    session a(variant_id::coupon, &ledger, 1), b(variant_id::coupon, &ledger, 2), c(variant_id::coupon, &ledger, 3),
+        d(variant_id::coupon, &ledger, 4), e(variant_id::coupon, &ledger, 5);
+    ASSERT_TRUE(a.ready()) << a.error();
+    a.read("1", 100);
+    for (auto* s : {&b, &c}) {
+        auto t = s->exec("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 1", {ok_rows(1)});
+        ASSERT_EQ(t.sent(), std::vector<std::string>{conditional_take});
+        EXPECT_EQ(t.last().type, action::kind::reply_client);
+        EXPECT_TRUE(t.has(event::took));
+    }
+    EXPECT_EQ(ledger.waiting_takes("coupon_stock", {"1"}), 2u);
+    for (auto* s : {&d, &e}) {
+        auto t = s->exec(s->claim_sql(std::to_string(reinterpret_cast<std::uintptr_t>(s) % 1000), "1"), {ok_rows(1)});
+        EXPECT_EQ(t.sent(), std::vector<std::string>{"<statement>"});
+        EXPECT_TRUE(t.has(event::claim_inserted));
+        EXPECT_FALSE(t.has(event::claim_unbacked));
+    }
+    EXPECT_EQ(ledger.waiting_takes("coupon_stock", {"1"}), 0u);
+}
+
+// The same pool when sold out: the write is refused, and the INSERT that follows on another
+// connection has no take behind it, so it never reaches the database.
+TEST(operation, claim_without_a_take_is_refused_on_any_connection) {
+    take_ledger ledger;
+    session b(variant_id::coupon, &ledger, 2), c(variant_id::coupon, &ledger, 3);
+    ASSERT_TRUE(b.ready()) << b.error();
+    auto t = b.exec("UPDATE coupon_stock SET remain = 0 WHERE campaign_id = 1", {ok_rows(0)});
+    EXPECT_EQ(t.last().type, action::kind::answer);
+    EXPECT_EQ(t.last().answer.code, 1644);
+    EXPECT_TRUE(t.has(event::exhausted));
+    auto claim = c.exec(c.claim_sql("9", "1"), {});
+    EXPECT_TRUE(claim.sent().empty());
+    EXPECT_EQ(claim.last().type, action::kind::answer);
+    EXPECT_EQ(claim.last().answer.message, "claimguard: coupon_stock is sold out for this key");
+    EXPECT_TRUE(claim.has(event::blocked));
+}
+
+// strictness: after_refused keeps the old behaviour for apps that insert first in autocommit: the
+// claim goes in, counted and audited as not backed.
+TEST(operation, lenient_rule_lets_an_unbacked_claim_in_and_counts_it) {
+    session c(variant_id::lenient);
+    ASSERT_TRUE(c.ready()) << c.error();
+    auto claim = c.exec(c.claim_sql("9", "1"), {ok_rows(1)});
+    EXPECT_EQ(claim.last().type, action::kind::reply_client);
+    EXPECT_TRUE(claim.has(event::claim_unbacked));
+}
+
+// R4: the read before START TRANSACTION, then UPDATE = 99; INSERT; COMMIT on two connections.
+TEST(operation, read_before_the_transaction_does_not_matter) {
+    take_ledger ledger;
+    for (std::uint64_t id : {1, 2}) {
+        session s(variant_id::coupon, &ledger, id);
+        ASSERT_TRUE(s.ready()) << s.error();
+        s.read("1", 100);
+        auto t = s.exec("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 1", {ok_rows(1, in_trans)}, in_trans);
+        EXPECT_EQ(t.sent(), std::vector<std::string>{conditional_take});
+        auto claim = s.exec(s.claim_sql(std::to_string(id), "1"), {ok_rows(1, in_trans)}, in_trans);
+        EXPECT_TRUE(claim.has(event::claim_inserted));
+        EXPECT_FALSE(claim.has(event::claim_ahead));
+        s.end(true);
+    }
+    EXPECT_EQ(ledger.waiting_takes("coupon_stock", {"1"}), 0u);  // each take was used by its claim
+}
+
+// R5: Hibernate's @Version write loses the version race while stock is left: the server's 0 rows
+// stand (the app retries), never "sold out".
+TEST(operation, version_conflict_is_not_sold_out) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    auto t = s.exec("UPDATE coupon_stock SET remain = 99, version = 1 WHERE campaign_id = 1 AND version = 0",
+                    {ok_rows(0, in_trans), counter_row(99, in_trans)}, in_trans);
+    ASSERT_EQ(t.sent().size(), 2u);
+    EXPECT_EQ(t.sent()[1], "SELECT `remain` FROM `coupon_stock` WHERE `campaign_id` = 1");
+    EXPECT_EQ(t.last().type, action::kind::reply_client);
+    EXPECT_TRUE(t.has(event::conflict));
+    EXPECT_FALSE(t.has(event::exhausted));
+    // Not refused: a claim that follows is not answered "sold out" by this session's memory.
+    const auto* e = s.entry({"1"});
+    EXPECT_TRUE(e == nullptr || !e->refused);
+}
+
+TEST(operation, version_write_when_sold_out_is_sold_out) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    auto t = s.exec("UPDATE coupon_stock SET remain = 0, version = 9 WHERE campaign_id = 1 AND version = 8",
+                    {ok_rows(0), counter_row(0)});
+    EXPECT_EQ(t.last().type, action::kind::answer);
+    EXPECT_TRUE(t.has(event::exhausted));
+}
+
+// Hibernate binds its values: the version predicate and the key keep their placeholders.
+TEST(operation, prepared_version_write_keeps_the_app_predicate) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    auto t = s.exec("UPDATE coupon_stock SET remain = ?, version = ? WHERE campaign_id = ? AND version = ?",
+                    {ok_rows(1)}, autocommit, bound_integers({99, 3, 1, 2}));
+    ASSERT_EQ(t.actions.front().type, action::kind::send_sql);
+    EXPECT_EQ(t.actions.front().sql.sql,
+              "UPDATE coupon_stock SET remain = remain - 1, version = version + 1 WHERE campaign_id = ? AND "
+              "version = ? AND remain >= 1");
+    EXPECT_EQ(std::vector<std::uint32_t>(t.actions.front().sql.parameters.begin(), t.actions.front().sql.parameters.end()),
+              (std::vector<std::uint32_t>{2, 3}));
+}
+
+// Node mysql2 binds JS numbers as DOUBLE: 1.0 is the key 1 and the amount 2.0 is 2 units.
+TEST(operation, doubles_compare_as_the_server_compares_them) {
+    EXPECT_EQ(resolve_double(1.0).canonical, "1");
+    EXPECT_EQ(resolve_double(1.0).integer, 1);
+    EXPECT_EQ(resolve_double(-3.0).integer, -3);
+    EXPECT_FALSE(resolve_double(1.5).integer.has_value());
+    EXPECT_EQ(resolve_double(1.5).canonical, "1.5");
+}
+
+// A stale read on a reused connection (100 long ago, the app writes 90): the rule's one unit is
+// taken, not ten, and the difference is counted.
+TEST(operation, stale_read_takes_the_rule_units) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    s.read("1", 100);
+    auto t = s.exec("UPDATE coupon_stock SET remain = 90 WHERE campaign_id = 1", {ok_rows(1)});
+    EXPECT_EQ(t.sent(), std::vector<std::string>{conditional_take});
+    EXPECT_TRUE(t.has(event::app_meant_other));
+    ASSERT_TRUE(t.d.app_meant.has_value());
+    EXPECT_EQ(*t.d.app_meant, 10);
+}
+
+// A plain duplicate: the database's 1062 becomes "already claimed" and the unit goes back.
+TEST(operation, duplicate_gives_the_unit_back) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    (void)s.exec("UPDATE coupon_stock SET remain = 5 WHERE campaign_id = 1", {ok_rows(1)});
+    auto t = s.exec(s.claim_sql("7", "1"), {error_reply(1062), ok_rows(1)});
+    EXPECT_EQ(t.sent(), (std::vector<std::string>{"<statement>", give_back_one}));
+    EXPECT_EQ(t.last().type, action::kind::answer);
+    EXPECT_EQ(t.last().answer.message, "claimguard: already claimed");
+    EXPECT_TRUE(t.has(event::duplicate_db));
+    EXPECT_TRUE(t.has(event::compensated));
+}
+
+// The units given back are the units taken: an order of 2 refused as a duplicate gives back 2.
+TEST(operation, two_unit_order_gives_back_two) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    auto take = s.exec("UPDATE coupon_stock SET remain = remain - 2 WHERE campaign_id = 1", {ok_rows(1)});
+    EXPECT_EQ(take.d.units, 2);
+    auto t = s.exec(s.claim_sql("7", "1"), {error_reply(1062), ok_rows(1)});
+    ASSERT_EQ(t.sent().size(), 2u);
+    EXPECT_EQ(t.sent()[1],
+              "UPDATE `coupon_stock` SET `remain` = `remain` + 2, `version` = `version` + 1 WHERE `campaign_id` = 1");
+}
+
+// INSERT IGNORE: a duplicate is OK with 0 rows; the unit goes back and the server's OK stands.
+TEST(operation, insert_ignore_duplicate) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    (void)s.exec("UPDATE coupon_stock SET remain = 5 WHERE campaign_id = 1", {ok_rows(1)});
+    auto t = s.exec("INSERT IGNORE INTO coupon_order (user_id, campaign_id) VALUES (7, 1)", {ok_rows(0), ok_rows(1)});
+    EXPECT_EQ(t.sent(), (std::vector<std::string>{"<statement>", give_back_one}));
+    EXPECT_EQ(t.last().type, action::kind::reply_client);
+    EXPECT_TRUE(t.has(event::duplicate_db));
+}
+
+// ON DUPLICATE KEY UPDATE and REPLACE are sent as the plain INSERT first: a duplicate shows as
+// 1062, the unit goes back, then the app's own statement runs and its reply is the answer.
+TEST(operation, on_duplicate_key_update_duplicate) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    (void)s.exec("UPDATE coupon_stock SET remain = 5 WHERE campaign_id = 1", {ok_rows(1)});
+    auto t = s.exec("INSERT INTO coupon_order (user_id, campaign_id) VALUES (7, 1) ON DUPLICATE KEY UPDATE user_id = user_id",
+                    {error_reply(1062), ok_rows(1), ok_rows(0)});
+    EXPECT_EQ(t.sent(), (std::vector<std::string>{"INSERT INTO coupon_order (user_id, campaign_id) VALUES (7, 1)",
+                                                  give_back_one, "<statement>"}));
+    EXPECT_EQ(t.last().type, action::kind::reply_client);
+}
+
+TEST(operation, replace_inserts_plainly_when_new) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    (void)s.exec("UPDATE coupon_stock SET remain = 5 WHERE campaign_id = 1", {ok_rows(1)});
+    auto t = s.exec("REPLACE INTO coupon_order (user_id, campaign_id) VALUES (7, 1)", {ok_rows(1)});
+    EXPECT_EQ(t.sent(), (std::vector<std::string>{"INSERT INTO coupon_order (user_id, campaign_id) VALUES (7, 1)"}));
+    EXPECT_TRUE(t.has(event::claim_inserted));
+}
+
+// The duplicate of a pooled app: the take was made on another connection; it still goes back.
+TEST(operation, duplicate_on_another_connection_gives_back_that_take) {
+    take_ledger ledger;
+    session b(variant_id::coupon, &ledger, 2), c(variant_id::coupon, &ledger, 3);
+    ASSERT_TRUE(b.ready()) << b.error();
+    (void)b.exec("UPDATE coupon_stock SET remain = 5 WHERE campaign_id = 1", {ok_rows(1)});
+    auto t = c.exec(c.claim_sql("7", "1"), {error_reply(1062), ok_rows(1)});
+    EXPECT_EQ(t.sent(), (std::vector<std::string>{"<statement>", give_back_one}));
+    EXPECT_EQ(ledger.waiting_takes("coupon_stock", {"1"}), 0u);
+}
+
+// A hand-fixed app gives the unit back itself after "already claimed": absorbed, not applied twice.
+TEST(operation, app_give_back_after_ours_is_absorbed) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    (void)s.exec("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 1 AND remain >= 1", {ok_rows(1)});
+    (void)s.exec(s.claim_sql("7", "1"), {error_reply(1062), ok_rows(1)});
+    auto t = s.exec("UPDATE coupon_stock SET remain = remain + 1 WHERE campaign_id = 1", {});
+    EXPECT_TRUE(t.sent().empty());
+    EXPECT_EQ(t.last().type, action::kind::answer);
+    EXPECT_EQ(t.last().ok_rows, 1u);
+    EXPECT_TRUE(t.has(event::absorbed));
+    // A second increment is a real restock.
+    auto again = s.exec("UPDATE coupon_stock SET remain = remain + 1 WHERE campaign_id = 1", {ok_rows(1)});
+    EXPECT_EQ(again.sent(), std::vector<std::string>{"<statement>"});
+    EXPECT_TRUE(again.has(event::restocked));
+}
+
+// Redis says "already claimed": no insert; the unit goes back.
+TEST(operation, redis_duplicate) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    (void)s.exec("UPDATE coupon_stock SET remain = 5 WHERE campaign_id = 1", {ok_rows(1)});
+    auto t = s.exec(s.claim_sql("7", "1"), {ok_rows(1)}, autocommit, resolve_literal, redis_reply::held, true);
+    EXPECT_EQ(t.actions.front().type, action::kind::redis_acquire);
+    EXPECT_EQ(t.sent(), std::vector<std::string>{give_back_one});
+    EXPECT_EQ(t.last().answer.message, "claimguard: already claimed");
+    EXPECT_TRUE(t.has(event::duplicate_redis));
+}
+
+// A transaction that borrowed a committed take and rolled back returns it.
+TEST(operation, rolled_back_transaction_returns_what_it_borrowed) {
+    take_ledger ledger;
+    session b(variant_id::coupon, &ledger, 2), c(variant_id::coupon, &ledger, 3);
+    ASSERT_TRUE(b.ready()) << b.error();
+    (void)b.exec("UPDATE coupon_stock SET remain = 5 WHERE campaign_id = 1", {ok_rows(1)});
+    auto t = c.exec(c.claim_sql("7", "1"), {ok_rows(1, in_trans)}, in_trans);
+    EXPECT_TRUE(t.has(event::claim_inserted));
+    EXPECT_EQ(ledger.waiting_takes("coupon_stock", {"1"}), 0u);
+    c.end(false);
+    EXPECT_EQ(ledger.waiting_takes("coupon_stock", {"1"}), 1u);
+}
+
+// A transaction's take that no claim used goes to the ledger when it commits, not before.
+TEST(operation, transaction_take_reaches_the_ledger_at_commit) {
+    take_ledger ledger;
+    session s(variant_id::coupon, &ledger, 2);
+    ASSERT_TRUE(s.ready()) << s.error();
+    (void)s.exec("UPDATE coupon_stock SET remain = 5 WHERE campaign_id = 1", {ok_rows(1, in_trans)}, in_trans);
+    EXPECT_EQ(ledger.waiting_takes("coupon_stock", {"1"}), 0u);
+    s.end(true);
+    EXPECT_EQ(ledger.waiting_takes("coupon_stock", {"1"}), 1u);
+}
+
+// Autocommit off (Hibernate, SQLAlchemy): every statement is in a transaction even before the
+// server says IN_TRANS; a take waits for the COMMIT like in BEGIN ... COMMIT.
+TEST(operation, autocommit_off_is_a_transaction) {
+    take_ledger ledger;
+    session s(variant_id::coupon, &ledger, 2);
+    ASSERT_TRUE(s.ready()) << s.error();
+    (void)s.exec("UPDATE coupon_stock SET remain = 5 WHERE campaign_id = 1", {ok_rows(1, 0x0001)}, 0);
+    EXPECT_EQ(ledger.waiting_takes("coupon_stock", {"1"}), 0u);
+    s.end(false);  // rolled back: the take never happened
+    EXPECT_EQ(ledger.waiting_takes("coupon_stock", {"1"}), 0u);
+}
+
+// Insert first in a transaction whose decrement never comes: the COMMIT becomes a ROLLBACK.
+TEST(operation, claim_ahead_without_its_decrement_rolls_back_at_commit) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    auto claim = s.exec(s.claim_sql("7", "1"), {ok_rows(1, in_trans)}, in_trans);
+    EXPECT_TRUE(claim.has(event::claim_ahead));
+    auto commit = s.exec("COMMIT", {ok_rows(0)}, in_trans);
+    EXPECT_EQ(commit.d.what, verdict::rollback_instead);
+    EXPECT_EQ(commit.sent(), std::vector<std::string>{"ROLLBACK"});
+    EXPECT_EQ(commit.last().answer.code, 1644);
+}
+
+// Insert first in a transaction, then the decrement: the decrement backs the claim, COMMIT stands.
+TEST(operation, claim_ahead_backed_by_its_decrement_commits) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    (void)s.exec(s.claim_sql("7", "1"), {ok_rows(1, in_trans)}, in_trans);
+    (void)s.exec("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 1", {ok_rows(1, in_trans)}, in_trans);
+    auto commit = s.exec("COMMIT", {}, in_trans);
+    EXPECT_EQ(commit.d.what, verdict::forward);
+    EXPECT_EQ(commit.last().type, action::kind::relay);
+}
+
+// Not modelled: refused with an ERR naming the rule, or forwarded by policy; counted either way.
+TEST(operation, unmodeled_refused_and_forwarded) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    auto t = s.exec("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 1; INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 1)", {});
+    EXPECT_TRUE(t.sent().empty());
+    EXPECT_EQ(t.last().type, action::kind::answer);
+    EXPECT_NE(t.last().answer.message.find("rule coupon_stock refuses this statement"), std::string::npos)
+        << t.last().answer.message;
+    EXPECT_TRUE(t.has(event::unmodeled_refused));
+
+    session f(variant_id::forward_unmodeled);
+    ASSERT_TRUE(f.ready()) << f.error();
+    auto fwd = f.exec("UPDATE coupon_stock SET remain = remain - 1", {});
+    EXPECT_EQ(fwd.last().type, action::kind::relay);
+    EXPECT_TRUE(fwd.has(event::unmodeled_forwarded));
+}
+
+// Observe mode: nothing changes on the wire; the memory and ledger follow enforce mode.
+TEST(operation, observe_mode_relays_and_reports) {
+    take_ledger ledger;
+    session s(variant_id::observe, &ledger, 1);
+    ASSERT_TRUE(s.ready()) << s.error();
+    auto t = s.exec("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 1", {});
+    EXPECT_EQ(t.last().type, action::kind::relay);
+    EXPECT_TRUE(t.has(event::would));
+    EXPECT_EQ(ledger.waiting_takes("coupon_stock", {"1"}), 1u);
+    auto claim = s.exec(s.claim_sql("7", "1"), {});
+    EXPECT_EQ(claim.last().type, action::kind::relay);
+    EXPECT_EQ(ledger.waiting_takes("coupon_stock", {"1"}), 0u);
+}
+
+// The ledger's limits: old takes expire (counted), the per-key list is bounded.
+TEST(take_ledger_test, takes_expire_and_are_counted) {
+    take_ledger ledger;
+    const auto t0 = take_ledger::clock::now();
+    ledger.add_take("r", {"1"}, 1, 1, t0);
+    EXPECT_FALSE(ledger.pop_take("r", {"1"}, 2, t0 + take_ledger::take_lifetime + std::chrono::seconds(1)).has_value());
+    EXPECT_EQ(ledger.dropped_takes(), 1u);
+    for (std::size_t i = 0; i < take_ledger::max_takes_per_key + 3; ++i) ledger.add_take("r", {"2"}, 1, 1, t0);
+    EXPECT_EQ(ledger.waiting_takes("r", {"2"}), take_ledger::max_takes_per_key);
+    EXPECT_EQ(ledger.dropped_takes(), 4u);
+}
+
+TEST(take_ledger_test, own_take_first) {
+    take_ledger ledger;
+    ledger.add_take("r", {"1"}, 1, 7);
+    ledger.add_take("r", {"1"}, 2, 8);
+    EXPECT_EQ(ledger.pop_take("r", {"1"}, 8), 2);
+    EXPECT_EQ(ledger.pop_take("r", {"1"}, 8), 1);
+    EXPECT_FALSE(ledger.pop_take("r", {"1"}, 8).has_value());
+}
+
+}  // namespace
+}  // namespace claimguard::engine::test
