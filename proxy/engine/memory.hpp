@@ -55,8 +55,8 @@ public:
         auto it = entries_.find(std::make_pair(rule, key));
         return it == entries_.end() ? nullptr : &it->second;
     }
-    // The transaction ended: what belonged to it goes; what this connection read and its
-    // autocommit claims' debts stay.
+    // The transaction ended: what belonged to it goes (a refused decrement too: the next
+    // attempt starts afresh); what this connection read and its autocommit claims' debts stay.
     void reset() {
         for (auto it = entries_.begin(); it != entries_.end();) {
             auto& e = it->second;
@@ -65,7 +65,8 @@ public:
             e.credits.clear();
             e.claims_ahead = 0;
             e.strict_ahead = false;
-            if (!e.last_read && e.unbacked_claims == 0 && !e.refused) it = entries_.erase(it);
+            e.refused = false;
+            if (!e.last_read && e.unbacked_claims == 0) it = entries_.erase(it);
             else ++it;
         }
         transaction_poisoned = false;

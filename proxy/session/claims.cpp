@@ -380,7 +380,6 @@ void session::report(const std::vector<engine::event>& events, const engine::dec
                      const sqlns::parsed_statement& st) {
     auto& m = claim_metrics::get();
     const auto rule = rule_name(d);
-    const bool in_trans = status_ & proto::status::in_trans;
     using engine::event;
     for (auto e : events) {
         switch (e) {
@@ -426,7 +425,6 @@ void session::report(const std::vector<engine::event>& events, const engine::dec
         }
         audit(d, engine::event_name(e), st);
     }
-    (void)in_trans;
 }
 
 awaitable<session::intercepted> session::apply(const engine::decision& d, const sqlns::parsed_statement& st,
@@ -457,9 +455,19 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
         case engine::action::kind::send_sql: {
             const bool own = act.type == engine::action::kind::send_sql;
             if (!own) forwarded_statement_ = true;
-            auto reply = own ? co_await run_sql(act.sql, params, types) : co_await roundtrip(forward_bytes, command, last_seq);
+            // Not `own ? co_await a : co_await b`: GCC 12 mishandles temporaries of a conditional
+            // around co_await (a double free seen before in this code base).
+            std::optional<captured_reply> reply;
+            if (own)
+                reply = co_await run_sql(act.sql, params, types);
+            else
+                reply = co_await roundtrip(forward_bytes, command, last_seq);
             if (!reply) {
-                if (op.redis_locked() && redis_) transaction_locks_.push_back({d.redis_key, token}), release_transaction_locks();
+                // The connection is gone: a claim's Redis key goes with it (in the background).
+                if (op.redis_locked() && redis_) {
+                    transaction_locks_.push_back({d.redis_key, token});
+                    release_transaction_locks();
+                }
                 co_return intercepted::failed;
             }
             engine::reply_summary summary;

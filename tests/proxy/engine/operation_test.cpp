@@ -288,6 +288,20 @@ TEST(operation, claim_ahead_without_its_decrement_rolls_back_at_commit) {
     EXPECT_EQ(commit.last().answer.code, 1644);
 }
 
+// A refused decrement does not outlive its transaction: the connection's next attempt (a pool
+// reusing it) is decided afresh (caught by incident.modes.insert_first_transaction).
+TEST(operation, refusal_ends_with_the_transaction) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    (void)s.exec(s.claim_sql("7", "1"), {ok_rows(1, in_trans)}, in_trans);
+    auto refused = s.exec("UPDATE coupon_stock SET remain = 0 WHERE campaign_id = 1", {ok_rows(0, in_trans)}, in_trans);
+    EXPECT_TRUE(refused.has(event::exhausted));
+    (void)s.exec("COMMIT", {ok_rows(0)}, in_trans);
+    auto next = s.exec(s.claim_sql("8", "1"), {ok_rows(1, in_trans)}, in_trans);
+    EXPECT_EQ(next.d.what, verdict::claim) << next.d.note;
+    EXPECT_TRUE(next.has(event::claim_ahead));
+}
+
 // Insert first in a transaction, then the decrement: the decrement backs the claim, COMMIT stands.
 TEST(operation, claim_ahead_backed_by_its_decrement_commits) {
     session s(variant_id::coupon);
