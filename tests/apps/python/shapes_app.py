@@ -5,7 +5,9 @@ Reads: rw_split (read pool / write pool), app_cache (stock read from a 20 ms cac
 select_before_tx (SELECT, then START TRANSACTION; UPDATE; INSERT; COMMIT), read_join, read_in
 (IN (1, 2)), read_now (AND end_time > NOW()), stale_read (the write goes on a pooled connection
 that read the stock long ago). Writes: expression (SET remain = 57 - 1), two_units (SET remain = R - 2),
-multi_statement (UPDATE ...; INSERT ... in one COM_QUERY). Inserts: insert_ignore, on_duplicate_key,
+multi_statement (UPDATE ...; INSERT ... in one COM_QUERY); two apps correct on their own: optimistic_version
+(SET remain = R - 1, version = V + 1 ... AND version = V, retried on 0 rows) and hand_fixed (the post-mortem's
+guarded decrement, a duplicate key gives the unit back). Inserts: insert_ignore, on_duplicate_key,
 replace, no_column_list. Everything else is the incident's flow: read, remain - 1 as a literal, insert.
 """
 
@@ -23,8 +25,10 @@ import zoo  # noqa: E402
 
 CACHE_TTL_S = 0.020
 VARIANTS = ("rw_split", "app_cache", "select_before_tx", "read_join", "read_in", "read_now", "stale_read",
-            "expression", "two_units", "multi_statement", "insert_ignore", "on_duplicate_key", "replace",
-            "no_column_list")
+            "expression", "two_units", "multi_statement", "optimistic_version", "hand_fixed", "insert_ignore",
+            "on_duplicate_key", "replace", "no_column_list")
+OPTIMISTIC_TRIES = 5
+ER_DUP_ENTRY = 1062
 
 
 class Shapes(zoo.App):
@@ -113,7 +117,42 @@ class Shapes(zoo.App):
             return f"INSERT INTO coupon_order VALUES (NULL, {user}, {k}, NOW())"
         return f"INSERT INTO coupon_order {cols} {values}"
 
+    def give_back_on_duplicate(self, s, user, trace):
+        """The hand fix: a duplicate key is the app's "already claimed" and the unit taken goes back."""
+        trace.statement = "INSERT"
+        try:
+            self.query(s.write, self.insert_sql(user))
+        except pymysql.err.IntegrityError as e:
+            if e.args[0] != ER_DUP_ENTRY:
+                raise
+            trace.statement = "UPDATE (give back)"
+            # An optimistic app bumps the version with every write, or a concurrent CAS would overwrite this one.
+            bump = ", version = version + 1" if self.v == "optimistic_version" else ""
+            self.query(s.write, f"UPDATE coupon_stock SET remain = remain + 1{bump} "
+                                f"WHERE campaign_id = {self.args.campaign}")
+            return zoo.Outcome.CONFLICT
+        return zoo.Outcome.CLAIMED
+
     def attempt(self, s, user, trace):
+        k = self.args.campaign
+        if self.v == "hand_fixed":
+            trace.statement = "UPDATE"
+            taken, _ = self.query(s.write, f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = {k} "
+                                           f"AND remain > 0")
+            return self.give_back_on_duplicate(s, user, trace) if taken else zoo.Outcome.SOLD_OUT
+        if self.v == "optimistic_version":
+            for _ in range(OPTIMISTIC_TRIES):
+                trace.statement = "SELECT"
+                _, rows = self.query(s.read, f"SELECT remain, version FROM coupon_stock WHERE campaign_id = {k}")
+                remain, version = int(rows[0][0]), int(rows[0][1])
+                if remain <= 0:
+                    return zoo.Outcome.SOLD_OUT
+                trace.statement = "UPDATE"
+                won, _ = self.query(s.write, f"UPDATE coupon_stock SET remain = {remain - 1}, version = {version + 1} "
+                                             f"WHERE campaign_id = {k} AND version = {version}")
+                if won:
+                    return self.give_back_on_duplicate(s, user, trace)
+            return zoo.Outcome.CONFLICT   # "please try again": the app's own answer after its retries
         remain = self.read_remain(s, trace)
         if remain < self.units:
             return zoo.Outcome.SOLD_OUT
