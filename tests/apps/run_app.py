@@ -87,6 +87,7 @@ class App:
     program: str                  # file under tests/apps/<language>/
     description: str
     variants: tuple
+    redis: bool = True            # False: the sidecars run without Redis, so every duplicate reaches the database
 
 
 V = Variant
@@ -129,11 +130,13 @@ APPS = {
           "(5 tries); a duplicate key gives the unit back", works_directly=True),
         V("hand_fixed", "the post-mortem's fix: remain = remain - 1 ... AND remain > 0, 0 rows = sold out, a "
           "duplicate key gives the unit back", works_directly=True))),
-    "shapes_inserts": App("python", "shapes_app.py", "PyMySQL: how the claim row is inserted", (
+    "shapes_inserts": App("python", "shapes_app.py", "PyMySQL: how the claim row is inserted (sidecars without "
+                          "Redis: the database's unique index meets every duplicate)", (
         V("insert_ignore", "INSERT IGNORE, 0 rows = the app's 'already claimed'"),
         V("on_duplicate_key", "INSERT ... ON DUPLICATE KEY UPDATE created_at = created_at"),
         V("replace", "REPLACE INTO coupon_order"),
-        V("no_column_list", "INSERT INTO coupon_order VALUES (...) with no column list", may_refuse=True))),
+        V("no_column_list", "INSERT INTO coupon_order VALUES (...) with no column list", may_refuse=True)),
+        redis=False),
 }
 
 
@@ -339,7 +342,8 @@ def main():
         c.start_db(unique_index=True)
         c.sql(ZOO_SCHEMA)
         if args.target != "direct":
-            c.start_redis()
+            if app.redis:
+                c.start_redis()
             c.start_proxies(args.claimguard, PROXIES)
         print(f"{args.app}: {app.description}; servers up in {time.monotonic() - began:.1f} s "
               f"(MariaDB {c.db.port}, sidecars {[p.port for p in c.proxies]})")

@@ -82,7 +82,10 @@ public class HibernateApp {
                 rollback(tx);
                 int code = sqlCode(e);
                 if (code == ER_DUP_ENTRY) return "conflicts";   // the app's own "already claimed"
-                if (code == ER_LOCK_DEADLOCK && tries < MAX_TRIES) continue;   // retried, as Spring's @Retryable
+                if (code == ER_LOCK_DEADLOCK) {                 // retried, as Spring's @Retryable does
+                    if (tries >= MAX_TRIES) return "conflicts";
+                    continue;
+                }
                 throw e;
             } finally {
                 s.close();
