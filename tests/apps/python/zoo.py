@@ -42,8 +42,9 @@ class App:
     def __init__(self, args):
         self.args = args
 
-    def add_flags(ap):  # noqa: N805 - called on the class before an instance exists
-        pass
+    @staticmethod
+    def add_flags(ap):
+        """Extra flags of this app (called on the class, before an instance exists)."""
 
     def pod(self, port):
         return port
