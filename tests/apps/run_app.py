@@ -173,8 +173,10 @@ def build(app, build_dir):
         if go is None or not os.path.isdir("/usr/share/gocode/src/github.com/go-sql-driver/mysql"):
             raise Skip("needs golang-go and golang-github-go-sql-driver-mysql-dev")
         binary = os.path.join(build_dir, "go_app")
-        compile_run([go, "build", "-o", binary, os.path.join(GO_DIR, app.program)], "go build",
-                    env=dict(os.environ, **GO_ENV))
+        env = dict(os.environ, **GO_ENV)
+        if not any(k in env for k in ("GOCACHE", "XDG_CACHE_HOME", "HOME")):
+            env["GOCACHE"] = os.path.join(build_dir, "go-cache")   # go build needs a cache directory
+        compile_run([go, "build", "-o", binary, os.path.join(GO_DIR, app.program)], "go build", env=env)
         return [binary]
     raise ValueError(app.language)
 
