@@ -14,6 +14,10 @@ PACKAGES=(
   sysbench haproxy
   python3 python3-pymysql python3-yaml
   openjdk-17-jdk-headless libmariadb-java
+  # tests/apps (the app zoo): Node, Python ORMs, Hibernate 3 + c3p0, Go database/sql
+  nodejs python3-sqlalchemy python3-django python3-mysqldb
+  libhibernate3-java libc3p0-java libjavassist-java
+  golang-go golang-github-go-sql-driver-mysql-dev
   procps iproute2 netcat-openbsd curl unzip
 )
 
@@ -24,18 +28,30 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: all ${#PACKAGES[@]} packages present"
-  exit 0
+# npm: Debian's package, unless the nodejs installed already brings its own (NodeSource's conflicts with it).
+if ! command -v npm >/dev/null 2>&1 && ! dpkg-query -W -f='${Status}' npm 2>/dev/null | grep -q "install ok installed"; then
+  missing+=(npm)
 fi
 
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-# Do not let the package start a system-wide mariadb/redis: tests start their own.
-if [ ! -e /usr/sbin/policy-rc.d ]; then
-  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
-  chmod +x /usr/sbin/policy-rc.d
-  trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages present"
+else
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  # Do not let the package start a system-wide mariadb/redis: tests start their own.
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+    chmod +x /usr/sbin/policy-rc.d
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-apt-get install -y -q --no-install-recommends "${missing[@]}"
+
+# The app zoo's Node libraries, exactly as tests/apps/node/package-lock.json pins them (test fixtures only).
+zoo_node="$(dirname "$0")/../tests/apps/node"
+if [ ! -f "$zoo_node/node_modules/.package-lock.json" ] ||
+   [ "$zoo_node/package-lock.json" -nt "$zoo_node/node_modules/.package-lock.json" ]; then
+  echo "setup: npm ci in tests/apps/node"
+  (cd "$zoo_node" && npm ci --no-audit --no-fund)
+fi
