@@ -418,7 +418,8 @@ action claim_operation::on_reply(const reply_summary& r) {
 
     case state::claim_sent: {
         const auto& ins = std::get<match::claim_insert>(*d_.fact);
-        if (r.ok && r.affected_rows > 0) {
+        // INSERT ... RETURNING answers with a result set of the rows it inserted.
+        if ((r.ok && r.affected_rows > 0) || (r.rows && *r.rows > 0)) {
             inserted_ = true;
             in_transaction_ = trans;
             events_.push_back(event::claim_inserted);
@@ -437,7 +438,8 @@ action claim_operation::on_reply(const reply_summary& r) {
             a.type = action::kind::reply_client;
             return finish(a);
         }
-        const bool duplicate = (r.err && r.err_code == er_dup_entry) || (r.ok && r.affected_rows == 0);
+        const bool duplicate =
+            (r.err && r.err_code == er_dup_entry) || (r.ok && r.affected_rows == 0) || (r.rows && *r.rows == 0);
         if (duplicate) events_.push_back(event::duplicate_db);
         action final_action;
         if (plain_first_ && r.err && r.err_code == er_dup_entry) {

@@ -27,6 +27,7 @@ struct reply_summary {
     std::uint64_t affected_rows = 0;
     std::uint16_t status = 0;             // the server's status flags after the reply
     std::optional<std::int64_t> counter;  // asked for (read_counter): the counter of the one row returned
+    std::optional<std::uint64_t> rows;    // a result set (INSERT ... RETURNING): how many rows it holds
 };
 
 enum class redis_reply { acquired, held, unavailable };

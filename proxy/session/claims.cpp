@@ -476,6 +476,7 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
             summary.err_code = reply->err_code;
             summary.affected_rows = reply->affected_rows;
             summary.status = reply->status;
+            if (!reply->is_ok && !reply->is_err) summary.rows = count_rows(*reply);
             if (act.read_counter && !reply->is_err) {
                 const bool binary = own ? (!act.sql.parameters.empty() && params && types)
                                         : command == proto::com::stmt_execute;
@@ -622,6 +623,30 @@ awaitable<bool> session::answer(const rules::answer& a, std::uint16_t status, st
         co_return co_await write_client(proto::make_err_frame(seq, a.code, a.sql_state, a.message));
     }
     co_return co_await write_client(proto::make_ok_frame(seq, ok_rows, status, caps_));
+}
+
+std::optional<std::uint64_t> session::count_rows(const captured_reply& reply) const {
+    proto::bytes_view rest(reply.raw);
+    auto next = [&]() -> std::optional<proto::bytes_view> {
+        auto scan = proto::scan_packet(rest, opt_.max_packet_bytes);
+        if (!scan || scan->raw_size == 0) return std::nullopt;
+        rest = rest.subspan(scan->raw_size);
+        return scan->first_payload;
+    };
+    auto head = next();
+    if (!head) return std::nullopt;
+    auto count = proto::parse_column_count(*head);
+    if (!count || *count == 0) return std::nullopt;
+    for (std::uint64_t i = 0; i < *count; ++i)
+        if (!next()) return std::nullopt;
+    if (!(caps_ & proto::cap::deprecate_eof) && !next()) return std::nullopt;
+    std::uint64_t rows = 0;
+    for (;;) {
+        auto row = next();
+        if (!row || row->empty() || (*row)[0] == proto::err_header) return std::nullopt;
+        if (proto::is_eof_packet(*row, caps_)) return rows;
+        ++rows;
+    }
 }
 
 std::optional<std::int64_t> session::read_counter(const captured_reply& reply, std::optional<std::uint32_t> position,

@@ -171,6 +171,8 @@ private:
     // The counter in the one row of a result set: at `position`, or the column named `label`.
     std::optional<std::int64_t> read_counter(const captured_reply& reply, std::optional<std::uint32_t> position,
                                              std::string_view label, bool binary);
+    // The rows of a result set (INSERT ... RETURNING); empty when the reply is not one.
+    std::optional<std::uint64_t> count_rows(const captured_reply& reply) const;
     // Counts and audits what a claim operation reports.
     void report(const std::vector<engine::event>& events, const engine::decision& d,
                 const rules::sql::parsed_statement& st);

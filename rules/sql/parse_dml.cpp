@@ -232,6 +232,13 @@ bool parse_insert(cursor& c, insert_statement& out) {
             if (!parse_assignment(c, out.on_duplicate.emplace_back())) return false;
         } while (c.accept_punct(","));
     }
+    if (c.accept_word("RETURNING")) {
+        // MariaDB 10.5+: the inserted row comes back as a result set (Django uses it). What it
+        // returns does not matter to the engine.
+        out.returning = true;
+        if (c.at_statement_end()) return false;
+        while (!c.at_statement_end()) ++c.pos;
+    }
     return c.at_statement_end();
 }
 

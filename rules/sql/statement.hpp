@@ -150,6 +150,7 @@ struct insert_statement {
     std::uint32_t row_width = 0;   // values per row
     small_vector<operand, 16> values;  // row-major: row r, column c at r * row_width + c
     small_vector<assignment, 2> on_duplicate;
+    bool returning = false;  // MariaDB's RETURNING ...: the reply is a result set of the inserted rows
     [[nodiscard]] std::size_t row_count() const noexcept { return row_width == 0 ? 0 : values.size() / row_width; }
 };
 

@@ -178,6 +178,22 @@ TEST(operation, insert_ignore_duplicate) {
     EXPECT_TRUE(t.has(event::duplicate_db));
 }
 
+// Django on MariaDB 10.5+ inserts with RETURNING: the reply is a result set of the new row
+// (caught by the app zoo's apps.django: the INSERT was refused as unmodeled and its take leaked).
+TEST(operation, insert_returning_is_a_claim) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    (void)s.exec("UPDATE coupon_stock SET remain = 5 WHERE campaign_id = 1", {ok_rows(1)});
+    reply_summary one_row;
+    one_row.status = autocommit;
+    one_row.rows = 1;
+    auto t = s.exec("INSERT INTO `coupon_order` (`user_id`, `campaign_id`) VALUES (7, 1) RETURNING `coupon_order`.`id`",
+                    {one_row});
+    EXPECT_EQ(t.d.what, verdict::claim) << t.d.note;
+    EXPECT_TRUE(t.has(event::claim_inserted));
+    EXPECT_EQ(t.last().type, action::kind::reply_client);
+}
+
 // ON DUPLICATE KEY UPDATE and REPLACE are sent as the plain INSERT first: a duplicate shows as
 // 1062, the unit goes back, then the app's own statement runs and its reply is the answer.
 TEST(operation, on_duplicate_key_update_duplicate) {

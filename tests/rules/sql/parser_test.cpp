@@ -294,10 +294,13 @@ const parse_case insert_cases[] = {
     {"expression_value", "INSERT INTO t (a, b) VALUES (1 + 1, CONCAT('a', ?))",
      "INSERT table=t cols=[a, b] rows=[(expr:1 + 1, expr:CONCAT('a', ?))]"},
     {"qualified_columns", "INSERT INTO t (t.a) VALUES (1)", "INSERT table=t cols=[t.a] rows=[(lit:1)]"},
+    // MariaDB 10.5+ (Django): the RETURNING clause is skipped over.
+    {"returning", "INSERT INTO `t` (`a`) VALUES (1) RETURNING `t`.`id`", "INSERT table=`t` cols=[`a`] rows=[(lit:1)]"},
 };
 
 const parse_case not_ours_insert_cases[] = {
     {"insert_select", "INSERT INTO t (a) SELECT 1", "not_ours(unsupported_syntax)"},
+    {"returning_nothing", "INSERT INTO t (a) VALUES (1) RETURNING", "not_ours(unsupported_syntax)"},
     {"insert_select_parenthesized", "INSERT INTO t (SELECT 1)", "not_ours(unsupported_syntax)"},
     {"insert_table", "INSERT INTO t TABLE x", "not_ours(unsupported_syntax)"},
     {"row_width_mismatch", "INSERT INTO t (a, b) VALUES (1)", "not_ours(unsupported_syntax)"},
