@@ -28,6 +28,29 @@ struct reply_summary {
     std::uint16_t status = 0;             // the server's status flags after the reply
     std::optional<std::int64_t> counter;  // asked for (read_counter): the counter of the one row returned
     std::optional<std::uint64_t> rows;    // a result set (INSERT ... RETURNING): how many rows it holds
+
+    // Scripted replies (explain's dry run, tests). `status` defaults to autocommit.
+    static reply_summary ok_rows(std::uint64_t n, std::uint16_t status = autocommit_status) {
+        reply_summary r;
+        r.ok = true;
+        r.affected_rows = n;
+        r.status = status;
+        return r;
+    }
+    static reply_summary error(std::uint16_t code, std::uint16_t status = autocommit_status) {
+        reply_summary r;
+        r.err = true;
+        r.err_code = code;
+        r.status = status;
+        return r;
+    }
+    static reply_summary counter_row(std::int64_t counter, std::uint16_t status = autocommit_status) {
+        reply_summary r;
+        r.counter = counter;
+        r.status = status;
+        return r;
+    }
+    static constexpr std::uint16_t autocommit_status = 0x0002;  // SERVER_STATUS_AUTOCOMMIT
 };
 
 enum class redis_reply { acquired, held, unavailable };

@@ -33,30 +33,7 @@ std::string describe_action(const action& a, std::string_view what_client_sent, 
     return "?";
 }
 
-constexpr std::uint16_t autocommit_status = 0x0002;  // SERVER_STATUS_AUTOCOMMIT: the dry run is autocommit
-
-reply_summary ok_rows(std::uint64_t n) {
-    reply_summary r;
-    r.status = autocommit_status;
-    r.ok = true;
-    r.affected_rows = n;
-    return r;
-}
-
-reply_summary error_reply(std::uint16_t code) {
-    reply_summary r;
-    r.status = autocommit_status;
-    r.err = true;
-    r.err_code = code;
-    return r;
-}
-
-reply_summary counter_row(std::int64_t counter) {
-    reply_summary r;
-    r.status = autocommit_status;
-    r.counter = counter;
-    return r;
-}
+reply_summary ok_rows(std::uint64_t n) { return reply_summary::ok_rows(n); }
 
 // One outcome: runs a fresh operation, feeding `replies` (and Redis "acquired") in order, and
 // prints every action it takes under `label`.
@@ -65,7 +42,7 @@ void run_outcome(std::ostream& out, std::string_view label, const decision& d, c
     session_memory memory;
     take_ledger ledger;
     if (seeded_take > 0 && d.stock) ledger.add_take(d.stock->name, d.key, seeded_take, 1);
-    claim_operation op(d, st, memory, ledger, operation_context{1, autocommit_status, true});
+    claim_operation op(d, st, memory, ledger, operation_context{1, reply_summary::autocommit_status, true});
     out << label << ":\n";
     action a = op.start();
     std::size_t next = 0;
@@ -117,13 +94,13 @@ void explain(const match::rule_index& rules, std::string_view sql, const match::
     case verdict::track_decrement:
         run_outcome(out, "when 1 row changes", d, st, {ok_rows(1)}, 0, sql);
         run_outcome(out, "when 0 rows change", d, st,
-                    {ok_rows(0), counter_row(d.stock ? d.stock->floor : 0)}, 0, sql);
+                    {ok_rows(0), reply_summary::counter_row(d.stock ? d.stock->floor : 0)}, 0, sql);
         break;
     case verdict::claim: {
         const auto& ins = std::get<match::claim_insert>(*d.fact);
         run_outcome(out, "when a take of this sidecar backs it and the row goes in", d, st, {ok_rows(1)}, 1, sql);
         run_outcome(out, "when the database says duplicate", d, st,
-                    {error_reply(1062), ok_rows(1), ok_rows(1)}, 1, sql);
+                    {reply_summary::error(1062), ok_rows(1), ok_rows(1)}, 1, sql);
         if (ins.ignore)
             run_outcome(out, "when INSERT IGNORE inserts nothing", d, st, {ok_rows(0), ok_rows(1)}, 1, sql);
         run_outcome(out, "with no take of this sidecar behind it (autocommit)", d, st, {ok_rows(1)}, 0, sql);

@@ -155,24 +155,13 @@ inline constexpr std::uint16_t autocommit = 0x0002;
 inline constexpr std::uint16_t in_trans = 0x0003;
 
 inline engine::reply_summary ok_rows(std::uint64_t n, std::uint16_t status = autocommit) {
-    engine::reply_summary r;
-    r.ok = true;
-    r.affected_rows = n;
-    r.status = status;
-    return r;
+    return engine::reply_summary::ok_rows(n, status);
 }
 inline engine::reply_summary error_reply(std::uint16_t code, std::uint16_t status = autocommit) {
-    engine::reply_summary r;
-    r.err = true;
-    r.err_code = code;
-    r.status = status;
-    return r;
+    return engine::reply_summary::error(code, status);
 }
 inline engine::reply_summary counter_row(std::int64_t counter, std::uint16_t status = autocommit) {
-    engine::reply_summary r;
-    r.counter = counter;
-    r.status = status;
-    return r;
+    return engine::reply_summary::counter_row(counter, status);
 }
 
 // What one statement did: the decision, every action the operation took (with the SQL it
@@ -191,6 +180,17 @@ struct trace {
         return out;
     }
 };
+
+// Placeholders bound as DOUBLE, as Node's mysql2 binds every JS number.
+inline value_resolver bound_doubles(std::vector<double> params) {
+    return [params = std::move(params)](const match::value_ref& v) -> std::optional<resolved_value> {
+        if (v.type == match::value_ref::kind::placeholder) {
+            if (v.placeholder_index >= params.size()) return std::nullopt;
+            return resolve_double(params[v.placeholder_index]);
+        }
+        return resolve_literal(v);
+    };
+}
 
 // One connection of an app pod: its memory, the sidecar's ledger it shares with the pod's other
 // connections, and the statements its decisions view.

@@ -129,6 +129,22 @@ TEST(operation, doubles_compare_as_the_server_compares_them) {
     EXPECT_EQ(resolve_double(1.5).canonical, "1.5");
 }
 
+// mysql2 execute(): the write and the claim bound as doubles are the key 1 and a claim that uses
+// the write's take (before: neither was decoded, 290 orders for 100 coupons).
+TEST(operation, mysql2_double_binds) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    auto take = s.exec("UPDATE coupon_stock SET remain = ? WHERE campaign_id = ?", {ok_rows(1)}, autocommit,
+                       bound_doubles({99.0, 1.0}));
+    EXPECT_EQ(take.d.what, verdict::take) << take.d.note;
+    EXPECT_EQ(take.d.key, key_tuple{"1"});
+    auto claim = s.exec("INSERT INTO coupon_order (user_id, campaign_id) VALUES (?, ?)", {ok_rows(1)}, autocommit,
+                        bound_doubles({7.0, 1.0}));
+    EXPECT_EQ(claim.d.idempotency, (key_tuple{"7", "1"}));
+    EXPECT_TRUE(claim.has(event::claim_inserted));
+    EXPECT_FALSE(claim.has(event::claim_unbacked));
+}
+
 // A stale read on a reused connection (100 long ago, the app writes 90): the rule's one unit is
 // taken, not ten, and the difference is counted.
 TEST(operation, stale_read_takes_the_rule_units) {
