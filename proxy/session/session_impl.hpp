@@ -123,6 +123,18 @@ private:
     // from the read buffer; nothing is copied.
     awaitable<bool> relay_reply(proto::command_exchange& exchange);
 
+    // ---- orphaned transactions (orphan_kill.cpp) ----------------------------------------------
+    // The backend link was lost inside a transaction: remember the server's thread for a KILL.
+    void note_orphan();
+    // Right after the handshake, before the app's first command: KILL CONNECTION the orphans of
+    // this user. False when this backend connection failed under it (the session ends).
+    awaitable<bool> end_orphans();
+    struct kill_reply {
+        bool ok = false;
+        std::uint16_t err_code = 0;
+    };
+    awaitable<std::optional<kill_reply>> send_kill(std::uint32_t thread_id);
+
     // ---- claim interception (claims.cpp) ----------------------------------------------------
     enum class intercepted { forward, handled, failed };
     // The whole reply to a command the proxy sent itself, not yet forwarded.
@@ -200,6 +212,9 @@ private:
     deadline_kind timed_out_ = deadline_kind::none;
     bool closed_ = false;
     bool idle_ = false;  // waiting for the client's next command
+    std::uint32_t backend_thread_id_ = 0;  // the server's connection id (greeting)
+    bool backend_lost_ = false;            // the backend link failed (not a cancel, not a protocol error)
+    bool user_changed_ = false;            // COM_CHANGE_USER was relayed: user_ may not own the connection
 
     // claim state
     guards::redis_guard* redis_ = nullptr;
