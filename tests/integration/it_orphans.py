@@ -35,7 +35,8 @@ LOCK_WAIT_TIMEOUT_S = 5       # innodb_lock_wait_timeout for the test: the stall
 FREED_WITHIN_S = 3.0          # with orphan_kill the second decrement completes within this
 ANSWER_TIMEOUT_S = 20         # no statement may block longer (a hang is a failure)
 AUDIT_WAIT_S = 5.0
-TRX_VISIBLE_WITHIN_S = 2.0    # INNODB_TRX lags the server by up to 0.1 s
+TRX_VISIBLE_WITHIN_S = 3.0    # INNODB_TRX lags the server (see wait_open_transaction)
+TRX_POLL_S = 0.3              # above InnoDB's 0.1 s cache idle time, or the cache is never refreshed
 STOCK = 100
 CAMPAIGN_KILLED = 1           # the key of the orphan_kill scenario
 CAMPAIGN_STALLED = 2          # the key of the orphan_kill: false scenario
@@ -43,6 +44,9 @@ ER_LOCK_WAIT_TIMEOUT = 1205
 ER_CONNECTION_KILLED = 1927   # what claimguard answers when the database link is gone
 GREETING_THREAD_ID_OFFSET = 5  # after the 4-byte frame header and the protocol version byte
 FORWARD_CHUNK = 65536
+KEEPALIVE_IDLE_S = 7          # --backend-keepalive-idle for the proxies (the default is 10 s)
+PROC_NET_TCP_KEEPALIVE_TIMER = 2
+CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")  # /proc/net/tcp counts timers in these
 
 ARGS = None
 
@@ -186,7 +190,8 @@ class Orphans(unittest.TestCase):
                 p = servers.Claimguard(ARGS.claimguard, cls.work, f"claimguard-orphan-kill-{name}",
                                        cls.forwarder.port,
                                        extra_args=["--rules", cluster.EXAMPLE_RULES, "--audit-log", audit,
-                                                   "--orphan-kill", kill])
+                                                   "--orphan-kill", kill,
+                                                   "--backend-keepalive-idle", f"{KEEPALIVE_IDLE_S}s"])
                 p.audit = audit
                 cls.proxies[name] = p
                 p.start()
@@ -226,6 +231,25 @@ class Orphans(unittest.TestCase):
         # MariaDB never learned: the orphan still holds its transaction.
         self.wait_open_transaction(thread_id, "MariaDB still holds the orphan's transaction after the reset")
         return thread_id, reset_at
+
+    def test_backend_sockets_use_the_configured_keepalive(self):
+        app = connect(self.proxies["on"].port)
+        try:
+            # claimguard's socket toward the forwarder: remote port = the forwarder's, in /proc/net/tcp.
+            timers = []
+            with open("/proc/net/tcp", encoding="ascii") as f:
+                for line in f.readlines()[1:]:
+                    fields = line.split()
+                    remote_port = int(fields[2].split(":")[1], 16)
+                    timer, when = fields[5].split(":")
+                    if remote_port == self.forwarder.port and fields[3] == "01":  # ESTABLISHED
+                        timers.append((int(timer, 16), int(when, 16) / CLOCK_TICKS_PER_S))
+            self.assertTrue(timers, "no backend socket toward the forwarder")
+            for timer, seconds in timers:
+                self.assertEqual(timer, PROC_NET_TCP_KEEPALIVE_TIMER, timers)
+                self.assertLessEqual(seconds, KEEPALIVE_IDLE_S, timers)
+        finally:
+            app.close()
 
     def test_orphan_kill_frees_the_hot_row_within_seconds(self):
         proxy = self.proxies["on"]
@@ -270,10 +294,10 @@ class Orphans(unittest.TestCase):
         self.cluster.sql(f"KILL CONNECTION {thread_id};")  # so MariaDB stops at once
 
     def wait_open_transaction(self, thread_id, what):
-        """INNODB_TRX is a cache InnoDB refreshes at most every 0.1 s: poll it briefly."""
+        """INNODB_TRX is a cache InnoDB refreshes only when it was not read for 0.1 s: poll it slower than that."""
         itlib.wait_for(lambda: self.cluster.sql(f"SELECT COUNT(*) FROM information_schema.INNODB_TRX "
                                                 f"WHERE trx_mysql_thread_id = {thread_id};").strip() == "1",
-                       TRX_VISIBLE_WITHIN_S, what)
+                       TRX_VISIBLE_WITHIN_S, what, interval_s=TRX_POLL_S)
 
     @staticmethod
     def audit_has(proxy, action, thread_id):
