@@ -96,7 +96,14 @@ void session::note_orphan() {
         return;
     }
     const auto now = orphan_clock::now();
-    orphan o{user_, backend_thread_id_, lexer_.server_version, id_, peer_, now, now + opt_.orphan_kill_deadline};
+    orphan o{user_,
+             backend_thread_id_,
+             lexer_.server_version,
+             id_,
+             peer_,
+             backend_ready_at_,
+             now,
+             now + opt_.orphan_kill_deadline};
     if (!orphans().add(o)) {
         report(o, orphan_result::dropped,
                fmt::format("more than {} orphans are waiting (max_pending_orphans)", max_pending_orphans), ctx_.audit);
@@ -110,9 +117,9 @@ void session::note_orphan() {
     write_audit(ctx_.audit, o, "orphaned", "backend link lost while the server's status said in transaction");
 }
 
-awaitable<std::optional<session::kill_reply>> session::send_kill(std::uint32_t thread_id) {
+awaitable<std::optional<std::vector<proto::byte_buffer>>> session::own_query(std::string_view sql) {
     // COM_QUERY and the statement, built as one string (GCC 12 warns falsely on push_back + insert).
-    const std::string command = static_cast<char>(proto::com::query) + kill_statement(thread_id);
+    const std::string command = static_cast<char>(proto::com::query) + std::string(sql);
     const proto::byte_buffer payload(command.begin(), command.end());
     proto::byte_buffer frame;
     std::uint8_t seq = 0;  // a command of its own: the app's next one starts at 0 again
@@ -120,29 +127,22 @@ awaitable<std::optional<session::kill_reply>> session::send_kill(std::uint32_t t
     if (!co_await write_backend(frame)) co_return std::nullopt;
     proto::command_exchange exchange(proto::com::query, caps_, status_);
     auto step = exchange.start(0);
-    kill_reply r;
-    bool first = true;
+    std::vector<proto::byte_buffer> payloads;
     while (step == proto::next_step::read_server) {
         auto [ec, packet] = co_await read_backend_packet();
-        if (ec) co_return std::nullopt;
+        if (ec || packet.frames != 1) co_return std::nullopt;
         auto next = exchange.on_server_packet(packet);
         if (!next) co_return std::nullopt;
-        if (first && !packet.first_payload.empty()) {
-            if (packet.first_payload[0] == proto::err_header) {
-                if (auto e = proto::parse_err(packet.first_payload)) r.err_code = e->code;
-            } else {
-                r.ok = packet.first_payload[0] == proto::ok_header;
-            }
-        }
-        first = false;
+        payloads.emplace_back(packet.first_payload.begin(), packet.first_payload.end());
         backend_in_.consume(packet.raw_size);  // read and dropped: the app never sees it
         step = *next;
     }
     if (step != proto::next_step::done) co_return std::nullopt;
-    co_return r;
+    co_return payloads;
 }
 
 awaitable<bool> session::end_orphans() {
+    backend_ready_at_ = clock_type::now();  // an orphan of this session ran on a server started before this
     auto& registry = orphans();
     if (!opt_.orphan_kill || registry.empty() || user_changed_) co_return true;
     const auto now = orphan_clock::now();
@@ -155,28 +155,49 @@ awaitable<bool> session::end_orphans() {
                ctx_.audit);
     if (taken.kill.empty()) co_return true;
     set_deadline(deadline_kind::connect, opt_.connect_timeout);
-    for (std::size_t i = 0; i < taken.kill.size(); ++i) {
+    bool failed = false;
+    // A restarted server (or another one behind the same address) gives the same thread ids to other
+    // connections: only a server that ran when the orphan connected gets its KILL.
+    const auto uptime_reply = co_await own_query(uptime_statement);
+    const auto uptime =
+        uptime_reply ? uptime_from_reply(*uptime_reply, (caps_ & proto::cap::deprecate_eof) != 0) : std::nullopt;
+    std::size_t i = 0;
+    for (; uptime_reply && i < taken.kill.size(); ++i) {
         const auto& o = taken.kill[i];
-        auto reply = co_await send_kill(o.thread_id);
-        if (!reply) {  // this connection broke too: the next one tries again
-            for (std::size_t j = i; j < taken.kill.size(); ++j) registry.put_back(taken.kill[j]);
-            admin::metrics().orphans_pending.set(static_cast<std::int64_t>(registry.size()));
-            break;
+        if (!uptime) {
+            report(o, orphan_result::failed,
+                   "the database did not tell its uptime, so it may be another one: not killed", ctx_.audit);
+            continue;
         }
-        const auto result = kill_outcome(reply->ok, reply->err_code);
+        if (!same_server_run(o, *uptime, orphan_clock::now())) {
+            report(
+                o, orphan_result::gone,
+                fmt::format("the database started {}s ago, after that connection: it ended with the restart", *uptime),
+                ctx_.audit);
+            continue;
+        }
+        const auto reply = co_await own_query(kill_statement(o.thread_id));
+        if (!reply) break;
+        const bool ok = !reply->empty() && !reply->front().empty() && reply->front()[0] == proto::ok_header;
+        std::uint16_t code = 0;
+        if (!ok && !reply->empty())
+            if (auto e = proto::parse_err(reply->front())) code = e->code;
+        const auto result = kill_outcome(ok, code);
         report(o, result,
                result == orphan_result::killed ? fmt::format("KILL CONNECTION from session {}", id_)
                : result == orphan_result::gone ? std::string("it had already ended (1094)")
-                                               : fmt::format("KILL CONNECTION refused with error {}", reply->err_code),
+                                               : fmt::format("KILL CONNECTION refused with error {}", code),
                ctx_.audit);
-        if (i + 1 == taken.kill.size()) {
-            set_deadline(deadline_kind::none, {});
-            co_return true;
-        }
     }
+    if (i < taken.kill.size()) {  // this connection broke too: the next one tries again
+        failed = true;
+        for (std::size_t j = i; j < taken.kill.size(); ++j) registry.put_back(taken.kill[j]);
+        admin::metrics().orphans_pending.set(static_cast<std::int64_t>(registry.size()));
+    }
+    set_deadline(deadline_kind::none, {});
+    if (!failed) co_return true;
     // The backend connection failed under the KILL: the app has its OK already, so its first
     // command gets the answer any command gets when the database goes away.
-    set_deadline(deadline_kind::none, {});
     auto [ec, packet] = co_await read_client_packet(true);
     if (!ec) co_await backend_failed(asio::error::broken_pipe, static_cast<std::uint8_t>(packet.last_seq + 1));
     co_return false;

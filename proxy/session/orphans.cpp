@@ -1,6 +1,12 @@
 // The orphan registry and the decisions around KILL CONNECTION (no I/O).
 #include "orphans.hpp"
 
+#include <charconv>
+
+#include "proxy/protocol/column.hpp"
+#include "proxy/protocol/packets.hpp"
+#include "proxy/protocol/text_row.hpp"
+
 namespace claimguard::session {
 
 namespace {
@@ -35,6 +41,29 @@ kill_plan plan_kill(const orphan& o, std::string_view user, std::uint32_t new_se
     if (o.user != user) return kill_plan::not_here;
     if (new_server_version != o.server_version || new_thread_id <= o.thread_id) return kill_plan::gone;
     return kill_plan::kill;
+}
+
+std::optional<std::uint64_t> uptime_from_reply(const std::vector<protocol::byte_buffer>& payloads, bool deprecate_eof) {
+    constexpr std::size_t columns = 2;  // Variable_name, Value
+    if (payloads.empty() || payloads[0].empty() || payloads[0][0] == protocol::err_header) return std::nullopt;
+    auto count = protocol::parse_column_count(payloads[0]);
+    if (!count || *count != columns) return std::nullopt;
+    const std::size_t row_index = 1 + columns + (deprecate_eof ? 0 : 1);
+    if (payloads.size() <= row_index) return std::nullopt;
+    auto row = protocol::parse_text_row(payloads[row_index], columns);
+    if (!row || !(*row)[1]) return std::nullopt;
+    const std::string_view text = *(*row)[1];
+    std::uint64_t v = 0;
+    const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc{} || p != text.data() + text.size()) return std::nullopt;
+    return v;
+}
+
+bool same_server_run(const orphan& o, std::uint64_t uptime_s, orphan_clock::time_point now) {
+    // The server computes Uptime from whole wall-clock seconds, so it started in (now - uptime - 1 s,
+    // now - uptime + 1 s): before the orphan connected only when even the latest possible start is.
+    constexpr std::chrono::seconds uptime_resolution{1};
+    return now - std::chrono::seconds(uptime_s) + uptime_resolution < o.connected_at;
 }
 
 bool orphan_registry::add(orphan o) {

@@ -15,9 +15,12 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "proxy/protocol/frame.hpp"
 
 namespace claimguard::session {
 
@@ -43,11 +46,12 @@ inline constexpr std::size_t orphan_result_count = 5;
 using orphan_clock = std::chrono::steady_clock;
 
 struct orphan {
-    std::string user;                  // the account name the app logged in with
-    std::uint32_t thread_id = 0;       // the server's connection id, from its greeting
-    std::uint32_t server_version = 0;  // 101119 for 10.11.19: a connection to another server never kills it
-    std::uint64_t session = 0;         // the sidecar session it belonged to (logs, audit)
-    std::string client;                // that session's client address
+    std::string user;                         // the account name the app logged in with
+    std::uint32_t thread_id = 0;              // the server's connection id, from its greeting
+    std::uint32_t server_version = 0;         // 101119 for 10.11.19: a connection to another server never kills it
+    std::uint64_t session = 0;                // the sidecar session it belonged to (logs, audit)
+    std::string client;                       // that session's client address
+    orphan_clock::time_point connected_at{};  // its backend handshake: the server it was on ran before this
     orphan_clock::time_point lost_at{};
     orphan_clock::time_point deadline{};
 };
@@ -69,6 +73,19 @@ struct orphan {
 enum class kill_plan { kill, gone, not_here };
 [[nodiscard]] kill_plan plan_kill(const orphan& o, std::string_view user, std::uint32_t new_server_version,
                                   std::uint32_t new_thread_id);
+
+// The server's uptime query, sent before any KILL: a server that started after the orphan connected is
+// another incarnation (a restart) or another server, whose thread ids mean other connections.
+inline constexpr std::string_view uptime_statement = "SHOW GLOBAL STATUS LIKE 'Uptime'";
+
+// The Uptime value from that query's reply (every packet's payload, in order); nullopt when the reply is
+// an ERR or not the expected one row of (Variable_name, Value).
+[[nodiscard]] std::optional<std::uint64_t> uptime_from_reply(const std::vector<protocol::byte_buffer>& payloads,
+                                                             bool deprecate_eof);
+
+// True when the server that answered `uptime_s` at `now` certainly ran when the orphan connected (so
+// the orphan's thread id names the orphan there). Uptime is whole seconds, +-1: when in doubt, false.
+[[nodiscard]] bool same_server_run(const orphan& o, std::uint64_t uptime_s, orphan_clock::time_point now);
 
 // The process-wide registry of pending orphans (every I/O thread adds and takes; one mutex).
 class orphan_registry {

@@ -129,11 +129,9 @@ private:
     // Right after the handshake, before the app's first command: KILL CONNECTION the orphans of
     // this user. False when this backend connection failed under it (the session ends).
     awaitable<bool> end_orphans();
-    struct kill_reply {
-        bool ok = false;
-        std::uint16_t err_code = 0;
-    };
-    awaitable<std::optional<kill_reply>> send_kill(std::uint32_t thread_id);
+    // Sends one COM_QUERY of the proxy's own and reads its whole reply, never forwarded: every packet's
+    // payload. nullopt when the backend connection failed.
+    awaitable<std::optional<std::vector<proto::byte_buffer>>> own_query(std::string_view sql);
 
     // ---- claim interception (claims.cpp) ----------------------------------------------------
     enum class intercepted { forward, handled, failed };
@@ -213,6 +211,7 @@ private:
     bool closed_ = false;
     bool idle_ = false;  // waiting for the client's next command
     std::uint32_t backend_thread_id_ = 0;  // the server's connection id (greeting)
+    clock_type::time_point backend_ready_at_{};  // the backend handshake completed
     bool backend_lost_ = false;            // the backend link failed (not a cancel, not a protocol error)
     bool user_changed_ = false;            // COM_CHANGE_USER was relayed: user_ may not own the connection
 

@@ -36,10 +36,12 @@ FREED_WITHIN_S = 3.0          # with orphan_kill the second decrement completes 
 ANSWER_TIMEOUT_S = 20         # no statement may block longer (a hang is a failure)
 AUDIT_WAIT_S = 5.0
 TRX_VISIBLE_WITHIN_S = 3.0    # INNODB_TRX lags the server (see wait_open_transaction)
+MIN_UPTIME_S = 3              # MariaDB runs this long before the scenarios (see setUpClass)
 TRX_POLL_S = 0.3              # above InnoDB's 0.1 s cache idle time, or the cache is never refreshed
 STOCK = 100
 CAMPAIGN_KILLED = 1           # the key of the orphan_kill scenario
 CAMPAIGN_STALLED = 2          # the key of the orphan_kill: false scenario
+CAMPAIGN_RESTART = 3          # the key of the restarted-database scenario
 ER_LOCK_WAIT_TIMEOUT = 1205
 ER_CONNECTION_KILLED = 1927   # what claimguard answers when the database link is gone
 GREETING_THREAD_ID_OFFSET = 5  # after the 4-byte frame header and the protocol version byte
@@ -127,7 +129,11 @@ class Forwarder:
             for key, _ in self.sel.select(timeout=0.5):
                 if key.data == "accept":
                     client, _ = self.listener.accept()
-                    server = socket.create_connection((servers.HOST, self.target_port))
+                    try:
+                        server = socket.create_connection((servers.HOST, self.target_port))
+                    except OSError:  # MariaDB is restarting: the client sees the connection close
+                        client.close()
+                        continue
                     pair = {"client": client, "server": server, "thread_id": None, "greeting": b""}
                     self.pairs.append(pair)
                     self.sel.register(client, selectors.EVENT_READ, ("from_client", pair))
@@ -181,9 +187,12 @@ class Orphans(unittest.TestCase):
         cls.proxies = {}
         try:
             cls.cluster.start_db(unique_index=True)
-            cls.cluster.reset({CAMPAIGN_KILLED: STOCK, CAMPAIGN_STALLED: STOCK})
-            # New sessions (every connection the test opens from here on) take the short lock wait.
-            cls.cluster.sql(f"SET GLOBAL innodb_lock_wait_timeout = {LOCK_WAIT_TIMEOUT_S};")
+            cls.cluster.reset({CAMPAIGN_KILLED: STOCK, CAMPAIGN_STALLED: STOCK, CAMPAIGN_RESTART: STOCK})
+            cls.short_lock_wait()
+            # claimguard kills an orphan only on a server that certainly ran when the orphan connected;
+            # Uptime counts whole seconds, so a server up for less than 2 s is never certain.
+            itlib.wait_for(lambda: int(cls.cluster.sql("SHOW GLOBAL STATUS LIKE 'Uptime';").split()[1]) >= MIN_UPTIME_S,
+                           MIN_UPTIME_S + 10, f"MariaDB up for {MIN_UPTIME_S}s", interval_s=TRX_POLL_S)
             cls.forwarder = Forwarder(cls.cluster.db.port)
             for name, kill in (("on", "true"), ("off", "false")):
                 audit = os.path.join(cls.work, f"audit-{name}.jsonl")
@@ -198,6 +207,11 @@ class Orphans(unittest.TestCase):
         except Exception:
             cls.tearDownClass()
             raise
+
+    @classmethod
+    def short_lock_wait(cls):
+        """New sessions (every connection the test opens from here on) take the short lock wait."""
+        cls.cluster.sql(f"SET GLOBAL innodb_lock_wait_timeout = {LOCK_WAIT_TIMEOUT_S};")
 
     @classmethod
     def tearDownClass(cls):
@@ -275,6 +289,42 @@ class Orphans(unittest.TestCase):
         self.assertTrue(self.audit_has(proxy, "orphaned", thread_id))
         with open(proxy.log, encoding="utf-8", errors="replace") as f:
             self.assertIn(f"database thread {thread_id}): killed", f.read())
+
+    def test_restarted_database_never_gets_an_orphans_kill(self):
+        """After a restart the orphan's thread id names another connection: claimguard must not kill it, even
+        when its new connection's id is higher (only the server's uptime tells)."""
+        proxy = self.proxies["on"]
+        killed_before = itlib.metric(proxy.admin_port, "claimguard_orphans_total", {"result": "killed"})
+        gone_before = itlib.metric(proxy.admin_port, "claimguard_orphans_total", {"result": "gone"})
+        thread_id, _ = self.lose_link_inside_a_transaction(proxy, CAMPAIGN_RESTART)
+        self.cluster.db.stop()
+        self.cluster.db.start()
+        self.short_lock_wait()
+        # The same user's connection that gets the orphan's thread id on the restarted server, inside a
+        # transaction that a wrong KILL would roll back.
+        innocent = None
+        for _ in range(thread_id + 1):
+            c = connect(self.cluster.db.port)
+            if c.thread_id() >= thread_id:
+                innocent = c
+                break
+            c.close()
+        self.assertIsNotNone(innocent)
+        self.assertEqual(innocent.thread_id(), thread_id, "thread ids after the restart skipped the orphan's")
+        icur = innocent.cursor()
+        icur.execute("BEGIN")
+        self.assertEqual(decrement(icur, CAMPAIGN_RESTART), 1)
+        second = connect(proxy.port)  # its thread id is above the orphan's: the id rule alone would KILL
+        self.assertGreater(second.thread_id(), thread_id)
+        second.cursor().execute("SELECT 1")
+        second.close()
+        icur.execute("COMMIT")  # still alive: not killed
+        innocent.close()
+        self.assertEqual(self.cluster.facts(CAMPAIGN_RESTART)["remain"], STOCK - 1)
+        self.assertEqual(itlib.metric(proxy.admin_port, "claimguard_orphans_total", {"result": "killed"}),
+                         killed_before)
+        self.assertEqual(itlib.metric(proxy.admin_port, "claimguard_orphans_total", {"result": "gone"}),
+                         gone_before + 1)
 
     def test_without_orphan_kill_the_hot_row_stays_locked(self):
         proxy = self.proxies["off"]

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "proxy/protocol/text_row.hpp"
+
 namespace {
 
 using namespace claimguard::session;
@@ -14,7 +16,7 @@ constexpr std::uint16_t in_trans = 0x0001;
 constexpr std::uint16_t autocommit = 0x0002;
 
 orphan make(std::string user, std::uint32_t thread, orphan_clock::time_point now, std::chrono::seconds deadline = 60s) {
-    return orphan{std::move(user), thread, mariadb_10_11, thread + 1000, "127.0.0.1:1", now, now + deadline};
+    return orphan{std::move(user), thread, mariadb_10_11, thread + 1000, "127.0.0.1:1", now, now, now + deadline};
 }
 
 TEST(orphans, a_lost_link_matters_inside_a_transaction_or_without_autocommit) {
@@ -64,6 +66,41 @@ INSTANTIATE_TEST_SUITE_P(
                     plan_case{"same_thread_id", "app", mariadb_10_11, 100, kill_plan::gone},
                     plan_case{"another_server_version", "app", 101120, 101, kill_plan::gone}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// SHOW GLOBAL STATUS LIKE 'Uptime' as the server answers it: column count, two column definitions,
+// (EOF), one row, EOF.
+std::vector<claimguard::protocol::byte_buffer> uptime_reply(std::string_view value, bool deprecate_eof) {
+    namespace proto = claimguard::protocol;
+    std::vector<proto::byte_buffer> p{{0x02}, {0x03, 'd', 'e', 'f'}, {0x03, 'd', 'e', 'f'}};
+    if (!deprecate_eof) p.push_back({0xfe, 0x00, 0x00, 0x22, 0x00});
+    proto::byte_buffer row;
+    const proto::text_value values[] = {std::string_view("Uptime"), value};
+    proto::serialize_text_row(values, row);
+    p.push_back(row);
+    p.push_back({0xfe, 0x00, 0x00, 0x22, 0x00});
+    return p;
+}
+
+TEST(orphans, uptime_from_the_reply_with_and_without_eof) {
+    EXPECT_EQ(uptime_from_reply(uptime_reply("86400", false), false), 86400u);
+    EXPECT_EQ(uptime_from_reply(uptime_reply("7", true), true), 7u);
+    EXPECT_FALSE(uptime_from_reply(uptime_reply("7", false), true).has_value());  // the EOF is not a row
+    EXPECT_FALSE(uptime_from_reply(uptime_reply("soon", true), true).has_value());
+    EXPECT_FALSE(uptime_from_reply({{0xff, 0x15, 0x04, '#', '4', '2', '0', '0', '0'}}, true).has_value());  // ERR
+    EXPECT_FALSE(uptime_from_reply({}, true).has_value());
+}
+
+TEST(orphans, only_a_server_that_ran_when_the_orphan_connected_gets_the_kill) {
+    const auto now = orphan_clock::now();
+    auto o = make("app", 100, now);
+    o.connected_at = now - 60s;
+    EXPECT_TRUE(same_server_run(o, 3600, now));  // up for an hour: it held the orphan
+    EXPECT_FALSE(same_server_run(o, 30, now));   // restarted 30 s ago: thread 100 is someone else
+    // Uptime is whole wall-clock seconds (+-1): started 59-61 s ago may be after the orphan connected.
+    EXPECT_FALSE(same_server_run(o, 60, now));
+    EXPECT_FALSE(same_server_run(o, 61, now));
+    EXPECT_TRUE(same_server_run(o, 62, now));
+}
 
 TEST(orphan_registry, takes_only_the_users_orphans_oldest_first) {
     orphan_registry r;
