@@ -67,7 +67,7 @@ std::vector<timeout_advice> advise_timeouts(const server_timeouts& t) {
         i.advice = "not on this server (MySQL)";
     else if (*i.value == 0)
         i.advice =
-            "off; it would also end idle read-only transactions, so idle_write_transaction_timeout is the "
+            "it would also end idle read-only transactions, so idle_write_transaction_timeout is the "
             "one to set";
     else
         i.advice = "ends any idle transaction after this";
