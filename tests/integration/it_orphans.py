@@ -42,6 +42,9 @@ STOCK = 100
 CAMPAIGN_KILLED = 1           # the key of the orphan_kill scenario
 CAMPAIGN_STALLED = 2          # the key of the orphan_kill: false scenario
 CAMPAIGN_RESTART = 3          # the key of the restarted-database scenario
+CAMPAIGN_EXPIRED = 4          # the key of the orphan_kill_deadline scenario
+SHORT_DEADLINE_S = 1          # --orphan-kill-deadline of the "short" proxy
+EXPIRED_WITHIN_S = 5.0        # the sweeper runs once a second
 ER_LOCK_WAIT_TIMEOUT = 1205
 ER_CONNECTION_KILLED = 1927   # what claimguard answers when the database link is gone
 GREETING_THREAD_ID_OFFSET = 5  # after the 4-byte frame header and the protocol version byte
@@ -187,19 +190,21 @@ class Orphans(unittest.TestCase):
         cls.proxies = {}
         try:
             cls.cluster.start_db(unique_index=True)
-            cls.cluster.reset({CAMPAIGN_KILLED: STOCK, CAMPAIGN_STALLED: STOCK, CAMPAIGN_RESTART: STOCK})
+            cls.cluster.reset({CAMPAIGN_KILLED: STOCK, CAMPAIGN_STALLED: STOCK, CAMPAIGN_RESTART: STOCK,
+                               CAMPAIGN_EXPIRED: STOCK})
             cls.short_lock_wait()
             # claimguard kills an orphan only on a server that certainly ran when the orphan connected;
             # Uptime counts whole seconds, so a server up for less than 2 s is never certain.
             itlib.wait_for(lambda: int(cls.cluster.sql("SHOW GLOBAL STATUS LIKE 'Uptime';").split()[1]) >= MIN_UPTIME_S,
                            MIN_UPTIME_S + 10, f"MariaDB up for {MIN_UPTIME_S}s", interval_s=TRX_POLL_S)
             cls.forwarder = Forwarder(cls.cluster.db.port)
-            for name, kill in (("on", "true"), ("off", "false")):
+            for name, kill, deadline in (("on", "true", "300s"), ("off", "false", "300s"),
+                                         ("short", "true", f"{SHORT_DEADLINE_S}s")):
                 audit = os.path.join(cls.work, f"audit-{name}.jsonl")
                 p = servers.Claimguard(ARGS.claimguard, cls.work, f"claimguard-orphan-kill-{name}",
                                        cls.forwarder.port,
                                        extra_args=["--rules", cluster.EXAMPLE_RULES, "--audit-log", audit,
-                                                   "--orphan-kill", kill,
+                                                   "--orphan-kill", kill, "--orphan-kill-deadline", deadline,
                                                    "--backend-keepalive-idle", f"{KEEPALIVE_IDLE_S}s"])
                 p.audit = audit
                 cls.proxies[name] = p
@@ -264,6 +269,22 @@ class Orphans(unittest.TestCase):
                 self.assertLessEqual(seconds, KEEPALIVE_IDLE_S, timers)
         finally:
             app.close()
+
+    def test_orphan_not_killed_within_the_deadline_expires(self):
+        proxy = self.proxies["short"]
+        thread_id, _ = self.lose_link_inside_a_transaction(proxy, CAMPAIGN_EXPIRED)
+        itlib.wait_for(lambda: itlib.metric(proxy.admin_port, "claimguard_orphans_total", {"result": "expired"}) == 1,
+                       EXPIRED_WITHIN_S, "the orphan counted expired")
+        self.assertEqual(itlib.metric(proxy.admin_port, "claimguard_orphans_pending"), 0)
+        itlib.wait_for(lambda: self.audit_has(proxy, "orphan-expired", thread_id), AUDIT_WAIT_S,
+                       "an orphan-expired audit line")
+        # Given up: a later connection of the same user leaves it alone.
+        later = connect(proxy.port)
+        later.cursor().execute("SELECT 1")
+        later.close()
+        self.assertEqual(itlib.metric(proxy.admin_port, "claimguard_orphans_total", {"result": "killed"}), 0)
+        self.wait_open_transaction(thread_id, "the expired orphan is still open on MariaDB")
+        self.cluster.sql(f"KILL CONNECTION {thread_id};")
 
     def test_orphan_kill_frees_the_hot_row_within_seconds(self):
         proxy = self.proxies["on"]
