@@ -216,7 +216,9 @@ awaitable<void> session::client_read_failed(error_code ec, std::uint8_t seq) {
 
 awaitable<void> session::backend_failed(error_code ec, std::uint8_t seq) {
     bool protocol = ec.category() == proto::protocol_category();
-    if (!protocol && ec != asio::error::operation_aborted) backend_lost_ = true;  // not our own cancel
+    // Lost, not ended: our own cancel, a protocol error (we close, the server hears it) and a clean close
+    // by the server (it ended the transaction itself) leave no orphan behind; an RST or a timeout may.
+    if (!protocol && ec != asio::error::operation_aborted && ec != asio::error::eof) backend_lost_ = true;
     admin::metrics().backend_errors(protocol ? "protocol" : ec == asio::error::eof ? "closed" : "io").inc();
     spdlog::warn("session {} from {}: database connection failed: {}", id_, peer_, ec.message());
     // The message is built before the co_await: GCC 12 destroys temporaries of a conditional
