@@ -144,7 +144,7 @@ awaitable<std::optional<std::vector<proto::byte_buffer>>> session::own_query(std
 awaitable<bool> session::end_orphans() {
     backend_ready_at_ = clock_type::now();  // an orphan of this session ran on a server started before this
     auto& registry = orphans();
-    if (!opt_.orphan_kill || registry.empty() || user_changed_) co_return true;
+    if (!opt_.orphan_kill || registry.empty()) co_return true;
     const auto now = orphan_clock::now();
     expire_orphans(now, ctx_.audit);
     auto taken = registry.take_for(user_, lexer_.server_version, backend_thread_id_, now);
