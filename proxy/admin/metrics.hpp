@@ -176,6 +176,8 @@ inline constexpr std::array<std::string_view, 6> backend_error_kinds{"connect", 
                                                                      "timeout", "closed", "tls"};
 inline constexpr std::array<std::string_view, 4> client_error_kinds{"protocol", "timeout", "packet_too_large",
                                                                     "io"};
+// What became of a backend transaction orphaned by a lost link (proxy/session/orphans.hpp).
+inline constexpr std::array<std::string_view, 5> orphan_results{"killed", "gone", "failed", "expired", "dropped"};
 
 // The proxy's own metrics. Unlabeled members and commands() are lock-free; the string-keyed
 // accessors are lock-free for the kinds listed above and take the family mutex otherwise.
@@ -191,6 +193,7 @@ public:
     histogram& command_duration;        // claimguard_command_duration_seconds
     gauge& build_info;                  // claimguard_build_info{version="..."} 1
     gauge& process_start_time_seconds;  // claimguard_process_start_time_seconds (unix time)
+    gauge& orphans_pending;             // claimguard_orphans_pending
 
     // claimguard_commands_total{command="query"}: an array lookup, no lock.
     counter& commands(std::uint8_t command) noexcept { return *commands_[command]; }
@@ -200,6 +203,8 @@ public:
     counter& backend_errors(std::string_view kind);
     // claimguard_client_errors_total{kind=...}: protocol, timeout, packet_too_large, io
     counter& client_errors(std::string_view kind);
+    // claimguard_orphans_total{result=...}: killed, gone, failed, expired, dropped
+    counter& orphans(std::string_view result);
 
 private:
     template <std::size_t N>
@@ -213,6 +218,7 @@ private:
     known_children<refuse_reasons.size()> refused_;
     known_children<backend_error_kinds.size()> backend_errors_;
     known_children<client_error_kinds.size()> client_errors_;
+    known_children<orphan_results.size()> orphans_;
 };
 
 // The process-wide proxy metrics, registered in default_registry() on first call.

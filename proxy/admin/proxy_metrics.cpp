@@ -53,7 +53,9 @@ proxy_metrics::proxy_metrics(registry& r)
                                        "Time from a client command to the end of its answer, in seconds.",
                                        command_duration_buckets)),
       build_info(build_info_gauge(r)),
-      process_start_time_seconds(start_time_gauge(r)) {
+      process_start_time_seconds(start_time_gauge(r)),
+      orphans_pending(r.add_gauge("claimguard_orphans_pending",
+                                  "Backend transactions orphaned by a lost link, waiting for KILL CONNECTION.")) {
     auto& refused = r.counter_family("claimguard_connections_refused_total",
                                      "Client connections refused by the proxy, by reason.", {"reason"});
     auto& commands = r.counter_family("claimguard_commands_total", "Client commands received, by command.",
@@ -75,6 +77,12 @@ proxy_metrics::proxy_metrics(registry& r)
     fill(refused_, refused, refuse_reasons);
     fill(backend_errors_, backend, backend_error_kinds);
     fill(client_errors_, client, client_error_kinds);
+    fill(orphans_,
+         r.counter_family("claimguard_orphans_total",
+                          "Backend transactions orphaned by a lost link (the server kept them open), by what became "
+                          "of them: killed, gone, failed, expired, dropped.",
+                          {"result"}),
+         orphan_results);
 }
 
 counter& proxy_metrics::connections_refused(std::string_view reason) {
@@ -88,6 +96,8 @@ counter& proxy_metrics::backend_errors(std::string_view kind) {
 counter& proxy_metrics::client_errors(std::string_view kind) {
     return client_errors_.get(client_error_kinds, kind);
 }
+
+counter& proxy_metrics::orphans(std::string_view result) { return orphans_.get(orphan_results, result); }
 
 proxy_metrics& metrics() {
     static proxy_metrics m(default_registry());

@@ -48,6 +48,18 @@ struct proxy_options {
     std::chrono::seconds idle_timeout{28800};          // client silent between commands; 0 = never
     std::chrono::seconds packet_timeout{30};           // a started client packet must complete
 
+    // TCP keepalive on backend sockets, so a dead link is noticed in about idle + interval * count
+    // instead of the kernel's 2 h 11 min (docs/OPERATIONS.md). backend_keepalive_idle 0: the
+    // kernel's defaults (SO_KEEPALIVE only).
+    std::chrono::seconds backend_keepalive_idle{10};
+    std::chrono::seconds backend_keepalive_interval{5};
+    unsigned backend_keepalive_count = 3;
+
+    // A backend link lost inside a transaction: end the orphaned transaction on the server with
+    // KILL CONNECTION, sent from the same user's next backend connection (proxy/session/orphans.hpp).
+    bool orphan_kill = true;
+    std::chrono::seconds orphan_kill_deadline{300};  // not killed by then: given up (counted "expired")
+
     // Shutdown (SIGTERM, /quitquitquit): readiness turns 503 at once; new connections are
     // still accepted for min_shutdown_delay; open sessions then get up to max_shutdown_delay
     // to finish their command or transaction.

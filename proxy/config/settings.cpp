@@ -48,6 +48,17 @@ std::chrono::seconds parse_whole_seconds(std::string_view text) {
     return std::chrono::duration_cast<std::chrono::seconds>(d);
 }
 
+constexpr std::size_t max_keepalive_count = 127;     // Linux's TCP_KEEPCNT ceiling
+constexpr std::chrono::seconds max_keepalive_seconds{32767};  // Linux's TCP_KEEPIDLE / TCP_KEEPINTVL ceiling
+
+// Keepalive times: whole seconds (the socket options count seconds), within Linux's limits.
+std::chrono::seconds parse_keepalive_seconds(std::string_view text, bool zero_allowed) {
+    auto s = parse_whole_seconds(text);
+    if (s.count() == 0 && !zero_allowed) throw std::invalid_argument("must be at least 1s");
+    if (s > max_keepalive_seconds) throw std::invalid_argument("must be at most 32767s");
+    return s;
+}
+
 std::string show_endpoint(const endpoint& e) { return e.host + ":" + std::to_string(e.port); }
 
 constexpr std::size_t max_threads = 256;
@@ -116,6 +127,29 @@ std::vector<setting> make_settings() {
     add("packet_timeout", "A client packet once started must arrive within this",
         [](o& x, std::string_view v) { x.packet_timeout = parse_whole_seconds(v); },
         [](const o& x) { return show_duration(x.packet_timeout); });
+    add("backend_keepalive_idle", "TCP keepalive on backend sockets: first probe after this idle (0: kernel default)",
+        [](o& x, std::string_view v) { x.backend_keepalive_idle = parse_keepalive_seconds(v, true); },
+        [](const o& x) { return show_duration(x.backend_keepalive_idle); });
+    add("backend_keepalive_interval", "Between unanswered keepalive probes",
+        [](o& x, std::string_view v) { x.backend_keepalive_interval = parse_keepalive_seconds(v, false); },
+        [](const o& x) { return show_duration(x.backend_keepalive_interval); });
+    add("backend_keepalive_count", "Unanswered keepalive probes before the link counts as dead",
+        [](o& x, std::string_view v) {
+            auto n = parse_count(v, max_keepalive_count);
+            if (n == 0) throw std::invalid_argument("must be at least 1");
+            x.backend_keepalive_count = static_cast<unsigned>(n);
+        },
+        [](const o& x) { return std::to_string(x.backend_keepalive_count); });
+    add("orphan_kill",
+        "A backend link lost inside a transaction: end it with KILL CONNECTION from the user's next connection",
+        [](o& x, std::string_view v) { x.orphan_kill = parse_bool(v); },
+        [](const o& x) { return std::string(x.orphan_kill ? "true" : "false"); });
+    add("orphan_kill_deadline", "An orphaned transaction not killed within this is given up",
+        [](o& x, std::string_view v) {
+            x.orphan_kill_deadline = parse_whole_seconds(v);
+            if (x.orphan_kill_deadline.count() == 0) throw std::invalid_argument("must be at least 1s");
+        },
+        [](const o& x) { return show_duration(x.orphan_kill_deadline); });
     add("backend_tls", "Speak TLS to the database (SSLRequest)",
         [](o& x, std::string_view v) { x.backend_tls.enabled = parse_bool(v); },
         [](const o& x) { return std::string(x.backend_tls.enabled ? "true" : "false"); });

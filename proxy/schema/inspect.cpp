@@ -160,6 +160,19 @@ db_result<inspector> inspector::connect(const connection_options& o) {
     return owner;
 }
 
+db_result<server_timeouts> inspector::read_timeouts() {
+    std::string sql = "SHOW GLOBAL VARIABLES WHERE Variable_name IN (";
+    for (std::size_t i = 0; i < std::size(timeout_variables); ++i)
+        sql += (i ? ", '" : "'") + std::string(timeout_variables[i]) + "'";  // constants, never user input
+    sql += ")";
+    auto rows = query(mysql_.get(), sql, {}, "reading the server's timeouts");
+    if (!rows) return rows.error();
+    server_timeouts t;
+    for (const auto& r : *rows)
+        if (r.size() == 2 && r[0] && r[1]) (void)set_timeout(t, *r[0], *r[1]);
+    return t;
+}
+
 std::string inspector::tls_cipher() const {
     const char* c = mysql_get_ssl_cipher(mysql_.get());
     return c == nullptr ? std::string() : std::string(c);
@@ -232,6 +245,10 @@ schema_report check_schema(const rules::rule_set& rules, const connection_option
     auto built = build_report(rules, *md, options.database);
     built.server = std::move(report.server);
     built.tls_cipher = conn->tls_cipher();
+    if (auto t = conn->read_timeouts())
+        built.timeouts = *t;
+    else
+        built.timeouts_error = t.error().message;
     if (scan == duplicate_scan::count) {
         for (auto& c : built.checks) {
             if (c.status != index_status::missing) continue;

@@ -81,6 +81,9 @@ public:
     // Runs duplicate_count_query(index).
     [[nodiscard]] db_result<duplicate_count> count_duplicates(const rules::unique_index& index);
 
+    // SHOW GLOBAL VARIABLES for timeout_variables.
+    [[nodiscard]] db_result<server_timeouts> read_timeouts();
+
     // The TLS cipher in use, or empty for a plain connection.
     [[nodiscard]] std::string tls_cipher() const;
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "rules/model/ddl.hpp"
+#include "proxy/schema/timeouts.hpp"
 #include "rules/model/rules.hpp"
 
 namespace claimguard::schema {
@@ -96,6 +97,9 @@ struct schema_report {
     std::string tls_cipher;           // the connection's TLS cipher; empty: not encrypted (or not connected)
     std::vector<index_check> checks;  // in rule order, as rules::required_unique_indexes
     std::string error;                // the database could not be reached or read; `checks` is empty then
+    // The timeouts that bound an orphaned transaction's row locks (advisory: never changes the exit code).
+    std::optional<server_timeouts> timeouts;
+    std::string timeouts_error;  // they could not be read
 
     [[nodiscard]] std::size_t count(index_status s) const;
     // Reached, read, and every claim rule backed by a UNIQUE index.

@@ -6,6 +6,9 @@
 //   "ok": bool, "exit_code": 0 | 1 | 2,
 //   "summary": {"indexes": n, "covered": n, "covered_stricter": n, "missing": n,
 //               "table_missing": n, "column_missing": n},
+//   "timeouts": null | {"values": {"wait_timeout": 28800 | null, ...}, "orphan_lock_bound_s": n | null,
+//                       "advice": [{"variable", "value", "ok", "advice"}]},
+//   "timeouts_error": null | "why they were not read",
 //   "rules": [{"rule": "coupon_order", "status": <worst of its indexes>, "indexes": [{
 //       "purpose": "idempotency_columns" | "idempotency_key_column",
 //       "schema": "app", "table": "coupon_order", "columns": ["user_id", "campaign_id"],
@@ -88,6 +91,21 @@ nlohmann::json to_json(const schema_report& report) {
         rules_json.back()["indexes"].push_back(check_json(c));
     }
     j["rules"] = std::move(rules_json);
+    j["timeouts_error"] = report.timeouts_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.timeouts_error);
+    j["timeouts"] = nullptr;
+    if (report.timeouts) {
+        const auto number = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+        nlohmann::json t;
+        auto& values = t["values"] = nlohmann::json::object();
+        auto advice = nlohmann::json::array();
+        for (const auto& a : advise_timeouts(*report.timeouts)) {
+            values[a.variable] = number(a.value);
+            advice.push_back({{"variable", a.variable}, {"value", number(a.value)}, {"ok", a.ok}, {"advice", a.advice}});
+        }
+        t["advice"] = std::move(advice);
+        t["orphan_lock_bound_s"] = number(orphan_lock_bound_s(*report.timeouts));
+        j["timeouts"] = std::move(t);
+    }
     return j;
 }
 

@@ -154,6 +154,17 @@ void summary(const schema_report& report, std::string& out) {
                                 : ". Claims are NOT safe from duplicates until this is fixed.\n";
 }
 
+// The timeouts that decide how long a transaction whose client is gone keeps the hot row locked.
+void timeouts(const schema_report& report, std::string& out) {
+    if (!report.timeouts_error.empty()) {
+        out += "\nServer timeouts: not read (" + rules::printable(report.timeouts_error) + ").\n";
+        return;
+    }
+    if (!report.timeouts) return;
+    out += "\nServer timeouts (how long an orphaned transaction keeps its row locks; docs/OPERATIONS.md):\n";
+    for (const auto& line : timeout_lines(*report.timeouts)) out += indent + line + "\n";
+}
+
 }  // namespace
 
 std::string render_text(const schema_report& report) {
@@ -163,7 +174,11 @@ std::string render_text(const schema_report& report) {
     if (!report.tls_cipher.empty()) out += ", TLS " + rules::printable(report.tls_cipher);
     out += "\n";
     if (!report.error.empty()) return out + "ERROR: " + rules::printable(report.error) + "\n";
-    if (report.checks.empty()) return out + "The rule set has no claim rules, so there is nothing to check.\n";
+    if (report.checks.empty()) {
+        out += "The rule set has no claim rules, so there is nothing to check.\n";
+        timeouts(report, out);
+        return out;
+    }
     out += "\n";
     for (const auto& c : report.checks) {
         headline(c, out);
@@ -172,6 +187,7 @@ std::string render_text(const schema_report& report) {
         duplicates_and_fix(c, out);
     }
     summary(report, out);
+    timeouts(report, out);
     return out;
 }
 

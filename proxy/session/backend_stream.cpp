@@ -6,6 +6,10 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <cerrno>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 namespace claimguard::session {
 
@@ -30,6 +34,24 @@ asio::awaitable<boost::system::error_code> backend_stream::start_tls(asio::ssl::
     }
     auto [ec] = co_await tls_->async_handshake(asio::ssl::stream_base::client, nothrow);
     co_return ec;
+}
+
+void backend_stream::set_keepalive(std::chrono::seconds idle, std::chrono::seconds interval, unsigned count) {
+    boost::system::error_code ignored;
+    socket_.set_option(asio::socket_base::keep_alive(true), ignored);
+    if (idle.count() <= 0 || !socket_.is_open()) return;
+    const int fd = socket_.native_handle();
+    const int values[] = {static_cast<int>(idle.count()), static_cast<int>(interval.count()), static_cast<int>(count)};
+    (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &values[0], sizeof(int));
+    (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &values[1], sizeof(int));
+    (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &values[2], sizeof(int));
+}
+
+bool backend_stream::link_lost() {
+    if (!socket_.is_open()) return false;
+    char byte = 0;
+    const auto n = ::recv(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
 }
 
 asio::awaitable<backend_stream::result_type> backend_stream::read_some(asio::mutable_buffer buffer) {

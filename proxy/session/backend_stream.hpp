@@ -4,6 +4,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/stream.hpp>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -25,6 +26,13 @@ public:
                                                                 bool verify);
     boost::asio::awaitable<result_type> read_some(boost::asio::mutable_buffer buffer);
     boost::asio::awaitable<result_type> write(boost::asio::const_buffer buffer);
+
+    // SO_KEEPALIVE with these times (idle 0: the kernel's defaults). Errors are ignored: keepalive
+    // only shortens how long a dead link goes unnoticed.
+    void set_keepalive(std::chrono::seconds idle, std::chrono::seconds interval, unsigned count);
+    // True when the kernel already knows the link is broken (an RST, a keepalive timeout); never
+    // blocks, never consumes data. A clean close by the server is not "broken".
+    [[nodiscard]] bool link_lost();
 
     void cancel() {
         boost::system::error_code ignored;

@@ -187,6 +187,20 @@ private:
     bool begun_ = false;
 };
 
+// The server timeouts that bound an orphaned transaction's row locks, with the recommendations.
+void log_server_timeouts(const schema::schema_report& report) {
+    if (!report.timeouts_error.empty()) spdlog::warn("schema check: server timeouts not read: {}", report.timeouts_error);
+    if (!report.timeouts) return;
+    const auto lines = schema::timeout_lines(*report.timeouts);
+    const auto advice = schema::advise_timeouts(*report.timeouts);
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+        if (i < advice.size() && !advice[i].ok)
+            spdlog::warn("schema check: server timeouts: {}", lines[i]);
+        else
+            spdlog::info("schema check: server timeouts: {}", lines[i]);
+    }
+}
+
 // The start-up schema check (blocking libmysqlclient calls: its own thread). In refuse
 // mode readiness stays 503 until every claim rule is backed by a unique index.
 std::thread start_schema_check(const config::proxy_options& options, server_state& state) {
@@ -222,6 +236,7 @@ std::thread start_schema_check(const config::proxy_options& options, server_stat
             spdlog::warn("schema check could not run: {}", report.error);
             return;
         }
+        log_server_timeouts(report);
         if (report.all_covered()) {
             spdlog::info("schema check: every claim rule is backed by a unique index");
             state.health.schema_blocked = false;
@@ -333,6 +348,7 @@ int run_server(const config::proxy_options& options) {
     state.health.started = true;
 
     asio::co_spawn(main_ctx, accept_loop(acceptor, state, options), asio::detached);
+    if (options.orphan_kill) asio::co_spawn(main_ctx, sweep_orphans(state.session_ctx), asio::detached);
     std::thread schema_check = start_schema_check(options, state);
 
     asio::signal_set signals(main_ctx, SIGINT, SIGTERM, SIGHUP);

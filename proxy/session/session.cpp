@@ -107,7 +107,10 @@ awaitable<void> session::run() {
     asio::co_spawn(client_.get_executor(), [self = shared_from_this()] { return self->watchdog(); },
                    asio::detached);
     spdlog::debug("session {} from {}: open", id_, peer_);
-    if (co_await connect_backend() && co_await relay_handshake()) co_await command_loop();
+    if (co_await connect_backend() && co_await relay_handshake() && co_await end_orphans()) {
+        co_await command_loop();
+        note_orphan();  // the backend link lost inside a transaction: the server may still hold it
+    }
     release_transaction_locks();  // a transaction still open dies with the connection
     if (ctx_.ledger) engine::end_transaction(memory_, *ctx_.ledger, false, id_);
     close();
@@ -214,6 +217,9 @@ awaitable<void> session::client_read_failed(error_code ec, std::uint8_t seq) {
 
 awaitable<void> session::backend_failed(error_code ec, std::uint8_t seq) {
     bool protocol = ec.category() == proto::protocol_category();
+    // Lost, not ended: our own cancel, a protocol error (we close, the server hears it) and a clean close
+    // by the server (it ended the transaction itself) leave no orphan behind; an RST or a timeout may.
+    if (!protocol && ec != asio::error::operation_aborted && ec != asio::error::eof) backend_lost_ = true;
     admin::metrics().backend_errors(protocol ? "protocol" : ec == asio::error::eof ? "closed" : "io").inc();
     spdlog::warn("session {} from {}: database connection failed: {}", id_, peer_, ec.message());
     // The message is built before the co_await: GCC 12 destroys temporaries of a conditional
@@ -253,7 +259,7 @@ awaitable<bool> session::connect_backend() {
     }
     error_code ignored;
     backend_.socket().set_option(tcp::no_delay(true), ignored);
-    backend_.socket().set_option(asio::socket_base::keep_alive(true), ignored);
+    backend_.set_keepalive(opt_.backend_keepalive_idle, opt_.backend_keepalive_interval, opt_.backend_keepalive_count);
     client_.set_option(tcp::no_delay(true), ignored);
     client_.set_option(asio::socket_base::keep_alive(true), ignored);
     co_return true;
@@ -277,6 +283,7 @@ awaitable<bool> session::relay_handshake() {
         co_return false;
     }
     server_caps_ = greeting->capabilities;
+    backend_thread_id_ = greeting->connection_id;
     status_ = greeting->status;
     lexer_.mariadb = proto::is_mariadb(server_caps_);
     lexer_.server_version = server_version_number(greeting->server_version);
@@ -434,6 +441,7 @@ awaitable<void> session::command_loop() {
         const std::uint8_t command = packet.first_payload[0];
         const std::uint8_t reply_seq = static_cast<std::uint8_t>(packet.last_seq + 1);
         admin::metrics().commands(command).inc();
+        if (command == proto::com::change_user) user_changed_ = true;
         if (proto::is_refused_command(command)) {
             client_in_.consume(packet.raw_size);
             co_await answer_error(reply_seq, er::unknown_command, "08S01",

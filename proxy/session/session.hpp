@@ -43,6 +43,9 @@ struct session_context {
 boost::asio::awaitable<void> run_session(boost::asio::ip::tcp::socket client, const session_context& ctx,
                                          guards::redis_guard* redis);
 
+// Counts (and audits) orphaned backend transactions past orphan_kill_deadline, once a second.
+boost::asio::awaitable<void> sweep_orphans(const session_context& ctx);
+
 // Shutdown, on the calling thread's sessions (post it to each I/O thread): closes the ones
 // idle outside a transaction (all of them when `everyone`). Returns how many remain open.
 std::size_t drain_sessions_on_this_thread(bool everyone);

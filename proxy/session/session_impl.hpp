@@ -124,6 +124,16 @@ private:
     // from the read buffer; nothing is copied.
     awaitable<bool> relay_reply(proto::command_exchange& exchange);
 
+    // ---- orphaned transactions (orphan_kill.cpp) ----------------------------------------------
+    // The backend link was lost inside a transaction: remember the server's thread for a KILL.
+    void note_orphan();
+    // Right after the handshake, before the app's first command: KILL CONNECTION the orphans of
+    // this user. False when this backend connection failed under it (the session ends).
+    awaitable<bool> end_orphans();
+    // Sends one COM_QUERY of the proxy's own and reads its whole reply, never forwarded: every packet's
+    // payload. nullopt when the backend connection failed.
+    awaitable<std::optional<std::vector<proto::byte_buffer>>> own_query(std::string_view sql);
+
     // ---- claim interception (claims.cpp) ----------------------------------------------------
     enum class intercepted { forward, handled, failed };
     // The whole reply to a command the proxy sent itself, not yet forwarded.
@@ -209,6 +219,10 @@ private:
     deadline_kind timed_out_ = deadline_kind::none;
     bool closed_ = false;
     bool idle_ = false;  // waiting for the client's next command
+    std::uint32_t backend_thread_id_ = 0;  // the server's connection id (greeting)
+    clock_type::time_point backend_ready_at_{};  // the backend handshake completed
+    bool backend_lost_ = false;            // the backend link failed (not a cancel, not a protocol error)
+    bool user_changed_ = false;            // COM_CHANGE_USER was relayed: user_ may not own the connection
 
     // claim state
     guards::redis_guard* redis_ = nullptr;

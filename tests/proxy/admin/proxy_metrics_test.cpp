@@ -55,6 +55,7 @@ TEST_P(proxy_metrics_labeled, accessor_increments_the_named_series) {
 counter& refused(proxy_metrics& m, std::string_view v) { return m.connections_refused(v); }
 counter& backend(proxy_metrics& m, std::string_view v) { return m.backend_errors(v); }
 counter& client(proxy_metrics& m, std::string_view v) { return m.client_errors(v); }
+counter& orphan(proxy_metrics& m, std::string_view v) { return m.orphans(v); }
 
 INSTANTIATE_TEST_SUITE_P(
     cases, proxy_metrics_labeled,
@@ -69,7 +70,9 @@ INSTANTIATE_TEST_SUITE_P(
         labeled_case{"backend_new_kind", backend, "dns", "claimguard_backend_errors_total{kind=\"dns\"} 1"},
         labeled_case{"client_too_large", client, "packet_too_large",
                      "claimguard_client_errors_total{kind=\"packet_too_large\"} 1"},
-        labeled_case{"client_timeout", client, "timeout", "claimguard_client_errors_total{kind=\"timeout\"} 1"}),
+        labeled_case{"client_timeout", client, "timeout", "claimguard_client_errors_total{kind=\"timeout\"} 1"},
+        labeled_case{"orphan_killed", orphan, "killed", "claimguard_orphans_total{result=\"killed\"} 1"},
+        labeled_case{"orphan_expired", orphan, "expired", "claimguard_orphans_total{result=\"expired\"} 1"}),
     [](const testing::TestParamInfo<labeled_case>& info) { return std::string(info.param.name); });
 
 TEST(proxy_metrics, known_kinds_render_zero_before_first_use) {
@@ -81,6 +84,9 @@ TEST(proxy_metrics, known_kinds_render_zero_before_first_use) {
     for (const std::string_view kind : client_error_kinds)
         EXPECT_TRUE(has_line(text, "claimguard_client_errors_total{kind=\"" + std::string(kind) + "\"} 0")) << kind;
     EXPECT_TRUE(has_line(text, "claimguard_connections_refused_total{reason=\"max_connections\"} 0")) << text;
+    for (const std::string_view result : orphan_results)
+        EXPECT_TRUE(has_line(text, "claimguard_orphans_total{result=\"" + std::string(result) + "\"} 0")) << result;
+    EXPECT_TRUE(has_line(text, "claimguard_orphans_pending 0")) << text;
 }
 
 TEST(proxy_metrics, unlabeled_series_and_build_info) {

@@ -179,6 +179,56 @@ TEST(durations, sub_second_idle_timeout_is_not_silently_never) {
     EXPECT_NE(o.idle_timeout.count(), 0) << "500ms became 0 = never";
 }
 
+// --- backend keepalive and orphaned transactions (issue 13) -------------------------------------------
+
+TEST(orphan_settings, defaults_and_values) {
+    proxy_options o;
+    EXPECT_EQ(o.backend_keepalive_idle, 10s);
+    EXPECT_EQ(o.backend_keepalive_interval, 5s);
+    EXPECT_EQ(o.backend_keepalive_count, 3u);
+    EXPECT_TRUE(o.orphan_kill);
+    EXPECT_EQ(o.orphan_kill_deadline, 300s);
+    apply_setting(o, "backend_keepalive_idle", {"0"}, "--backend-keepalive-idle");  // kernel defaults
+    apply_setting(o, "backend_keepalive_interval", {"2s"}, "--backend-keepalive-interval");
+    apply_setting(o, "backend_keepalive_count", {"9"}, "--backend-keepalive-count");
+    apply_setting(o, "orphan_kill", {"off"}, "--orphan-kill");
+    apply_setting(o, "orphan_kill_deadline", {"2m"}, "--orphan-kill-deadline");
+    EXPECT_EQ(o.backend_keepalive_idle, 0s);
+    EXPECT_EQ(o.backend_keepalive_interval, 2s);
+    EXPECT_EQ(o.backend_keepalive_count, 9u);
+    EXPECT_FALSE(o.orphan_kill);
+    EXPECT_EQ(o.orphan_kill_deadline, 120s);
+    EXPECT_EQ(show(o, "orphan_kill_deadline"), "120s");
+    EXPECT_EQ(show(o, "orphan_kill"), "false");
+}
+
+struct bad_setting_case {
+    std::string name;
+    std::string setting;
+    std::string value;
+};
+
+class orphan_bad_settings : public testing::TestWithParam<bad_setting_case> {};
+
+TEST_P(orphan_bad_settings, are_config_errors) {
+    proxy_options o;
+    const auto& c = GetParam();
+    auto msg = error_of([&] { apply_setting(o, c.setting, {c.value}, "--" + flag_name(c.setting)); });
+    EXPECT_NE(msg.find(c.setting), std::string::npos) << msg;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    cases, orphan_bad_settings,
+    testing::Values(bad_setting_case{"sub_second_idle", "backend_keepalive_idle", "500ms"},
+                    bad_setting_case{"idle_past_linux_limit", "backend_keepalive_idle", "10h"},
+                    bad_setting_case{"zero_interval", "backend_keepalive_interval", "0s"},
+                    bad_setting_case{"zero_count", "backend_keepalive_count", "0"},
+                    bad_setting_case{"count_past_linux_limit", "backend_keepalive_count", "128"},
+                    bad_setting_case{"not_a_bool", "orphan_kill", "sometimes"},
+                    bad_setting_case{"zero_deadline", "orphan_kill_deadline", "0s"},
+                    bad_setting_case{"sub_second_deadline", "orphan_kill_deadline", "500ms"}),
+    [](const auto& info) { return info.param.name; });
+
 // --- config file errors ---------------------------------------------------------------------------
 
 struct file_error_case {

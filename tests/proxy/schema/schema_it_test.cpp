@@ -385,6 +385,26 @@ TEST_F(schema_it, plain_connection_reports_no_cipher) {
     EXPECT_TRUE(conn->tls_cipher().empty());
 }
 
+// Issue 13: the timeouts that bound an orphaned transaction's row locks, read from the real server.
+TEST_F(schema_it, reports_the_servers_orphan_timeouts) {
+    admin_.must(read_file(source_dir + "/sql/legacy_schema.sql"));
+    auto o = options();
+    o.json = true;
+    const auto r = check(o);
+    ASSERT_EQ(r.rc, 1) << r.out << r.err;  // the legacy schema lacks the index; the timeouts never change that
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_TRUE(j["timeouts_error"].is_null()) << j["timeouts_error"];
+    const auto& values = j["timeouts"]["values"];
+    EXPECT_TRUE(values["wait_timeout"].is_number()) << values;
+    EXPECT_TRUE(values["innodb_lock_wait_timeout"].is_number()) << values;
+    // MariaDB has the idle transaction timeouts (10.3+); this fixture runs their default, 0 (off).
+    EXPECT_EQ(values["idle_write_transaction_timeout"], 0) << values;
+    EXPECT_EQ(values["idle_transaction_timeout"], 0) << values;
+    const auto text = check(options());
+    EXPECT_NE(text.out.find("idle_write_transaction_timeout = 0 (off): WARNING: RECOMMENDED 30"), std::string::npos)
+        << text.out;
+}
+
 TEST_F(schema_it, startup_check_skips_the_duplicate_scan) {
     admin_.must(read_file(source_dir + "/sql/legacy_schema.sql"));
     insert_claims(admin_, {{{1, 1}, 2}});

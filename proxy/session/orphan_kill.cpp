@@ -1,0 +1,206 @@
+// The session's side of orphaned transactions: noting a backend connection lost inside a transaction,
+// and ending such orphans with KILL CONNECTION from the same user's next backend connection, between
+// its handshake and the app's first command (the bookkeeping is in orphans.hpp).
+#include <spdlog/spdlog.h>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+
+#include "audit_log.hpp"
+#include "orphans.hpp"
+#include "proxy/admin/metrics.hpp"
+#include "proxy/protocol/command.hpp"
+#include "session_impl.hpp"
+
+namespace claimguard::session {
+
+namespace {
+
+// How often orphans past their deadline are counted as expired.
+constexpr std::chrono::seconds orphan_sweep_interval{1};
+
+std::string_view audit_action(orphan_result r) {
+    switch (r) {
+        case orphan_result::killed: return "orphan-killed";
+        case orphan_result::gone: return "orphan-gone";
+        case orphan_result::failed: return "orphan-kill-failed";
+        case orphan_result::expired: return "orphan-expired";
+        case orphan_result::dropped: return "orphan-dropped";
+    }
+    return "orphan";
+}
+
+void write_audit(audit_log* audit, const orphan& o, std::string_view action, std::string_view note) {
+    if (!audit) return;
+    audit_event e;
+    e.session = o.session;
+    e.client = o.client;
+    e.user = o.user;
+    e.action = action;
+    e.keys.emplace_back("thread_id", std::to_string(o.thread_id));
+    e.note = note;
+    audit->write(e);
+}
+
+// Counts, logs and audits what became of one orphan.
+void report(const orphan& o, orphan_result r, std::string_view how, audit_log* audit) {
+    admin::metrics().orphans(to_string(r)).inc();
+    admin::metrics().orphans_pending.set(static_cast<std::int64_t>(orphans().size()));
+    const auto held = std::chrono::duration<double>(orphan_clock::now() - o.lost_at).count();
+    const std::string note = fmt::format("{}; {:.3f}s after the link was lost", how, held);
+    if (r == orphan_result::killed || r == orphan_result::gone)
+        spdlog::info("orphaned transaction of session {} (user '{}', database thread {}): {}: {}", o.session, o.user,
+                     o.thread_id, to_string(r), note);
+    else
+        spdlog::warn("orphaned transaction of session {} (user '{}', database thread {}): {}: {}", o.session, o.user,
+                     o.thread_id, to_string(r), note);
+    write_audit(audit, o, audit_action(r), note);
+}
+
+void expire_orphans(orphan_clock::time_point now, audit_log* audit) {
+    for (const auto& o : orphans().take_expired(now))
+        report(o, orphan_result::expired,
+               "no connection of its user came within orphan_kill_deadline: the database keeps it until its own "
+               "timeouts (idle_transaction_timeout, wait_timeout)",
+               audit);
+}
+
+}  // namespace
+
+awaitable<void> sweep_orphans(const session_context& ctx) {
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    for (;;) {
+        timer.expires_after(orphan_sweep_interval);
+        auto [ec] = co_await timer.async_wait(nothrow);
+        if (ec) co_return;
+        expire_orphans(orphan_clock::now(), ctx.audit);
+    }
+}
+
+void session::note_orphan() {
+    // A session that ended because its client left, idle in a transaction, may have lost the backend
+    // link earlier without noticing (nothing was read from it): the kernel knows.
+    if (!backend_lost_ && (status_ & proto::status::in_trans) && backend_.link_lost()) backend_lost_ = true;
+    if (!backend_lost_ || !may_hold_transaction(status_) || backend_thread_id_ == 0) return;
+    if (user_changed_) {  // COM_CHANGE_USER: the connection may belong to another user now
+        spdlog::warn(
+            "session {} from {}: database thread {} lost inside a transaction after a change of user: not "
+            "tracked; the database keeps it until its own timeouts",
+            id_, peer_, backend_thread_id_);
+        return;
+    }
+    if (!opt_.orphan_kill) {
+        spdlog::warn(
+            "session {} from {}: database thread {} (user '{}') lost inside a transaction; orphan_kill is "
+            "off, so the database keeps it and its row locks until its own timeouts",
+            id_, peer_, backend_thread_id_, user_);
+        return;
+    }
+    const auto now = orphan_clock::now();
+    orphan o{user_,
+             backend_thread_id_,
+             lexer_.server_version,
+             id_,
+             peer_,
+             backend_ready_at_,
+             now,
+             now + opt_.orphan_kill_deadline};
+    if (!orphans().add(o)) {
+        report(o, orphan_result::dropped,
+               fmt::format("more than {} orphans are waiting (max_pending_orphans)", max_pending_orphans), ctx_.audit);
+        return;
+    }
+    admin::metrics().orphans_pending.set(static_cast<std::int64_t>(orphans().size()));
+    spdlog::warn(
+        "session {} from {}: database thread {} (user '{}') lost inside a transaction: the database may "
+        "hold its row locks; it gets KILL CONNECTION from the next connection of that user (within {}s)",
+        id_, peer_, backend_thread_id_, user_, opt_.orphan_kill_deadline.count());
+    write_audit(ctx_.audit, o, "orphaned", "backend link lost while the server's status said in transaction");
+}
+
+awaitable<std::optional<std::vector<proto::byte_buffer>>> session::own_query(std::string_view sql) {
+    // COM_QUERY and the statement, built as one string (GCC 12 warns falsely on push_back + insert).
+    const std::string command = static_cast<char>(proto::com::query) + std::string(sql);
+    const proto::byte_buffer payload(command.begin(), command.end());
+    proto::byte_buffer frame;
+    std::uint8_t seq = 0;  // a command of its own: the app's next one starts at 0 again
+    proto::write_packet(frame, seq, payload);
+    if (!co_await write_backend(frame)) co_return std::nullopt;
+    proto::command_exchange exchange(proto::com::query, caps_, status_);
+    auto step = exchange.start(0);
+    std::vector<proto::byte_buffer> payloads;
+    while (step == proto::next_step::read_server) {
+        auto [ec, packet] = co_await read_backend_packet();
+        if (ec || packet.frames != 1) co_return std::nullopt;
+        auto next = exchange.on_server_packet(packet);
+        if (!next) co_return std::nullopt;
+        payloads.emplace_back(packet.first_payload.begin(), packet.first_payload.end());
+        backend_in_.consume(packet.raw_size);  // read and dropped: the app never sees it
+        step = *next;
+    }
+    if (step != proto::next_step::done) co_return std::nullopt;
+    co_return payloads;
+}
+
+awaitable<bool> session::end_orphans() {
+    backend_ready_at_ = clock_type::now();  // an orphan of this session ran on a server started before this
+    auto& registry = orphans();
+    if (!opt_.orphan_kill || registry.empty()) co_return true;
+    const auto now = orphan_clock::now();
+    expire_orphans(now, ctx_.audit);
+    auto taken = registry.take_for(user_, lexer_.server_version, backend_thread_id_, now);
+    for (const auto& o : taken.gone)
+        report(o, orphan_result::gone,
+               fmt::format("session {} reached another or a restarted database (thread {}): it ended with it", id_,
+                           backend_thread_id_),
+               ctx_.audit);
+    if (taken.kill.empty()) co_return true;
+    set_deadline(deadline_kind::connect, opt_.connect_timeout);
+    bool failed = false;
+    // A restarted server (or another one behind the same address) gives the same thread ids to other
+    // connections: only a server that ran when the orphan connected gets its KILL.
+    const auto uptime_reply = co_await own_query(uptime_statement);
+    const auto uptime =
+        uptime_reply ? uptime_from_reply(*uptime_reply, (caps_ & proto::cap::deprecate_eof) != 0) : std::nullopt;
+    std::size_t i = 0;
+    for (; uptime_reply && i < taken.kill.size(); ++i) {
+        const auto& o = taken.kill[i];
+        if (!uptime) {
+            report(o, orphan_result::failed,
+                   "the database did not tell its uptime, so it may be another one: not killed", ctx_.audit);
+            continue;
+        }
+        if (!same_server_run(o, *uptime, orphan_clock::now())) {
+            report(
+                o, orphan_result::gone,
+                fmt::format("the database started {}s ago, after that connection: it ended with the restart", *uptime),
+                ctx_.audit);
+            continue;
+        }
+        const auto reply = co_await own_query(kill_statement(o.thread_id));
+        if (!reply) break;
+        const bool ok = !reply->empty() && !reply->front().empty() && reply->front()[0] == proto::ok_header;
+        std::uint16_t code = 0;
+        if (!ok && !reply->empty())
+            if (auto e = proto::parse_err(reply->front())) code = e->code;
+        const auto result = kill_outcome(ok, code);
+        report(o, result,
+               result == orphan_result::killed ? fmt::format("KILL CONNECTION from session {}", id_)
+               : result == orphan_result::gone ? std::string("it had already ended (1094)")
+                                               : fmt::format("KILL CONNECTION refused with error {}", code),
+               ctx_.audit);
+    }
+    if (i < taken.kill.size()) {  // this connection broke too: the next one tries again
+        failed = true;
+        for (std::size_t j = i; j < taken.kill.size(); ++j) registry.put_back(taken.kill[j]);
+        admin::metrics().orphans_pending.set(static_cast<std::int64_t>(registry.size()));
+    }
+    set_deadline(deadline_kind::none, {});
+    if (!failed) co_return true;
+    // The backend connection failed under the KILL: the app has its OK already, so its first
+    // command gets the answer any command gets when the database goes away.
+    auto [ec, packet] = co_await read_client_packet(true);
+    if (!ec) co_await backend_failed(asio::error::broken_pipe, static_cast<std::uint8_t>(packet.last_seq + 1));
+    co_return false;
+}
+
+}  // namespace claimguard::session
