@@ -376,7 +376,7 @@ awaitable<session::intercepted> session::intercept_execute(const proto::packet_s
     co_return result;
 }
 
-void session::report(const std::vector<engine::event>& events, const engine::decision& d,
+void session::report_events(const std::vector<engine::event>& events, const engine::decision& d,
                      const sqlns::parsed_statement& st) {
     auto& m = claim_metrics::get();
     const auto rule = rule_name(d);
@@ -445,7 +445,7 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
     };
     auto act = op.start();
     for (;;) {
-        report(op.take_events(), d, st);
+        report_events(op.take_events(), d, st);
         switch (act.type) {
         case engine::action::kind::relay:
             co_await settle_redis();

@@ -184,7 +184,7 @@ private:
     // The rows of a result set (INSERT ... RETURNING); empty when the reply is not one.
     std::optional<std::uint64_t> count_rows(const captured_reply& reply) const;
     // Counts and audits what a claim operation reports.
-    void report(const std::vector<engine::event>& events, const engine::decision& d,
+    void report_events(const std::vector<engine::event>& events, const engine::decision& d,
                 const rules::sql::parsed_statement& st);
     // Matches a statement; a claim INSERT without a column list first learns the table's columns
     // (information_schema, on this backend connection, once per session and table).
