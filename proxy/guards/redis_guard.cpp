@@ -181,6 +181,8 @@ struct redis_guard::impl : std::enable_shared_from_this<impl> {
             if (!fresh || fresh->covered_slots() == 0) continue;
             map = std::move(fresh);
             redis_metrics::get().slot_refreshes.inc();
+            // Every master the map names starts connecting now, not at its first claim.
+            for (const auto& n : map->nodes()) (void)connection(n)->ready();
             break;
         }
         refreshing = false;

@@ -21,7 +21,7 @@
 
 namespace claimguard::test {
 
-inline std::uint16_t free_port() {
+inline std::uint16_t any_free_port() {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -33,10 +33,21 @@ inline std::uint16_t free_port() {
     return ntohs(a.sin_port);
 }
 
+// A cluster node also listens on port + 10000 (its bus): ask for a port low enough for that.
+constexpr std::uint16_t max_cluster_port = 55535;
+
+inline std::uint16_t free_port(std::uint16_t below = 65535) {
+    for (;;) {
+        auto p = any_free_port();
+        if (p < below) return p;
+    }
+}
+
 class redis_server {
 public:
     // `config`: extra redis.conf lines. `tls`: the port is a tls-port (the config must name the files).
-    explicit redis_server(const std::string& config = {}, bool tls = false) : port_(free_port()) {
+    explicit redis_server(const std::string& config = {}, bool tls = false)
+        : port_(free_port(config.find("cluster-enabled yes") != std::string::npos ? max_cluster_port : 65535)) {
         dir_ = std::filesystem::temp_directory_path() / ("cg-redis-" + std::to_string(::getpid()) + "-" +
                                                         std::to_string(port_));
         std::filesystem::create_directories(dir_);
@@ -62,6 +73,10 @@ public:
             bool up = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
             ::close(fd);
             if (up) return;
+            if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
+                pid_ = -1;
+                break;
+            }
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
         throw std::runtime_error("redis-server did not start; see " + (dir_ / "redis.log").string());
