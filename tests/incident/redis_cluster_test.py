@@ -32,12 +32,13 @@ import incident_test as incident  # noqa: E402
 
 HOST = cluster.HOST
 MASTERS = 3
-STOCK = 1000                   # ten times the incident's, so the race lasts long enough for a fault
-USERS = 3000
+STOCK = 3000                   # 30 times the incident's, so the race lasts long enough for a fault
+USERS = 9000
 ATTEMPTS_PER_USER = 3
 DRAIN_FIRST_USER = 1_000_001
 DRAIN_USERS = 200
-FAULT_AT_REMAIN = STOCK * 3 // 4
+FAULT_AT_REMAIN = STOCK * 9 // 10
+PROMOTION_TIMEOUT_S = 20
 PAUSE_S = 1.5
 RESHARD_SLOTS = 2000
 NODE_TIMEOUT_MS = 1000         # cluster-node-timeout: a killed master's replica takes over after this
@@ -105,7 +106,10 @@ class RedisCluster:
         self.tls = tls
         self.acl = acl
         args = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                "--cluster-node-timeout", str(NODE_TIMEOUT_MS)]
+                "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
+                # Replicas sync at once (not after the default 5 s wait for more replicas), so that a master
+                # killed seconds after the cluster was created has a replica able to take over.
+                "--repl-diskless-sync-delay", "0"]
         if acl:
             args += ["--requirepass", ADMIN_PASSWORD, "--masterauth", ADMIN_PASSWORD]
         self.nodes = [cluster.Redis(os.path.join(self.dir, f"node-{i}"), extra_args=args, tls=tls,
@@ -121,6 +125,7 @@ class RedisCluster:
         self.cli(["--cluster", "create"] + [f"{HOST}:{n.port}" for n in self.nodes]
                  + ["--cluster-replicas", "1", "--cluster-yes"], timeout_s=60)
         self.wait_ok()
+        self.wait_replicas_synced()
         if self.acl:
             for n in self.nodes:  # ACLs are per node: a cluster does not propagate them
                 r = n.command("ACL", "SETUSER", CG_USER, *CG_ACL)
@@ -145,6 +150,17 @@ class RedisCluster:
                     "cluster_state:ok" not in self.cli(["-p", str(n.port), "-h", HOST, "CLUSTER", "INFO"]):
                 if time.monotonic() > deadline:
                     raise cluster.HarnessError(f"cluster_state not ok on node {n.port} in {CLUSTER_OK_TIMEOUT_S}s")
+                time.sleep(0.1)
+
+    def wait_replicas_synced(self):
+        deadline = time.monotonic() + CLUSTER_OK_TIMEOUT_S
+        for n in self.nodes:
+            while True:
+                info = n.info("replication")
+                if info.get("role") == "master" or info.get("master_link_status") == "up":
+                    break
+                if time.monotonic() > deadline:
+                    raise cluster.HarnessError(f"replica {n.port} did not sync in {CLUSTER_OK_TIMEOUT_S}s")
                 time.sleep(0.1)
 
     def topology(self, node=None):
@@ -209,7 +225,7 @@ def redis_metrics(c):
 
 
 def describe_metrics(m):
-    keys = sorted(k for k in m if k.startswith("claimguard_redis_"))
+    keys = sorted(k for k in m if k.startswith("claimguard_redis_") and "duration" not in k)
     parts = [f"{k.replace('claimguard_redis_', '')}={m[k]:.0f}" for k in keys]
     p99 = m["acquire_p99_le_s"]
     return (", ".join(parts) + f"; acquire replies {m['acquire_replies']:.0f}, p99 <= "
@@ -246,7 +262,8 @@ class Fault(threading.Thread):
                     cur.execute(f"SELECT remain FROM coupon_stock WHERE campaign_id = {incident.CAMPAIGN}")
                     remain = int(cur.fetchone()[0])
                     self.ready.set()
-                    if remain <= FAULT_AT_REMAIN:
+                    # A reshard takes seconds: it starts with the race so that it moves slots while claims flow.
+                    if remain <= (STOCK if self.scenario == "reshard" else FAULT_AT_REMAIN):
                         self.struck_at = remain
                         self.events.append(f"{self.scenario} at remain {remain} (+{time.monotonic() - began:.2f}s)")
                         self.strike()
@@ -361,10 +378,15 @@ def main():
 
         if args.scenario in ("failover", "pause"):
             alive = [n for n in rc.nodes if n is not getattr(fault, "victim", None) or args.scenario == "pause"]
+            deadline = time.monotonic() + (PROMOTION_TIMEOUT_S if args.scenario == "failover" else 0)
+            while True:  # the killed master's replica takes over after cluster-node-timeout and an election
+                topo = rc.topology(alive[0])
+                promoted = [p for p, t in topo.items() if t[1] == "master" and "fail" not in t[3]
+                            and p not in [n.port for n in masters_before]]
+                if promoted or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
             rc.wait_ok(alive)
-            topo = rc.topology(alive[0])
-            promoted = [p for p, t in topo.items() if t[1] == "master" and "fail" not in t[3]
-                        and p not in [n.port for n in masters_before]]
             print(f"         cluster after the fault: masters {[p for p, t in topo.items() if t[1] == 'master' and 'fail' not in t[3]]}"
                   f" (promoted replicas {promoted})")
             if args.scenario == "failover":
