@@ -133,8 +133,11 @@ class RedisCluster:
                     raise cluster.HarnessError(f"ACL SETUSER on {n.port}: {r}")
         return self
 
+    def any_alive(self):
+        return next((n for n in self.nodes if n.alive()), self.nodes[0])
+
     def cli(self, args, timeout_s=120, node=None):
-        node = node or self.nodes[0]
+        node = node or self.any_alive()
         extra = node.cli_args()[4:]  # TLS and password options, without -h/-p
         r = subprocess.run(["redis-cli"] + extra + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            stdin=subprocess.DEVNULL, timeout=timeout_s, check=False)
@@ -166,7 +169,7 @@ class RedisCluster:
     def topology(self, node=None):
         """{port: (node id, role, master id or '-', flags)} from CLUSTER NODES."""
         out = {}
-        for line in self.cli(["-h", HOST, "-p", str((node or self.nodes[0]).port), "CLUSTER", "NODES"]).splitlines():
+        for line in self.cli(["-h", HOST, "-p", str((node or self.any_alive()).port), "CLUSTER", "NODES"]).splitlines():
             f = line.split()
             if len(f) < 8:
                 continue
@@ -301,6 +304,39 @@ class Fault(threading.Thread):
         self.join(timeout=150)
 
 
+# --- after the fault ---------------------------------------------------------------------------------
+RECOVERY_STOCK = 300
+RECOVERY_USERS = 900
+RECOVERY_SETTLE_S = 2.5  # > the guard's reconnect interval and slot map refresh interval (1 s each)
+RECOVERY_MAX_FAIL_OPEN = 0.05
+
+
+def recovery(args, c, rc, checks, variant, targets, threads, m_race):
+    """Once the fault is over (the user re-created, the replica promoted, the node resumed, the
+    reshard done), a short race: Redis must be back in use on every sidecar (fail-open under 5%)."""
+    if args.scenario == "auth_revoked":
+        for n in rc.nodes:
+            n.command("ACL", "SETUSER", CG_USER, *CG_ACL)
+    time.sleep(RECOVERY_SETTLE_S)
+    before = redis_metrics(c)
+    c.reset({incident.CAMPAIGN: RECOVERY_STOCK, incident.CONTROL_CAMPAIGN: incident.STOCK})
+    race = cluster.run_load(incident.load_command(args, variant, targets, threads, 2_000_001, RECOVERY_USERS, 1, 2),
+                            incident.LOAD_TIMEOUT_S)
+    after = redis_metrics(c)
+    facts = c.facts(incident.CAMPAIGN)
+    fail_open = after.get("claimguard_redis_fail_open_total", 0) - before.get("claimguard_redis_fail_open_total", 0)
+    replies = after["acquire_replies"] - before["acquire_replies"]
+    print(f"  after: {incident.describe_load(race)}")
+    print(f"         redis: {replies:.0f} acquire replies, fail-open {fail_open:.0f}")
+    incident.check_answers(checks, "after the fault", race)
+    checks.check(facts["rows"] <= RECOVERY_STOCK and facts["duplicate_pairs"] == 0
+                 and RECOVERY_STOCK - facts["remain"] == facts["rows"],
+                 "after the fault: no over-issue, no duplicates, no leak", f"{facts}")
+    checks.check(replies > 0 and fail_open <= RECOVERY_MAX_FAIL_OPEN * (replies + fail_open),
+                 "after the fault: Redis is back in use (fail-open under 5%)",
+                 f"{fail_open:.0f} fail-open, {replies:.0f} replies")
+
+
 # --- the run ----------------------------------------------------------------------------------------
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -423,6 +459,8 @@ def main():
         control = c.facts(incident.CONTROL_CAMPAIGN)
         checks.check(control["rows"] == 0 and control["remain"] == incident.STOCK,
                      "the control campaign is untouched", f"{control}")
+        if fault:
+            recovery(args, c, rc, checks, variant, targets, threads, m_race)
         dead = [p.name for p in c.proxies if p.proc is not None and p.proc.poll() is not None]
         checks.check(not dead, "all sidecars still running", f"exited: {dead}")
     except Exception as e:  # noqa: BLE001 - a server that would not start, a hang: a failure, reported
