@@ -83,6 +83,7 @@ struct redis_guard::impl : std::enable_shared_from_this<impl> {
     std::unordered_map<std::string, std::shared_ptr<redis_connection>> connections;  // by host:port
     std::optional<slot_map> map;
     bool refreshing = false;
+    bool recheck_pending = false;  // a recheck() is waiting
     clock_type::time_point last_refresh{};
     std::size_t next_seed = 0;
     clock_type::time_point last_warning{};
@@ -186,6 +187,25 @@ struct redis_guard::impl : std::enable_shared_from_this<impl> {
             break;
         }
         refreshing = false;
+        if (!recheck_pending && !stopped) {
+            recheck_pending = true;
+            asio::co_spawn(ex, recheck(), asio::detached);
+        }
+    }
+
+    // While the map names a master that does not answer (killed, its replica not yet promoted), or
+    // no node gave a map, read it again (and so reconnect) about once per interval + connect timeout:
+    // claims that stopped coming must not be what heals the guard.
+    asio::awaitable<void> recheck() {
+        auto self = shared_from_this();
+        asio::steady_timer t(ex, opt.slot_refresh_interval + opt.connect_timeout);
+        co_await t.async_wait(nothrow);
+        recheck_pending = false;
+        if (stopped) co_return;
+        if (!map) co_return refresh();  // no node gave a map yet (down, refusing the password)
+        for (const auto& n : map->nodes()) {
+            if (connection(n)->current_state() != redis_connection::state::ready) co_return refresh();
+        }
     }
 
     // One guard command: route, send, follow one MOVED or ASK, all before the deadline.

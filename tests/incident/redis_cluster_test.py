@@ -307,7 +307,7 @@ class Fault(threading.Thread):
 # --- after the fault ---------------------------------------------------------------------------------
 RECOVERY_STOCK = 300
 RECOVERY_USERS = 900
-RECOVERY_SETTLE_S = 2.5  # > the guard's reconnect interval and slot map refresh interval (1 s each)
+RECOVERY_SETTLE_S = 3.5  # > the guard's background recheck (refresh interval + connect timeout, 2 s) + a TLS connect
 RECOVERY_MAX_FAIL_OPEN = 0.05
 
 
