@@ -193,19 +193,29 @@ struct redis_guard::impl : std::enable_shared_from_this<impl> {
         }
     }
 
-    // While the map names a master that does not answer (killed, its replica not yet promoted), or
-    // no node gave a map, read it again (and so reconnect) about once per interval + connect timeout:
-    // claims that stopped coming must not be what heals the guard.
+    // While the map names a master that does not answer (killed, its replica not yet promoted, the
+    // password refused), or no node gave a map, reconnect and read the map again once per interval:
+    // claims that stopped coming must not be what heals the guard. Ends once every master answers.
     asio::awaitable<void> recheck() {
         auto self = shared_from_this();
-        asio::steady_timer t(ex, opt.slot_refresh_interval + opt.connect_timeout);
-        co_await t.async_wait(nothrow);
-        recheck_pending = false;
-        if (stopped) co_return;
-        if (!map) co_return refresh();  // no node gave a map yet (down, refusing the password)
-        for (const auto& n : map->nodes()) {
-            if (connection(n)->current_state() != redis_connection::state::ready) co_return refresh();
+        for (;;) {
+            asio::steady_timer t(ex, opt.slot_refresh_interval);
+            co_await t.async_wait(nothrow);
+            if (stopped) break;
+            bool healthy = map.has_value();
+            if (map) {
+                for (const auto& n : map->nodes()) {
+                    auto c = connection(n);
+                    if (c->current_state() != redis_connection::state::ready) {
+                        healthy = false;
+                        (void)c->ready();  // a new attempt, at most one per reconnect interval
+                    }
+                }
+            }
+            if (healthy) break;
+            refresh();
         }
+        recheck_pending = false;
     }
 
     // One guard command: route, send, follow one MOVED or ASK, all before the deadline.
