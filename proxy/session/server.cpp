@@ -316,14 +316,11 @@ int run_server(const config::proxy_options& options) {
                 // A wrong password is an operator's mistake to see now, not a silent fail-open forever.
                 auto refused = guards::check_redis_credentials(ropts);
                 if (!refused.empty()) {
-                    spdlog::critical("Redis refused the credentials{}: {}: not starting (check redis_user and the "
-                                     "password in {})",
+                    spdlog::critical("Redis refused the credentials{} ({}); not starting: check redis_user and the "
+                                     "password in {}",
                                      options.redis_user.empty() ? "" : " of user " + options.redis_user, refused,
                                      options.redis_password_file.empty() ? config::redis_password_env
                                                                          : options.redis_password_file);
-                    admin::default_registry().add_counter("claimguard_redis_auth_refused_at_startup_total",
-                                                          "Start-ups refused because Redis rejected the credentials")
-                        .inc();
                     return 1;
                 }
             } catch (const std::exception& e) {

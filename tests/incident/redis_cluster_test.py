@@ -8,6 +8,8 @@ One scenario per run (one ctest each, label redis_cluster):
     reshard       redis-cli --cluster reshard moves 2000 slots between masters during the race (MOVED/ASK)
     failover      a master gets SIGKILL during the race; its replica is promoted
     pause         a master gets SIGSTOP for 1.5 s during the race (then SIGCONT)
+    startup_auth  one Redis with requirepass: a wrong password stops `claimguard serve` (exit 1), the right one
+                  from CLAIMGUARD_REDIS_PASSWORD starts it; the secret is never logged
 
 Each: the invariants (no over-issue, no duplicates, no leak, every attempt answered, exactly the stock
 issued after a drain), no hang (the load's own timeout), and the fail-open count, redirects and the
@@ -56,7 +58,10 @@ SCENARIOS = {
     "reshard": f"{RESHARD_SLOTS} slots resharded between masters during the race",
     "failover": "a master SIGKILLed during the race; its replica is promoted",
     "pause": f"a master SIGSTOPped for {PAUSE_S} s during the race",
+    "startup_auth": "claimguard serve against a Redis with requirepass: a wrong password stops start-up (exit 1, "
+                    "no secret in the log); the right one from CLAIMGUARD_REDIS_PASSWORD starts it",
 }
+STARTUP_EXIT_TIMEOUT_S = 15
 
 
 class TestPki:
@@ -337,6 +342,48 @@ def recovery(args, c, rc, checks, variant, targets, threads, m_race):
                  f"{fail_open:.0f} fail-open, {replies:.0f} replies")
 
 
+def startup_auth(args, c, checks):
+    """A wrong Redis password is a start-up error, not a silent fail-open; the secret never shows."""
+    redis = cluster.Redis(os.path.join(c.dir, "redis"), extra_args=["--requirepass", ADMIN_PASSWORD],
+                          password=ADMIN_PASSWORD).start()
+    c.redis = redis
+    wrong = "not-the-Pw-42"
+    password_file = os.path.join(c.dir, "redis-password")
+    with open(password_file, "w", encoding="ascii") as f:
+        f.write(wrong + "\n")
+    common = [args.claimguard, "serve", "--listen", f"{HOST}:0", "--admin", "off", "--backend", f"{HOST}:1",
+              "--rules", cluster.EXAMPLE_RULES, "--schema-check", "off", "--redis", f"{HOST}:{redis.port}"]
+    r = subprocess.run(common + ["--redis-password-file", password_file], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=STARTUP_EXIT_TIMEOUT_S, check=False)
+    out = r.stdout.decode(errors="replace")
+    print("  wrong password: exit", r.returncode, "|", out.strip().splitlines()[-1] if out.strip() else "")
+    checks.equal(r.returncode, 1, "a wrong Redis password stops start-up with exit 1")
+    checks.check("Redis refused the credentials" in out and "WRONGPASS" in out,
+                 "the log says Redis refused the credentials (WRONGPASS)", out[-500:])
+    checks.check(wrong not in out, "the password is not in the log", out[-500:])
+    # The right password from the environment: it starts (/startup 200; no database is needed for that).
+    env = dict(os.environ, CLAIMGUARD_REDIS_PASSWORD=ADMIN_PASSWORD)
+    admin_port = cluster.servers.free_port()
+    log_path = os.path.join(c.dir, "claimguard-env.log")
+    with open(log_path, "wb") as log_file:
+        proc = subprocess.Popen(common[:5] + [f"{HOST}:{admin_port}"] + common[6:], env=env, stdout=log_file,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + STARTUP_EXIT_TIMEOUT_S
+        started = False
+        while time.monotonic() < deadline and proc.poll() is None and not started:
+            started = cluster.servers.http_get(admin_port, "/startup")[0] == 200
+            time.sleep(0.05)
+        checks.check(started, "the right password from CLAIMGUARD_REDIS_PASSWORD starts it",
+                     f"exit {proc.poll()}: {cluster.tail(log_path)}")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=STARTUP_EXIT_TIMEOUT_S)
+    with open(log_path, encoding="utf-8", errors="replace") as f:
+        log = f.read()
+    checks.check(ADMIN_PASSWORD not in log, "the password is not in the log either way")
+
+
 # --- the run ----------------------------------------------------------------------------------------
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -352,6 +399,9 @@ def main():
     variant = incident.VARIANTS["text"]
     try:
         print(f"redis cluster {args.scenario}: {SCENARIOS[args.scenario]}")
+        if args.scenario == "startup_auth":
+            startup_auth(args, c, checks)
+            return finish(args, c, checks, began)
         c.start_db(unique_index=True)
         pki = TestPki(os.path.join(c.dir, "pki")) if secure else None
         rc = RedisCluster(c.dir, tls=pki, acl=secure)
@@ -466,9 +516,15 @@ def main():
     except Exception as e:  # noqa: BLE001 - a server that would not start, a hang: a failure, reported
         checks.failed.append(f"harness: {e}")
         print(f"HARNESS ERROR: {type(e).__name__}: {e}")
-    finally:
-        signal.alarm(0)
+    return finish(args, c, checks, began)
+
+
+def finish(args, c, checks, began):
+    signal.alarm(0)
+    try:
         c.stop()
+    except AssertionError as e:  # a sanitizer report in a sidecar's log
+        checks.failed.append(str(e))
     elapsed = time.monotonic() - began
     if checks.failed:
         if c.proxies:
