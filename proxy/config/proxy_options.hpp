@@ -36,8 +36,19 @@ struct proxy_options {
     std::vector<std::string> rules_files;  // empty (and no rules_dir): a plain relay, no claim engine
     std::string rules_dir;                 // every *.yaml/*.yml in it (a mounted ConfigMap)
     bool watch_rules = true;               // reload when the files or the directory change
-    std::optional<endpoint> redis;         // the claim rules' Redis first filter; empty: none
-    std::chrono::milliseconds redis_timeout{50};  // per Redis command, then fail open
+    // The claim rules' Redis first filter (issue 12): one Redis, or a cluster's seed nodes.
+    std::vector<endpoint> redis;                  // empty: none
+    std::chrono::milliseconds redis_timeout{50};  // the Redis step of a claim, then fail open
+    bool redis_cluster = false;                   // Redis Cluster: slot map, MOVED/ASK
+    std::string redis_user;                       // ACL user for AUTH; empty: AUTH <password>
+    std::string redis_password;                   // only from CLAIMGUARD_REDIS_PASSWORD, never a flag
+    std::string redis_password_file;              // or this file's first line (a mounted Secret)
+    bool redis_tls = false;
+    bool redis_tls_verify = true;                 // the certificate chain and name
+    std::string redis_tls_ca;                     // empty: system CAs
+    std::string redis_tls_cert;                   // client certificate (mutual TLS), optional
+    std::string redis_tls_key;
+    std::string redis_tls_server_name;            // empty: each node's host
     std::string audit_log = "-";           // "-": standard error, "off", or a file
 
     // Limits. Each is enforced at the edge and answered with the MySQL error a

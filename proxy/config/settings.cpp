@@ -98,18 +98,51 @@ std::vector<setting> make_settings() {
     add("watch_rules", "Reload the rules when their files or directory change",
         [](o& x, std::string_view v) { x.watch_rules = parse_bool(v); },
         [](const o& x) { return std::string(x.watch_rules ? "true" : "false"); });
-    add("redis", "Redis for the claim rules' first filter (host:port); none: the database guard alone",
+    // --- Redis (issue 12): kept together ---------------------------------------------------------
+    add("redis", "Redis for the claim rules' first filter: host:port, or a cluster's seed nodes "
+                 "host:port,host:port; off: the database guard alone",
         [](o& x, std::string_view v) {
-            if (v.empty() || v == "off") {
-                x.redis.reset();
-            } else {
-                x.redis = parse_endpoint(std::string(v));
+            x.redis.clear();
+            if (v.empty() || v == "off") return;
+            while (!v.empty()) {
+                auto comma = v.find(',');
+                auto item = v.substr(0, comma);
+                if (!item.empty()) x.redis.push_back(parse_endpoint(std::string(item)));
+                v = comma == std::string_view::npos ? std::string_view{} : v.substr(comma + 1);
             }
         },
-        [](const o& x) { return x.redis ? show_endpoint(*x.redis) : std::string("off"); });
-    add("redis_timeout", "Per Redis command; then fail open to the database guard",
+        [](const o& x) {
+            std::string out;
+            for (const auto& e : x.redis) out += (out.empty() ? "" : ",") + show_endpoint(e);
+            return out.empty() ? std::string("off") : out;
+        });
+    add("redis_timeout", "The Redis step of a claim (redirects included); then fail open to the database guard",
         [](o& x, std::string_view v) { x.redis_timeout = parse_duration(v, 1ms); },
         [](const o& x) { return show_duration(x.redis_timeout); });
+    add("redis_cluster", "The redis nodes are Redis Cluster seeds: route by key slot, follow MOVED/ASK",
+        [](o& x, std::string_view v) { x.redis_cluster = parse_bool(v); },
+        [](const o& x) { return std::string(x.redis_cluster ? "true" : "false"); });
+    add("redis_user", "ACL user for AUTH user password; empty: AUTH password (requirepass)",
+        [](o& x, std::string_view v) { x.redis_user = v; }, [](const o& x) { return x.redis_user; });
+    add("redis_password_file", "File whose first line is the Redis password (or set CLAIMGUARD_REDIS_PASSWORD)",
+        [](o& x, std::string_view v) { x.redis_password_file = v; },
+        [](const o& x) { return x.redis_password_file; });
+    add("redis_tls", "Speak TLS to Redis",
+        [](o& x, std::string_view v) { x.redis_tls = parse_bool(v); },
+        [](const o& x) { return std::string(x.redis_tls ? "true" : "false"); });
+    add("redis_tls_verify", "Verify the Redis certificate chain and name (off only for tests)",
+        [](o& x, std::string_view v) { x.redis_tls_verify = parse_bool(v); },
+        [](const o& x) { return std::string(x.redis_tls_verify ? "true" : "false"); });
+    add("redis_tls_ca", "CA bundle for the Redis certificates (default: system CAs)",
+        [](o& x, std::string_view v) { x.redis_tls_ca = v; }, [](const o& x) { return x.redis_tls_ca; });
+    add("redis_tls_cert", "Client certificate for Redis (tls-auth-clients), with redis_tls_key",
+        [](o& x, std::string_view v) { x.redis_tls_cert = v; }, [](const o& x) { return x.redis_tls_cert; });
+    add("redis_tls_key", "Its private key",
+        [](o& x, std::string_view v) { x.redis_tls_key = v; }, [](const o& x) { return x.redis_tls_key; });
+    add("redis_tls_server_name", "Expected certificate name and SNI (default: each node's host)",
+        [](o& x, std::string_view v) { x.redis_tls_server_name = v; },
+        [](const o& x) { return x.redis_tls_server_name; });
+    // --- end of Redis -------------------------------------------------------------------------------
     add("audit_log", "Audit log of interventions: '-' (stderr), 'off', or a file",
         [](o& x, std::string_view v) { x.audit_log = v; }, [](const o& x) { return x.audit_log; });
     add("max_connections", "Client connections at once; beyond, ERR 1040",
@@ -300,6 +333,8 @@ void apply_environment(proxy_options& options, const std::function<const char*(c
         }
         apply_setting(options, s.name, values, name);
     }
+    // A secret, so an environment variable only: never a flag or a config file key (issue 12).
+    if (const char* password = getenv(redis_password_env)) options.redis_password = password;
 }
 
 void validate(const proxy_options& options) {
@@ -307,6 +342,15 @@ void validate(const proxy_options& options) {
     if (options.max_packet_bytes < 1024) throw config_error("max_packet_bytes must be at least 1024");
     if (options.min_shutdown_delay > options.max_shutdown_delay)
         throw config_error("min_shutdown_delay must not exceed max_shutdown_delay");
+    if (options.redis_cluster && options.redis.empty()) throw config_error("redis_cluster needs redis seed nodes");
+    if (!options.redis_cluster && options.redis.size() > 1)
+        throw config_error("redis lists several nodes: set redis_cluster: true for a Redis Cluster");
+    if (!options.redis_password.empty() && !options.redis_password_file.empty())
+        throw config_error(std::string(redis_password_env) + " and redis_password_file are both set: use one");
+    if (options.redis_tls_cert.empty() != options.redis_tls_key.empty())
+        throw config_error("redis_tls_cert and redis_tls_key go together");
+    if (!options.redis_tls && (!options.redis_tls_ca.empty() || !options.redis_tls_cert.empty()))
+        throw config_error("redis_tls_ca / redis_tls_cert need redis_tls: true");
     if (options.backend_tls.verify && !options.backend_tls.enabled)
         throw config_error("backend_tls_verify needs backend_tls: true");
 }

@@ -23,6 +23,9 @@ struct setting {
 
 const std::vector<setting>& serve_settings();
 
+// The Redis password's only source besides redis_password_file (secrets are never flags).
+constexpr const char* redis_password_env = "CLAIMGUARD_REDIS_PASSWORD";
+
 // A problem with one setting, with where it came from ("file:line:column", "CLAIMGUARD_X", "--x").
 class config_error : public std::runtime_error {
 public:

@@ -1,21 +1,18 @@
-// hiredis driven from Asio: an event adapter on a posix::stream_descriptor, commands
-// awaited with a timer so that no call waits longer than the configured timeout.
+// The guard's routing: one node, or a cluster's slot map (refreshed from CLUSTER SLOTS at most
+// once per interval, on redirects and connection errors), MOVED and ASK followed once, and the
+// whole step bounded by the command timeout.
 #include "redis_guard.hpp"
 
-#include <hiredis/async.h>
-#include <hiredis/hiredis.h>
-
-#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/ip/address.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <array>
 #include <random>
 #include <spdlog/spdlog.h>
+#include <unordered_map>
 
 #include "proxy/admin/metrics.hpp"
 
@@ -28,6 +25,8 @@ namespace {
 
 constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
 constexpr std::chrono::seconds warn_interval{10};  // at most one "Redis unavailable" log line per thread per interval
+constexpr std::chrono::milliseconds refresh_poll{20};  // while a refresh waits for a node to connect
+constexpr std::chrono::milliseconds startup_check_slack{200};
 
 // Deletes the lock only when it still carries this claim's token (never another claim's lock).
 constexpr std::string_view release_script =
@@ -40,30 +39,39 @@ struct redis_metrics {
     admin::family<admin::histogram>& duration;
     admin::family<admin::counter>& errors;
     admin::counter& fail_open;
+    admin::family<admin::counter>& redirects;
+    admin::counter& slot_refreshes;
 
     static redis_metrics& get() {
         auto& r = admin::default_registry();
         static redis_metrics m{
             r.histogram_family("claimguard_redis_command_duration_seconds",
-                               "Latency of Redis guard commands that got a reply", {"command"}, redis_buckets),
+                               "Latency of Redis guard steps that got a reply (redirects included)", {"command"},
+                               redis_buckets),
             r.counter_family("claimguard_redis_errors_total",
-                             "Redis guard failures by kind (connect, timeout, reply, disconnected)", {"kind"}),
+                             "Redis guard failures by kind (connect, auth, timeout, reply, disconnected)", {"kind"}),
             r.add_counter("claimguard_redis_fail_open_total",
-                          "Claims decided by the database guard alone because Redis was unavailable")};
+                          "Claims decided by the database guard alone because Redis was unavailable"),
+            r.counter_family("claimguard_redis_redirects_total",
+                             "Redis Cluster redirects followed (moved: slot map changed; ask: slot migrating)",
+                             {"kind"}),
+            r.add_counter("claimguard_redis_slot_map_refreshes_total",
+                          "Redis Cluster slot maps read (CLUSTER SLOTS)")};
         return m;
     }
 };
 
-// The outcome of one command, shared between the awaiting coroutine and the hiredis callback.
-struct call_state {
-    explicit call_state(const asio::any_io_executor& ex) : timer(ex) {}
-    asio::steady_timer timer;
-    bool done = false;  // reply arrived, or the caller gave up waiting
-    bool have_reply = false;
-    int type = 0;
-    long long integer = 0;
-    std::string str;
-};
+bool is_auth_error(std::string_view e) {
+    return e.starts_with("NOAUTH") || e.starts_with("WRONGPASS") || e.starts_with("NOPERM");
+}
+
+const char* failure_kind(call_failure f) {
+    switch (f) {
+    case call_failure::not_connected: return "connect";
+    case call_failure::timeout: return "timeout";
+    default: return "disconnected";
+    }
+}
 
 }  // namespace
 
@@ -72,241 +80,268 @@ struct redis_guard::impl : std::enable_shared_from_this<impl> {
 
     asio::any_io_executor ex;
     redis_options opt;
-    redisAsyncContext* ac = nullptr;
-    std::unique_ptr<asio::posix::stream_descriptor> fd;
-    std::uint64_t generation = 0;  // bumps with every connection; stale handlers check it
-    bool want_read = false, want_write = false, reading = false, writing = false;
-    bool connected = false;
-    bool stopped = false;
-    clock_type::time_point last_attempt{};
+    std::unordered_map<std::string, std::shared_ptr<redis_connection>> connections;  // by host:port
+    std::optional<slot_map> map;
+    bool refreshing = false;
+    bool recheck_pending = false;  // a recheck() is waiting
+    clock_type::time_point last_refresh{};
+    std::size_t next_seed = 0;
     clock_type::time_point last_warning{};
-    unsigned consecutive_timeouts = 0;
+    bool stopped = false;
 
-    void warn(std::string_view what) {
+    void warn(const node_address& node, std::string_view what) {
         auto now = clock_type::now();
         if (now - last_warning < warn_interval) return;
         last_warning = now;
-        spdlog::warn("redis guard at {}:{} unavailable ({}): claims rely on the database's unique index alone",
-                     opt.host, opt.port, what);
+        spdlog::warn("redis guard: {} unavailable ({}): claims rely on the database's unique index alone", node.text(),
+                     what);
     }
 
-    // ---- the hiredis event adapter ----
-    static impl* self(void* p) { return static_cast<impl*>(p); }
-    static void add_read(void* p) { self(p)->want_read = true, self(p)->arm_read(); }
-    static void del_read(void* p) { self(p)->want_read = false; }
-    static void add_write(void* p) { self(p)->want_write = true, self(p)->arm_write(); }
-    static void del_write(void* p) { self(p)->want_write = false; }
-    static void cleanup(void* p) {
-        auto* s = self(p);
-        s->want_read = s->want_write = false;
-        if (s->fd) {
-            boost::system::error_code ignored;
-            s->fd->cancel(ignored);
-            (void)s->fd->release();  // hiredis owns and closes the descriptor
-            s->fd.reset();
-        }
-        ++s->generation;
-        s->reading = s->writing = false;
-    }
-
-    void arm_read() {
-        if (reading || !fd) return;
-        reading = true;
-        fd->async_wait(asio::posix::descriptor_base::wait_read,
-                       [s = shared_from_this(), gen = generation](boost::system::error_code ec) {
-                           if (gen != s->generation) return;
-                           s->reading = false;
-                           if (ec || !s->ac || !s->want_read) return;
-                           redisAsyncHandleRead(s->ac);
-                           if (gen == s->generation && s->ac && s->want_read) s->arm_read();
-                       });
-    }
-
-    void arm_write() {
-        if (writing || !fd) return;
-        writing = true;
-        fd->async_wait(asio::posix::descriptor_base::wait_write,
-                       [s = shared_from_this(), gen = generation](boost::system::error_code ec) {
-                           if (gen != s->generation) return;
-                           s->writing = false;
-                           if (ec || !s->ac || !s->want_write) return;
-                           redisAsyncHandleWrite(s->ac);
-                           if (gen == s->generation && s->ac && s->want_write) s->arm_write();
-                       });
-    }
-
-    static void on_connect(const redisAsyncContext* c, int status) {
-        auto* s = static_cast<impl*>(c->data);
-        if (status != REDIS_OK) {
-            redis_metrics::get().errors.with("connect").inc();
-            s->warn(c->errstr ? c->errstr : "connect failed");
-            s->ac = nullptr;  // hiredis frees the context after this callback
-            s->connected = false;
-            return;
-        }
-        s->connected = true;
-        s->consecutive_timeouts = 0;
-        spdlog::info("redis guard connected to {}:{}", s->opt.host, s->opt.port);
-    }
-
-    static void on_disconnect(const redisAsyncContext* c, int status) {
-        auto* s = static_cast<impl*>(c->data);
-        s->ac = nullptr;
-        s->connected = false;
-        if (status != REDIS_OK && !s->stopped) {
-            redis_metrics::get().errors.with("disconnected").inc();
-            s->warn(c->errstr ? c->errstr : "disconnected");
-        }
-    }
-
-    void connect_to(const std::string& ip) {
-        ac = redisAsyncConnect(ip.c_str(), opt.port);
-        if (!ac) return;
-        if (ac->err) {
-            redis_metrics::get().errors.with("connect").inc();
-            warn(ac->errstr);
-            redisAsyncFree(ac);
-            ac = nullptr;
-            return;
-        }
-        ac->data = this;
-        fd = std::make_unique<asio::posix::stream_descriptor>(ex, ac->c.fd);
-        ++generation;
-        ac->ev.data = this;
-        ac->ev.addRead = &impl::add_read;
-        ac->ev.delRead = &impl::del_read;
-        ac->ev.addWrite = &impl::add_write;
-        ac->ev.delWrite = &impl::del_write;
-        ac->ev.cleanup = &impl::cleanup;
-        redisAsyncSetConnectCallback(ac, &impl::on_connect);
-        redisAsyncSetDisconnectCallback(ac, &impl::on_disconnect);
-        add_write(this);  // a non-blocking connect completes when the socket turns writable
-    }
-
-    // True when commands can be sent now. Otherwise starts (at most once per
-    // reconnect interval) a new connection attempt and answers false at once:
-    // a claim never waits for Redis to come back.
-    bool ready() {
-        if (stopped) return false;
-        if (ac) return connected;
-        auto now = clock_type::now();
-        if (last_attempt != clock_type::time_point{} && now - last_attempt < opt.reconnect_interval) return false;
-        last_attempt = now;
-        boost::system::error_code ec;
-        auto address = asio::ip::make_address(opt.host, ec);
-        if (!ec) {
-            connect_to(address.to_string());
-        } else {
-            asio::co_spawn(ex, [s = shared_from_this()]() -> asio::awaitable<void> {
-                asio::ip::tcp::resolver resolver(s->ex);
-                auto [rec, results] = co_await resolver.async_resolve(s->opt.host, std::to_string(s->opt.port), nothrow);
-                if (rec || results.empty()) {
-                    redis_metrics::get().errors.with("connect").inc();
-                    s->warn("cannot resolve " + s->opt.host);
-                    co_return;
-                }
-                if (!s->ac && !s->stopped) s->connect_to(results.begin()->endpoint().address().to_string());
-            }, asio::detached);
-        }
-        return false;
-    }
-
-    static void on_reply(redisAsyncContext*, void* reply, void* privdata) {
-        auto* holder = static_cast<std::shared_ptr<call_state>*>(privdata);
-        auto st = std::move(*holder);
-        delete holder;
-        if (st->done) return;  // the caller gave up waiting
-        st->done = true;
-        if (auto* r = static_cast<redisReply*>(reply)) {
-            st->have_reply = true;
-            st->type = r->type;
-            st->integer = r->integer;
-            if (r->str) st->str.assign(r->str, r->len);
-        }
-        st->timer.cancel();
-    }
-
-    // Sends one command and waits for its reply, at most opt.command_timeout.
-    asio::awaitable<std::shared_ptr<call_state>> call(std::string_view name, std::vector<std::string_view> args) {
-        auto& m = redis_metrics::get();
-        if (!ready()) {
-            m.fail_open.inc();
-            warn("not connected");
-            co_return nullptr;
-        }
-        std::vector<const char*> argv;
-        std::vector<std::size_t> lens;
-        for (auto a : args) {
-            argv.push_back(a.data());
-            lens.push_back(a.size());
-        }
-        auto st = std::make_shared<call_state>(ex);
-        auto* holder = new std::shared_ptr<call_state>(st);
-        if (redisAsyncCommandArgv(ac, &impl::on_reply, holder, static_cast<int>(argv.size()), argv.data(), lens.data()) !=
-            REDIS_OK) {
-            delete holder;
-            m.fail_open.inc();
-            m.errors.with("reply").inc();
-            co_return nullptr;
-        }
-        auto started = clock_type::now();
-        st->timer.expires_after(opt.command_timeout);
-        co_await st->timer.async_wait(nothrow);
-        if (!st->done) {
-            st->done = true;  // a late reply is dropped
-            m.errors.with("timeout").inc();
-            m.fail_open.inc();
-            warn("command timed out");
-            if (++consecutive_timeouts >= opt.max_consecutive_timeouts && ac) {
-                redisAsyncDisconnect(ac);  // pending callbacks get null replies; reconnect later
+    std::shared_ptr<redis_connection> connection(const node_address& node) {
+        auto key = node.text();
+        auto it = connections.find(key);
+        if (it != connections.end()) return it->second;
+        connection_options co;
+        co.node = node;
+        co.connect_timeout = opt.connect_timeout;
+        co.reconnect_interval = opt.reconnect_interval;
+        co.max_consecutive_timeouts = opt.max_consecutive_timeouts;
+        co.credentials = opt.credentials;
+        co.tls = opt.tls;
+        co.tls_server_name = opt.tls_server_name;
+        co.tls_verify = opt.tls_verify;
+        auto c = std::make_shared<redis_connection>(ex, std::move(co));
+        std::weak_ptr<impl> weak = weak_from_this();
+        c->on_attempt([weak, node](bool ok, const std::string& error, bool auth_refused) {
+            auto s = weak.lock();
+            if (!s || s->stopped) return;
+            auto& m = redis_metrics::get();
+            if (ok) {
+                spdlog::info("redis guard connected to {}", node.text());
+                return;
             }
-            co_return nullptr;
+            m.errors.with(auth_refused ? "auth" : "connect").inc();
+            if (auth_refused) {
+                // Loud every time: a revoked or rotated password is an operator's job, not a blip.
+                spdlog::error("redis guard: {} refused the credentials{}: {}; claims rely on the database's unique "
+                              "index alone until fixed",
+                              node.text(),
+                              s->opt.credentials.user.empty() ? "" : " of user " + s->opt.credentials.user, error);
+            } else {
+                s->warn(node, error);
+            }
+            if (s->opt.cluster) s->refresh();
+        });
+        connections.emplace(std::move(key), c);
+        return c;
+    }
+
+    node_address route(std::string_view key) {
+        if (!opt.cluster) return opt.nodes.front();
+        if (map) {
+            if (const auto* n = map->node_for(key_slot(key))) return *n;
         }
-        consecutive_timeouts = 0;
-        if (!st->have_reply || st->type == REDIS_REPLY_ERROR) {
-            m.errors.with(st->have_reply ? "reply" : "disconnected").inc();
-            m.fail_open.inc();
-            if (st->have_reply) warn(st->str);
-            co_return nullptr;
+        refresh();
+        return opt.nodes[next_seed++ % opt.nodes.size()];
+    }
+
+    // Starts reading the slot map unless a read ran within the refresh interval.
+    void refresh() {
+        if (!opt.cluster || refreshing || stopped) return;
+        auto now = clock_type::now();
+        if (last_refresh != clock_type::time_point{} && now - last_refresh < opt.slot_refresh_interval) return;
+        last_refresh = now;
+        refreshing = true;
+        asio::co_spawn(ex, read_slot_map(), asio::detached);
+    }
+
+    asio::awaitable<void> read_slot_map() {
+        auto self = shared_from_this();
+        std::vector<node_address> candidates;
+        if (map) candidates = map->nodes();
+        for (const auto& n : opt.nodes)
+            if (std::find(candidates.begin(), candidates.end(), n) == candidates.end()) candidates.push_back(n);
+        // The nodes that are connected first; the others are asked to connect and polled.
+        std::stable_partition(candidates.begin(), candidates.end(), [&](const node_address& n) {
+            return connection(n)->current_state() == redis_connection::state::ready;
+        });
+        static const std::string cluster_slots_cmd = format_command(std::array<std::string_view, 2>{"CLUSTER", "SLOTS"});
+        for (const auto& node : candidates) {
+            if (stopped) break;
+            auto c = connection(node);
+            auto deadline = clock_type::now() + opt.connect_timeout;
+            while (!c->ready() && c->current_state() == redis_connection::state::connecting &&
+                   clock_type::now() < deadline) {
+                asio::steady_timer t(ex, refresh_poll);
+                co_await t.async_wait(nothrow);
+            }
+            if (stopped || c->current_state() != redis_connection::state::ready) continue;
+            auto out = co_await c->call(cluster_slots_cmd, 1, clock_type::now() + opt.connect_timeout);
+            if (out.failure != call_failure::none || out.reply.is_error()) continue;
+            auto fresh = slot_map::from_cluster_slots(out.reply, node.host);
+            if (!fresh || fresh->covered_slots() == 0) continue;
+            map = std::move(fresh);
+            redis_metrics::get().slot_refreshes.inc();
+            // Every master the map names starts connecting now, not at its first claim.
+            for (const auto& n : map->nodes()) (void)connection(n)->ready();
+            break;
         }
-        m.duration.with(name).observe(clock_type::now() - started);
-        co_return st;
+        refreshing = false;
+        if (!recheck_pending && !stopped) {
+            recheck_pending = true;
+            asio::co_spawn(ex, recheck(), asio::detached);
+        }
+    }
+
+    // While the map names a master that does not answer (killed, its replica not yet promoted, the
+    // password refused), or no node gave a map, reconnect and read the map again once per interval:
+    // claims that stopped coming must not be what heals the guard. Ends once every master answers.
+    asio::awaitable<void> recheck() {
+        auto self = shared_from_this();
+        for (;;) {
+            asio::steady_timer t(ex, opt.slot_refresh_interval);
+            co_await t.async_wait(nothrow);
+            if (stopped) break;
+            bool healthy = map.has_value();
+            if (map) {
+                for (const auto& n : map->nodes()) {
+                    auto c = connection(n);
+                    if (c->current_state() != redis_connection::state::ready) {
+                        healthy = false;
+                        (void)c->ready();  // a new attempt, at most one per reconnect interval
+                    }
+                }
+            }
+            if (healthy) break;
+            refresh();
+        }
+        recheck_pending = false;
+    }
+
+    // One guard command: route, send, follow one MOVED or ASK, all before the deadline.
+    asio::awaitable<std::optional<resp_value>> run(std::string_view name, std::string_view key,
+                                                   std::span<const std::string_view> args) {
+        auto& m = redis_metrics::get();
+        auto started = clock_type::now();
+        auto deadline = started + opt.command_timeout;
+        auto payload = format_command(args);
+        static const std::string asking_cmd = format_command(std::array<std::string_view, 1>{"ASKING"});
+        auto node = route(key);
+        bool asking = false;
+        for (int attempt = 0; attempt < 2; ++attempt) {
+            auto c = connection(node);
+            // (Not a conditional expression: GCC 12 miscompiles co_await inside ?:.)
+            call_outcome out;
+            if (asking) {
+                out = co_await c->call(asking_cmd + payload, 2, deadline);
+            } else {
+                out = co_await c->call(payload, 1, deadline);
+            }
+            if (out.failure != call_failure::none) {
+                m.errors.with(failure_kind(out.failure)).inc();
+                if (out.failure == call_failure::timeout) {
+                    warn(node, "command timed out");
+                } else if (c->auth_error().empty()) {
+                    warn(node, c->last_error().empty() ? "connecting" : c->last_error());
+                }
+                if (opt.cluster && out.failure != call_failure::timeout) refresh();
+                break;
+            }
+            if (!out.reply.is_error()) {
+                m.duration.with(name).observe(clock_type::now() - started);
+                co_return std::move(out.reply);
+            }
+            if (opt.cluster && attempt == 0) {
+                if (auto r = parse_redirect(out.reply.str, node.host)) {
+                    if (r->type == redirect::kind::moved) {
+                        m.redirects.with("moved").inc();
+                        if (!map) map.emplace();
+                        map->assign(r->slot, r->node);
+                        refresh();
+                        asking = false;
+                    } else {
+                        m.redirects.with("ask").inc();
+                        asking = true;
+                    }
+                    node = r->node;
+                    continue;
+                }
+            }
+            m.errors.with(is_auth_error(out.reply.str) ? "auth" : "reply").inc();
+            warn(node, out.reply.str);
+            break;
+        }
+        m.fail_open.inc();
+        co_return std::nullopt;
     }
 
     void stop() {
         stopped = true;
-        if (ac) {
-            auto* c = ac;
-            ac = nullptr;
-            redisAsyncFree(c);  // runs pending callbacks with null replies, then cleanup
-        }
+        for (auto& [name, c] : connections) c->close();
+        connections.clear();
     }
 };
 
 redis_guard::redis_guard(asio::any_io_executor executor, redis_options options)
     : impl_(std::make_shared<impl>(std::move(executor), std::move(options))) {
-    (void)impl_->ready();  // connect in the background right away
+    if (impl_->opt.nodes.empty()) throw std::invalid_argument("redis guard: no nodes");
+    // Connect in the background right away (a cluster: read the slot map first).
+    if (impl_->opt.cluster) {
+        impl_->refresh();
+    } else {
+        (void)impl_->connection(impl_->opt.nodes.front())->ready();
+    }
 }
 
 redis_guard::~redis_guard() { impl_->stop(); }
 
-bool redis_guard::connected() const { return impl_->connected && impl_->ac; }
+bool redis_guard::connected() const {
+    for (const auto& [name, c] : impl_->connections)
+        if (c->current_state() == redis_connection::state::ready) return true;
+    return false;
+}
 
 asio::awaitable<acquire_result> redis_guard::acquire(std::string_view key, std::string_view token,
                                                      std::chrono::milliseconds ttl) {
     auto ttl_text = std::to_string(ttl.count());
-    std::vector<std::string_view> args{"SET", key, token, "NX", "PX", ttl_text};
-    auto st = co_await impl_->call("acquire", std::move(args));
-    if (!st) co_return acquire_result::unavailable;
-    if (st->type == REDIS_REPLY_STATUS && st->str == "OK") co_return acquire_result::acquired;
-    if (st->type == REDIS_REPLY_NIL) co_return acquire_result::held;
+    std::array<std::string_view, 6> args{"SET", key, token, "NX", "PX", ttl_text};
+    auto reply = co_await impl_->run("acquire", key, args);
+    if (!reply) co_return acquire_result::unavailable;
+    if (reply->is_status("OK")) co_return acquire_result::acquired;
+    if (reply->type == resp_value::kind::nil) co_return acquire_result::held;
     co_return acquire_result::unavailable;
 }
 
 asio::awaitable<bool> redis_guard::release(std::string_view key, std::string_view token) {
-    std::vector<std::string_view> args{"EVAL", release_script, "1", key, token};
-    auto st = co_await impl_->call("release", std::move(args));
-    co_return st && st->type == REDIS_REPLY_INTEGER && st->integer == 1;
+    std::array<std::string_view, 5> args{"EVAL", release_script, "1", key, token};
+    auto reply = co_await impl_->run("release", key, args);
+    co_return reply && reply->type == resp_value::kind::integer && reply->integer == 1;
+}
+
+std::string check_redis_credentials(const redis_options& options) {
+    if (resolve_password(options.credentials).empty()) return {};  // throws when the file cannot be read
+    asio::io_context ioc(1);
+    for (const auto& node : options.nodes) {
+        connection_options co;
+        co.node = node;
+        co.connect_timeout = options.connect_timeout;
+        co.credentials = options.credentials;
+        co.tls = options.tls;
+        co.tls_server_name = options.tls_server_name;
+        co.tls_verify = options.tls_verify;
+        auto c = std::make_shared<redis_connection>(ioc.get_executor(), std::move(co));
+        (void)c->ready();
+        ioc.restart();
+        ioc.run_for(options.connect_timeout + startup_check_slack);
+        auto refused = c->auth_error();
+        auto state = c->current_state();
+        c->close();
+        ioc.restart();
+        ioc.poll();
+        if (!refused.empty()) return refused;
+        if (state == redis_connection::state::ready) return {};
+    }
+    return {};
 }
 
 std::string random_token() {

@@ -1,24 +1,35 @@
 // The Redis first filter for claims: SET key token NX PX ttl, and a compare-and-delete
-// release. An optimisation only: any failure answers "unavailable" and the caller
-// falls back to the database's unique index (fail open).
+// release, against one Redis or a Redis Cluster. An optimisation only: any failure answers
+// "unavailable" and the caller falls back to the database's unique index (fail open).
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "cluster_map.hpp"
+#include "redis_connection.hpp"
 
 namespace claimguard::guards {
 
 struct redis_options {
-    std::string host = "127.0.0.1";
-    std::uint16_t port = 6379;
-    std::chrono::milliseconds command_timeout{50};        // per command; then fail open
-    std::chrono::milliseconds reconnect_interval{1000};   // between connection attempts
+    std::vector<node_address> nodes{{"127.0.0.1", 6379}};  // one Redis, or a cluster's seed nodes
+    bool cluster = false;
+    std::chrono::milliseconds command_timeout{50};        // the whole Redis step of a claim; then fail open
+    std::chrono::milliseconds connect_timeout{1000};      // TCP + TLS + AUTH, in the background
+    std::chrono::milliseconds reconnect_interval{1000};   // between connection attempts to one node
+    std::chrono::milliseconds slot_refresh_interval{1000};  // at most one CLUSTER SLOTS per interval
     unsigned max_consecutive_timeouts = 3;                // then drop the connection and reconnect
+    redis_credentials credentials;
+    std::shared_ptr<boost::asio::ssl::context> tls;  // null: plain TCP
+    std::string tls_server_name;
+    bool tls_verify = true;
 };
 
 enum class acquire_result {
@@ -27,7 +38,8 @@ enum class acquire_result {
     unavailable,  // Redis down, slow or erroring: the database guard decides alone
 };
 
-// One connection per I/O thread; every call must come from that thread's executor.
+// Connections per node, opened lazily, one set per I/O thread; every call must come from that
+// thread's executor.
 class redis_guard {
 public:
     redis_guard(boost::asio::any_io_executor executor, redis_options options);
@@ -47,6 +59,11 @@ private:
     struct impl;
     std::shared_ptr<impl> impl_;
 };
+
+// The start-up check: connects to the first node that answers and authenticates. Empty when
+// fine or when no node answered (Redis down is not a reason to refuse to start); the server's
+// refusal ("WRONGPASS ...") when the credentials are wrong, which is.
+std::string check_redis_credentials(const redis_options& options);
 
 // A random token (hex) that identifies one claim attempt's lock.
 std::string random_token();

@@ -26,6 +26,7 @@
 #include "proxy/guards/redis_guard.hpp"
 #include "proxy/schema/inspect.hpp"
 #include "proxy/schema/report.hpp"
+#include "proxy/config/settings.hpp"
 #include "audit_log.hpp"
 #include "logging.hpp"
 #include "rules_reloader.hpp"
@@ -69,6 +70,36 @@ std::unique_ptr<asio::ssl::context> make_backend_tls(const config::backend_tls_o
         ctx->set_default_verify_paths();
     }
     return ctx;
+}
+
+std::shared_ptr<asio::ssl::context> make_redis_tls(const config::proxy_options& o) {
+    if (!o.redis_tls) return nullptr;
+    auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
+    ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                     asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
+    if (!o.redis_tls_ca.empty()) {
+        ctx->load_verify_file(o.redis_tls_ca);
+    } else {
+        ctx->set_default_verify_paths();
+    }
+    if (!o.redis_tls_cert.empty()) {
+        ctx->use_certificate_chain_file(o.redis_tls_cert);
+        ctx->use_private_key_file(o.redis_tls_key, asio::ssl::context::pem);
+    }
+    return ctx;
+}
+
+guards::redis_options make_redis_options(const config::proxy_options& o) {
+    guards::redis_options r;
+    r.nodes.clear();
+    for (const auto& e : o.redis) r.nodes.push_back({e.host, e.port});
+    r.cluster = o.redis_cluster;
+    r.command_timeout = o.redis_timeout;
+    r.credentials = {o.redis_user, o.redis_password, o.redis_password_file};
+    r.tls = make_redis_tls(o);
+    r.tls_server_name = o.redis_tls_server_name;
+    r.tls_verify = o.redis_tls_verify;
+    return r;
 }
 
 // Over the connection limit: the client gets MySQL's own answer, ERR 1040, instead of a greeting.
@@ -296,11 +327,24 @@ int run_server(const config::proxy_options& options) {
             return 1;
         }
         state.session_ctx.audit = state.audit.get();
-        if (options.redis) {
+        if (!options.redis.empty()) {
             guards::redis_options ropts;
-            ropts.host = options.redis->host;
-            ropts.port = options.redis->port;
-            ropts.command_timeout = options.redis_timeout;
+            try {
+                ropts = make_redis_options(options);
+                // A wrong password is an operator's mistake to see now, not a silent fail-open forever.
+                auto refused = guards::check_redis_credentials(ropts);
+                if (!refused.empty()) {
+                    spdlog::critical("Redis refused the credentials{} ({}); not starting: check redis_user and the "
+                                     "password in {}",
+                                     options.redis_user.empty() ? "" : " of user " + options.redis_user, refused,
+                                     options.redis_password_file.empty() ? config::redis_password_env
+                                                                         : options.redis_password_file);
+                    return 1;
+                }
+            } catch (const std::exception& e) {
+                spdlog::critical("Redis guard setup failed: {}", e.what());
+                return 1;
+            }
             for (auto& ctx : state.contexts)
                 state.redis.push_back(std::make_unique<guards::redis_guard>(ctx->get_executor(), ropts));
         }

@@ -51,6 +51,7 @@ int read_and_load(const std::vector<std::string>& paths, std::string_view comman
     if (!read.unreadable.empty()) return 2;
     auto loaded = rules::load_rules(read.sources);
     for (const auto& e : loaded.errors) err << rules::format_diagnostic(e) << "\n";
+    for (const auto& w : loaded.warnings) err << rules::format_warning(w) << "\n";
     if (!loaded.rules) return 1;
     out = std::move(*loaded.rules);
     return 0;

@@ -124,6 +124,11 @@ std::string format_diagnostic(const diagnostic& d) {
            ": error: " + d.message;
 }
 
+std::string format_warning(const diagnostic& d) {
+    return d.pos.file + ":" + std::to_string(d.pos.line) + ":" + std::to_string(d.pos.column) +
+           ": warning: " + d.message;
+}
+
 load_result load_rules(const std::vector<rules_source>& sources) {
     load_result result;
     try {
@@ -153,8 +158,10 @@ load_result load_rules(const std::vector<rules_source>& sources) {
             diags.add({sources.front().file, 1, 1}, "a rule could not be read completely (a claimguard bug: please "
                                                     "report it with this file)");
         sort_diagnostics(result.errors, sources);
-        if (result.errors.empty())
+        if (result.errors.empty()) {
+            detail::warn_redis_key_slots(parsed, result.warnings);
             result.rules = build_rule_set(parsed, sources);
+        }
     } catch (const std::exception& e) {
         // Out of memory and the like: report rather than throw, as promised.
         result.rules.reset();

@@ -46,4 +46,8 @@ void read_rules_document(yaml_file& file, const YAML::Node& root, parsed_rules& 
 // each claim's stock_key_mapping.
 void validate_rules(parsed_rules& rules, diagnostics& diags);
 
+// Warnings for a valid rule set: a Redis key template whose {hash tag} puts every claim, or every
+// claim on one stock key (one campaign), in one Redis Cluster slot, i.e. on one node.
+void warn_redis_key_slots(const parsed_rules& rules, std::vector<diagnostic>& warnings);
+
 }  // namespace claimguard::rules::detail

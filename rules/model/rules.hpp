@@ -108,6 +108,7 @@ struct diagnostic {
 struct load_result {
     std::optional<rule_set> rules;  // set only when `errors` is empty
     std::vector<diagnostic> errors;
+    std::vector<diagnostic> warnings;  // the rules work, but probably not as meant (e.g. a hot Redis slot)
 };
 
 // One rules source: a file name (for messages) and its text.
@@ -118,6 +119,8 @@ struct rules_source {
 
 // "file:line:column: error: message", the form `claimguard lint` prints and editors parse.
 [[nodiscard]] std::string format_diagnostic(const diagnostic& d);
+// "file:line:column: warning: message".
+[[nodiscard]] std::string format_warning(const diagnostic& d);
 
 // Parses and validates every source as one rule set. Pure: the caller reads files.
 // Never throws, whatever the input.

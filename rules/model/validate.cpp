@@ -232,4 +232,63 @@ void validate_rules(parsed_rules& rules, diagnostics& diags) {
     check_consumes(rules, diags);
 }
 
+// The hash tag of the keys a template expands to, assuming column values hold no braces: Redis
+// hashes only what lies between the first '{' and the next '}' when that is not empty.
+struct template_hash_tag {
+    bool present = false;
+    std::vector<std::string> columns;  // placeholders inside the tag
+    std::string literal;               // literal text inside the tag
+};
+
+template_hash_tag hash_tag_of(const std::vector<template_part>& parts) {
+    template_hash_tag tag;
+    bool open = false;
+    for (const auto& p : parts) {
+        if (p.type == template_part::kind::column) {
+            if (open) tag.columns.push_back(p.text);
+            continue;
+        }
+        for (char c : p.text) {
+            if (!open) {
+                open = c == '{';
+            } else if (c == '}') {
+                tag.present = !tag.columns.empty() || !tag.literal.empty();
+                if (!tag.present) return {};  // "{}": Redis hashes the whole key
+                return tag;
+            } else {
+                tag.literal += c;
+            }
+        }
+    }
+    return {};  // never closed: the whole key is hashed
+}
+
+void warn_redis_key_slots(const parsed_rules& rules, std::vector<diagnostic>& warnings) {
+    for (const auto& claim : rules.claims) {
+        const auto& r = claim.rule;
+        if (!r.redis)
+            continue;
+        const auto tag = hash_tag_of(parse_key_template(r.redis->key_template).parts);
+        if (!tag.present)
+            continue;  // each key hashed whole: claims spread over every slot, the best case for one-key locks
+        if (tag.columns.empty()) {
+            warnings.push_back({claim.redis_key_pos,
+                                "redis key's hash tag {" + tag.literal + "} is the same for every claim of rule " +
+                                    quoted(r.name) + ", so on a Redis Cluster every lock lands in one slot and one "
+                                    "node takes all claims; drop the tag (write the key without '{{ }}')"});
+            continue;
+        }
+        const bool only_stock_key = std::all_of(tag.columns.begin(), tag.columns.end(), [&](const std::string& c) {
+            return std::any_of(r.stock_key_mapping.begin(), r.stock_key_mapping.end(),
+                               [&](const auto& m) { return iequals(m.first, c); });
+        });
+        if (only_stock_key)
+            warnings.push_back({claim.redis_key_pos,
+                                "redis key's hash tag holds only " + join_names(tag.columns) +
+                                    ", so on a Redis Cluster every claim on one " + quoted(r.stock_rule) +
+                                    " stock row shares one slot: a flash sale's whole load goes to one node; drop "
+                                    "the tag, or tag the user's column instead"});
+    }
+}
+
 }  // namespace claimguard::rules::detail

@@ -323,6 +323,42 @@ class SidecarPlain(unittest.TestCase):
         self.assertEqual(spec["initContainers"][0]["restartPolicy"], "Always")
 
 
+class SidecarRedis(unittest.TestCase):
+    """redis.*: a cluster's seed nodes, an ACL user, the password and TLS files from Secrets (issue 12)."""
+
+    SETS = ["redis.cluster=true", "workload.redis=redis-0.redis:6379\\,redis-1.redis:6379", "redis.user=claimguard",
+            "redis.passwordSecret.name=redis-auth", "redis.passwordSecret.key=pw", "redis.tls.enabled=true",
+            "redis.tls.secret=redis-tls", "redis.tls.clientCertificate=true", "redis.tls.serverName=redis.shop"]
+
+    def test_flags_mounts_and_secret_volumes(self):
+        spec = one(render("sidecar-values.yaml", kube_version="1.30.0", sets=self.SETS),
+                   "Deployment")["spec"]["template"]["spec"]
+        args = spec["initContainers"][0]["args"]
+        self.assertEqual(arg_after(args, "--redis"), ["redis-0.redis:6379,redis-1.redis:6379"])
+        self.assertEqual(arg_after(args, "--redis-cluster"), ["true"])
+        self.assertEqual(arg_after(args, "--redis-user"), ["claimguard"])
+        self.assertEqual(arg_after(args, "--redis-password-file"), ["/etc/claimguard/redis-auth/pw"])
+        self.assertEqual(arg_after(args, "--redis-tls-verify"), ["true"])
+        self.assertEqual(arg_after(args, "--redis-tls-ca"), ["/etc/claimguard/redis-tls/ca.crt"])
+        self.assertEqual(arg_after(args, "--redis-tls-cert"), ["/etc/claimguard/redis-tls/tls.crt"])
+        self.assertEqual(arg_after(args, "--redis-tls-server-name"), ["redis.shop"])
+        self.assertFalse(any("password" in a and "file" not in a and "/" not in a for a in args[1:]),
+                         "the password is never a flag")
+        mounts = {m["name"]: m["mountPath"] for m in spec["initContainers"][0]["volumeMounts"]}
+        self.assertEqual(mounts["claimguard-redis-auth"], "/etc/claimguard/redis-auth")
+        self.assertEqual(mounts["claimguard-redis-tls"], "/etc/claimguard/redis-tls")
+        volumes = {v["name"]: v for v in spec["volumes"]}
+        self.assertEqual(volumes["claimguard-redis-auth"]["secret"],
+                         {"secretName": "redis-auth", "items": [{"key": "pw", "path": "pw"}]})
+        self.assertEqual(volumes["claimguard-redis-tls"]["secret"], {"secretName": "redis-tls"})
+
+    def test_defaults_add_nothing(self):
+        spec = one(render("sidecar-values.yaml", kube_version="1.30.0"), "Deployment")["spec"]["template"]["spec"]
+        args = spec["initContainers"][0]["args"]
+        self.assertFalse([a for a in args if a.startswith("--redis-")])
+        self.assertFalse([v for v in spec["volumes"] if v["name"].startswith("claimguard-redis")])
+
+
 class SchemaAndChecks(unittest.TestCase):
     """Values the chart must refuse, each with the reason helm prints."""
 
@@ -341,6 +377,13 @@ class SchemaAndChecks(unittest.TestCase):
         ("sidecar mode without containers", None, ["mode=sidecar", "workload.backend=db:3306"], [],
          "needs workload.containers"),
         ("sidecar mode without backend", "sidecar-values.yaml", ["workload.backend="], [], "needs workload.backend"),
+        ("redis auth in webhook mode", None, ["redis.passwordSecret.name=redis-auth"], [],
+         "applies to mode: sidecar"),
+        ("redis seed list without cluster", "sidecar-values.yaml", ["workload.redis=a:1\\,b:2"], [],
+         "set redis.cluster: true"),
+        ("redis client certificate without a secret", "sidecar-values.yaml",
+         ["redis.tls.enabled=true", "redis.tls.clientCertificate=true"], [], "needs redis.tls.secret"),
+        ("unknown redis key", None, ["redis.password=x"], [], "password"),
         ("container already named claimguard", "sidecar-values.yaml", [],
          ['workload.containers=[{"name":"claimguard","image":"x"}]'], "already named claimguard"),
     ]

@@ -39,6 +39,7 @@ UNIQUE_INDEX_MIGRATION = os.path.join(REPO, "sql", "migrations", "001_claimguard
 EXAMPLE_RULES = os.path.join(REPO, "rules", "examples", "coupon.yaml")
 REDIS_START_TIMEOUT_S = 20.0
 REDIS_IO_TIMEOUT_S = 2.0
+REDIS_MAX_CLUSTER_PORT = 55535  # a cluster node's bus port (port + 10000) must fit too
 POLL_INTERVAL_S = 0.05
 # Flags of `claimguard serve` this harness passes when the binary has them.
 SERVE_CLAIM_FLAGS = ("--rules", "--redis", "--audit-log")
@@ -56,21 +57,27 @@ def wait_for(path_or_predicate, timeout_s, what):
 class Redis:
     """A private redis-server in DIR on a free 127.0.0.1 port, with no persistence."""
 
-    def __init__(self, base_dir, port=None):
+    def __init__(self, base_dir, port=None, extra_args=(), tls=None, password=None):
         self.dir = os.path.abspath(base_dir)
         self.port = port
         self.pid_file = os.path.join(self.dir, "redis.pid.launcher")
         self.log = os.path.join(self.dir, "redis.log")
         self.proc = None
+        self.extra_args = list(extra_args)  # e.g. cluster or ACL options
+        self.tls = tls                      # a TestPki: the port is a tls-port
+        self.password = password            # the default user's (admin) password
 
     def start(self):
         os.makedirs(self.dir, exist_ok=True)
-        if self.port is None:
+        while self.port is None or self.port > REDIS_MAX_CLUSTER_PORT:  # a cluster bus listens on port + 10000
             self.port = servers.free_port()
+        ports = ["--port", str(self.port)]
+        if self.tls is not None:
+            ports = ["--port", "0", "--tls-port", str(self.port)] + self.tls.server_args()
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
-                ["redis-server", "--port", str(self.port), "--bind", HOST, "--save", "", "--appendonly", "no",
-                 "--daemonize", "no", "--dir", self.dir],
+                ["redis-server"] + ports + ["--bind", HOST, "--save", "", "--appendonly", "no",
+                 "--daemonize", "no", "--dir", self.dir] + self.extra_args,
                 cwd=self.dir, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True)
         with open(self.pid_file, "w", encoding="ascii") as f:
@@ -85,20 +92,49 @@ class Redis:
 
     def command(self, *args):
         """The first line of Redis's reply to one command, or None when Redis does not answer."""
-        payload = f"*{len(args)}\r\n".encode() + b"".join(
-            f"${len(a.encode())}\r\n".encode() + a.encode() + b"\r\n" for a in args)
+        def encode(words):
+            return f"*{len(words)}\r\n".encode() + b"".join(
+                f"${len(a.encode())}\r\n".encode() + a.encode() + b"\r\n" for a in words)
+
+        def first_line(sock):
+            reply = b""
+            while not reply.endswith(b"\r\n"):
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                reply += chunk
+            return reply.decode(errors="replace").split("\r\n", 1)[0]
         try:
-            with socket.create_connection((HOST, self.port), timeout=REDIS_IO_TIMEOUT_S) as s:
-                s.sendall(payload)
-                reply = b""
-                while not reply.endswith(b"\r\n"):
-                    chunk = s.recv(4096)
-                    if not chunk:
-                        break
-                    reply += chunk
-                return reply.decode(errors="replace").split("\r\n", 1)[0]
+            with socket.create_connection((HOST, self.port), timeout=REDIS_IO_TIMEOUT_S) as raw:
+                s = self.tls.client_context().wrap_socket(raw, server_hostname=HOST) if self.tls else raw
+                if self.password:
+                    s.sendall(encode(["AUTH", self.password]))
+                    first_line(s)
+                s.sendall(encode(args))
+                return first_line(s)
         except OSError:
             return None
+
+    def cli_args(self):
+        """redis-cli options that reach this node as the admin (TLS, password)."""
+        out = ["-h", HOST, "-p", str(self.port)]
+        if self.tls is not None:
+            out += self.tls.cli_args()
+        if self.password:
+            out += ["--no-auth-warning", "-a", self.password]
+        return out
+
+    def info(self, section):
+        """INFO <section> as a dict (redis-cli, so TLS and bulk replies work)."""
+        r = subprocess.run(["redis-cli"] + self.cli_args() + ["INFO", section], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, timeout=REDIS_IO_TIMEOUT_S * 5,
+                           check=False)
+        out = {}
+        for line in r.stdout.decode(errors="replace").splitlines():
+            if ":" in line and not line.startswith("#"):
+                k, v = line.split(":", 1)
+                out[k] = v.strip()
+        return out
 
     def alive(self):
         pid = servers.read_pid(self.pid_file)
@@ -151,6 +187,7 @@ class Cluster:
         self.dir = os.path.abspath(work_dir)
         self.db = servers.MariaDB(os.path.join(self.dir, "mariadb"))
         self.redis = None
+        self.redis_args = None  # claimguard's Redis flags when not the plain --redis HOST:PORT
         self.proxies = []
         self.missing_serve_flags = []
 
@@ -218,7 +255,9 @@ class Cluster:
             extra = []
             if "--rules" in supported:
                 extra += ["--rules", rules]
-            if "--redis" in supported and self.redis is not None:
+            if self.redis_args is not None:
+                extra += self.redis_args  # a cluster, TLS, ACL user: see redis_cluster.py
+            elif "--redis" in supported and self.redis is not None:
                 extra += ["--redis", f"{HOST}:{self.redis.port}"]
             if "--audit-log" in supported and audit:
                 extra += ["--audit-log", os.path.join(self.dir, f"audit-{i}.jsonl")]
@@ -262,6 +301,10 @@ def stop_dir(work_dir):
         if name.startswith("claimguard-") and name.endswith(".pid"):
             servers.kill_pidfile(os.path.join(work_dir, name), "claimguard")
     Redis(os.path.join(work_dir, "redis")).stop()
+    cluster_dir = os.path.join(work_dir, "redis-cluster")
+    if os.path.isdir(cluster_dir):
+        for name in sorted(os.listdir(cluster_dir)):
+            Redis(os.path.join(cluster_dir, name)).stop()
     servers.MariaDB(os.path.join(work_dir, "mariadb")).stop()
 
 

@@ -94,6 +94,9 @@ args:
   - --redis
   - {{ . | quote }}
   {{- end }}
+  {{- with include "claimguard.redisArgs" $root | trim }}
+  {{- . | nindent 2 }}
+  {{- end }}
   {{- range $s.extraArgs }}
   - {{ . | quote }}
   {{- end }}
@@ -122,6 +125,17 @@ volumeMounts:
   - name: claimguard-rules
     mountPath: {{ $s.rulesMountPath | quote }}
     readOnly: true
+  {{- $r := $root.Values.redis }}
+  {{- if $r.passwordSecret.name }}
+  - name: claimguard-redis-auth
+    mountPath: /etc/claimguard/redis-auth
+    readOnly: true
+  {{- end }}
+  {{- if and $r.tls.enabled $r.tls.secret }}
+  - name: claimguard-redis-tls
+    mountPath: /etc/claimguard/redis-tls
+    readOnly: true
+  {{- end }}
 {{- if $s.resources }}
 resources:
   {{- toYaml $s.resources | nindent 2 }}
@@ -145,4 +159,62 @@ lifecycle:
     {{- range $excluded }}
     - {{ . | quote }}
     {{- end }}
+{{- end }}
+
+{{/*
+The sidecar's Redis flags from .Values.redis (cluster, ACL user, password file, TLS). Nothing with
+the defaults, so the chart's sidecar still matches what the webhook injects.
+*/}}
+{{- define "claimguard.redisArgs" -}}
+{{- $r := .Values.redis }}
+{{- if $r.cluster }}
+- --redis-cluster
+- "true"
+{{- end }}
+{{- with $r.user }}
+- --redis-user
+- {{ . | quote }}
+{{- end }}
+{{- if $r.passwordSecret.name }}
+- --redis-password-file
+- {{ printf "/etc/claimguard/redis-auth/%s" $r.passwordSecret.key | quote }}
+{{- end }}
+{{- if $r.tls.enabled }}
+- --redis-tls
+- "true"
+- --redis-tls-verify
+- {{ $r.tls.verify | toString | quote }}
+{{- with $r.tls.serverName }}
+- --redis-tls-server-name
+- {{ . | quote }}
+{{- end }}
+{{- if $r.tls.secret }}
+- --redis-tls-ca
+- /etc/claimguard/redis-tls/ca.crt
+{{- if $r.tls.clientCertificate }}
+- --redis-tls-cert
+- /etc/claimguard/redis-tls/tls.crt
+- --redis-tls-key
+- /etc/claimguard/redis-tls/tls.key
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret volumes the Redis flags name (mode: sidecar). */}}
+{{- define "claimguard.redisVolumes" -}}
+{{- $r := .Values.redis }}
+{{- if $r.passwordSecret.name }}
+- name: claimguard-redis-auth
+  secret:
+    secretName: {{ $r.passwordSecret.name }}
+    items:
+      - key: {{ $r.passwordSecret.key }}
+        path: {{ $r.passwordSecret.key }}
+{{- end }}
+{{- if and $r.tls.enabled $r.tls.secret }}
+- name: claimguard-redis-tls
+  secret:
+    secretName: {{ $r.tls.secret }}
+{{- end }}
 {{- end }}

@@ -298,10 +298,10 @@ TEST(apply_config_file, empty_file_changes_nothing) {
 
 TEST(apply_config_file, scalar_rules_is_one_file_and_empty_redis_is_none) {
     proxy_options o;
-    o.redis = endpoint{"r", 1};
+    o.redis = {endpoint{"r", 1}};
     apply_config_file(write_temp("scalars.yaml", "rules: one.yaml\nredis:\n"), o);
     EXPECT_EQ(o.rules_files, std::vector<std::string>{"one.yaml"});
-    EXPECT_FALSE(o.redis.has_value());
+    EXPECT_TRUE(o.redis.empty());
 }
 
 // --- endpoints --------------------------------------------------------------------------------------
@@ -461,7 +461,48 @@ TEST(example_config, loads_and_validates) {
     EXPECT_EQ(o.rules_files, std::vector<std::string>{"/etc/claimguard/rules/coupon.yaml"});
     EXPECT_EQ(o.idle_timeout, 8h);
     EXPECT_EQ(o.redis_timeout, 50ms);
-    EXPECT_FALSE(o.redis.has_value());
+    EXPECT_TRUE(o.redis.empty());
+}
+
+// --- Redis (issue 12) -------------------------------------------------------------------------------
+
+TEST(redis_settings, cluster_seeds_are_a_comma_separated_list) {
+    proxy_options o;
+    apply_setting(o, "redis", {"10.0.0.1:7000,10.0.0.2:7001,[::1]:7002"}, "--redis");
+    apply_setting(o, "redis_cluster", {"true"}, "--redis-cluster");
+    ASSERT_EQ(o.redis.size(), 3u);
+    EXPECT_EQ(o.redis[1].host, "10.0.0.2");
+    EXPECT_EQ(o.redis[2].port, 7002);
+    EXPECT_NO_THROW(validate(o));
+    o.redis_cluster = false;
+    EXPECT_THROW(validate(o), config_error);  // several nodes without redis_cluster: a typo, not a choice
+}
+
+TEST(redis_settings, password_comes_from_the_environment_only) {
+    for (const auto& s : serve_settings()) EXPECT_NE(s.name, "redis_password") << "a secret must never be a flag";
+    proxy_options o;
+    apply_environment(o, [](const char* name) -> const char* {
+        if (std::string_view(name) == "CLAIMGUARD_REDIS_PASSWORD") return "s3cret";
+        if (std::string_view(name) == "CLAIMGUARD_REDIS_USER") return "claimguard";
+        return nullptr;
+    });
+    EXPECT_EQ(o.redis_password, "s3cret");
+    EXPECT_EQ(o.redis_user, "claimguard");
+    for (const auto& s : serve_settings()) EXPECT_EQ(s.show(o).find("s3cret"), std::string::npos) << s.name;
+    o.redis_password_file = "/run/secrets/redis";
+    EXPECT_THROW(validate(o), config_error);  // two sources for one secret
+}
+
+TEST(redis_settings, tls_client_certificate_needs_its_key) {
+    proxy_options o;
+    o.redis = {endpoint{"r", 6380}};
+    o.redis_tls = true;
+    o.redis_tls_cert = "client.crt";
+    EXPECT_THROW(validate(o), config_error);
+    o.redis_tls_key = "client.key";
+    EXPECT_NO_THROW(validate(o));
+    o.redis_tls = false;
+    EXPECT_THROW(validate(o), config_error);
 }
 
 TEST(example_config, documents_every_setting) {
