@@ -24,9 +24,9 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCLAIMGUARD_SANITIZE
 cmake --build build-asan -j"$jobs"
 # Under the sanitizers: every unit test (codec, rules, engine, admin server over real
 # sockets, webhook over real TLS, config). The tests that start MariaDB, Redis and the proxy
-# run once, in the release build above.
+# run once, in the release build above; the peer suites (label peers) only there.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900 -LE "integration|incident|helm"
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900 -LE "integration|incident|helm|peers"
 # Also under ASan+UBSan: every test that runs the proxy (two chained proxies, client and backend faults,
 # reloads and shutdown, backend TLS, the incident replays and claim modes). The *_direct incident variants
 # never start claimguard. A server's sanitizer report goes to its log, not to the test's output: the
