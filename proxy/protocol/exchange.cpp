@@ -163,8 +163,9 @@ result<next_step> command_exchange::on_server_packet(const packet_span& packet) 
     next_seq_ = static_cast<std::uint8_t>(packet.last_seq + 1);
     bytes_view p = packet.first_payload;
     bool deprecate_eof = caps_ & cap::deprecate_eof;
-    // Progress reports come before the reply's first packet; they are relayed and change nothing.
-    if (state_ == state::first && is_progress_report(p)) {
+    // Progress reports come before a reply's first packet, and between a result set's metadata
+    // and its rows (REPAIR TABLE); they are relayed and change nothing.
+    if (state_ != state::single && state_ != state::auth && is_progress_report(p)) {
         ++progress_reports_;
         return next_step::read_server;
     }

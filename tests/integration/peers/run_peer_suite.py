@@ -4,14 +4,14 @@
 Usage:
     run_peer_suite.py {go,capi,mtr} --claimguard PATH --rules FILE --work DIR [--known FILE]
 
-Starts a private MariaDB and one claimguard in front of it (rules loaded) with servers.py, runs the
-suite against MariaDB directly and through claimguard, and fails when any test's verdict through
-claimguard differs from its verdict directly. Tests that fail directly too are listed in
+Starts two identical private MariaDBs (servers.py, with the options mtr's main tests expect) and one
+claimguard (rules loaded) in front of the second, runs the suite against the first directly and
+through claimguard at the same time, and fails when any test's verdict through claimguard differs
+from its verdict directly. Tests that fail directly too are listed in
 known_direct_failures.txt (printed, not asserted: the assertion is "same verdict as direct").
 
 - go:   go-sql-driver/mysql's own tests (Debian golang-github-go-sql-driver-mysql-dev, GO111MODULE=off),
-        without connector_test.go (it dials a public address); the direct and proxied runs go in
-        parallel, each with its own database.
+        without connector_test.go (it dials a public address).
 - capi: every test of mariadb-client-test (Debian mariadb-test), one process per test, a fresh
         database each.
 - mtr:  the mysql-test-run main tests in mtr_tests.txt, each run by mysqltest as mtr --extern does
@@ -48,7 +48,8 @@ MTR_SERVER_OPTIONS = (
     "--character-set-server=latin1", "--collation-server=latin1_swedish_ci",
     "--log-bin-trust-function-creators=1", "--key-buffer-size=1M", "--sort-buffer-size=256K",
     "--max-heap-table-size=1M", "--open-files-limit=1024", "--connect-timeout=60",
-    "--secure-file-priv=", "--plugin-maturity=unknown",
+    "--plugin-maturity=unknown", "--default-storage-engine=MyISAM", "--use-stat-tables=preferably",
+    "--histogram-type=JSON_HB",
 )
 
 
@@ -56,12 +57,14 @@ class PeerMariaDB(servers.MariaDB):
     """servers.MariaDB with the options the mtr main tests expect."""
 
     def command(self):
-        return super().command() + list(MTR_SERVER_OPTIONS)
+        # Files only under the work dir, as mtr's secure-file-priv=MYSQLTEST_VARDIR; the tests' data
+        # files are copied there (std_data), where '../../std_data' from the datadir finds them too.
+        vardir = os.path.dirname(self.dir)
+        return super().command() + list(MTR_SERVER_OPTIONS) + [f"--secure-file-priv={vardir}"]
 
 
-def start_fixture(work, claimguard, rules):
-    os.makedirs(work, exist_ok=True)
-    db = PeerMariaDB(os.path.join(work, "mariadb"))
+def start_mariadb(path):
+    db = PeerMariaDB(path)
     db.stop()
     os.makedirs(db.dir, exist_ok=True)
     db.install()
@@ -71,22 +74,53 @@ def start_fixture(work, claimguard, rules):
         CREATE USER '{PEER_USER}'@'%' IDENTIFIED BY '{PEER_PASSWORD}';
         GRANT ALL PRIVILEGES ON *.* TO '{PEER_USER}'@'%' WITH GRANT OPTION;
         CREATE DATABASE IF NOT EXISTS test;
+        CREATE DATABASE IF NOT EXISTS mtr;
+        CREATE TABLE mtr.test_suppressions (pattern VARCHAR(255));
+        CREATE PROCEDURE mtr.add_suppression(pattern VARCHAR(255))
+            INSERT INTO mtr.test_suppressions VALUES (pattern);
         FLUSH PRIVILEGES;
     """)
-    proxy = servers.Claimguard(claimguard, work, "claimguard", db.port, extra_args=["--rules", rules])
+    return db
+
+
+class Target:
+    """Where one half of a suite runs: a MariaDB, and the port its clients connect to."""
+
+    def __init__(self, name, db, port):
+        self.name, self.db, self.port = name, db, port
+
+
+def start_fixture(work, claimguard, rules):
+    """Two identical MariaDBs: one the suite uses directly, one behind claimguard; both halves run at once."""
+    os.makedirs(work, exist_ok=True)
+    std_data = os.path.join(work, "std_data")
+    if not os.path.isdir(std_data):
+        shutil.copytree(os.path.join(MTR_DIR, "std_data"), std_data, symlinks=True)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        dbs = list(pool.map(start_mariadb, [os.path.join(work, "direct"), os.path.join(work, "proxied")]))
+    proxy = servers.Claimguard(claimguard, work, "claimguard", dbs[1].port, extra_args=["--rules", rules])
     try:
         proxy.start()
     except Exception:
-        db.stop()
+        for db in dbs:
+            db.stop()
         raise
-    return db, proxy
+    return Target("direct", dbs[0], dbs[0].port), Target("proxy", dbs[1], proxy.port), proxy
 
 
-def stop_fixture(db, proxy):
+def stop_fixture(direct, through, proxy):
     try:
         proxy.stop()
     finally:
-        db.stop()
+        direct.db.stop()
+        through.db.stop()
+
+
+def both(run, direct, through):
+    """Runs run(target) for both halves at once; returns (direct verdicts, proxied verdicts)."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        a, b = pool.submit(run, direct), pool.submit(run, through)
+        return a.result(), b.result()
 
 
 # --- go-sql-driver/mysql ---------------------------------------------------------------------------
@@ -124,13 +158,12 @@ def go_run(binary, pkg, port, database, log):
     return verdicts
 
 
-def suite_go(work, db, proxy):
+def suite_go(work, direct, through):
     binary, pkg = go_build(work)
-    db.sql("CREATE DATABASE gotest_direct; CREATE DATABASE gotest_proxy;")
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        direct = pool.submit(go_run, binary, pkg, db.port, "gotest_direct", os.path.join(work, "go-direct.log"))
-        through = pool.submit(go_run, binary, pkg, proxy.port, "gotest_proxy", os.path.join(work, "go-proxy.log"))
-        return direct.result(), through.result()
+    direct.db.sql("CREATE DATABASE gotest;")
+    through.db.sql("CREATE DATABASE gotest;")
+    return both(lambda t: go_run(binary, pkg, t.port, "gotest", os.path.join(work, f"go-{t.name}.log")),
+                direct, through)
 
 
 # --- mariadb-client-test ---------------------------------------------------------------------------
@@ -161,11 +194,9 @@ def capi_run(db, port, tests, logdir):
     return verdicts
 
 
-def suite_capi(work, db, proxy):
+def suite_capi(work, direct, through):
     tests = capi_tests()
-    direct = capi_run(db, db.port, tests, os.path.join(work, "capi-direct"))
-    through = capi_run(db, proxy.port, tests, os.path.join(work, "capi-proxy"))
-    return direct, through
+    return both(lambda t: capi_run(t.db, t.port, tests, os.path.join(work, f"capi-{t.name}")), direct, through)
 
 
 # --- mysql-test-run main tests ----------------------------------------------------------------------
@@ -203,13 +234,15 @@ def mtr_list():
 def mtr_run(db, port, tests, mode, logdir):
     tmpdir = os.path.join(logdir, "tmp")
     os.makedirs(tmpdir, exist_ok=True)
-    env = dict(os.environ, MYSQLTEST_VARDIR=logdir, MYSQL_TMP_DIR=tmpdir, MYSQL_TEST_DIR=MTR_DIR,
+    # The vardir holds the server's datadir, as under mtr: mysqltest only touches files inside it.
+    vardir = os.path.dirname(db.dir)
+    env = dict(os.environ, MYSQLTEST_VARDIR=vardir, MYSQL_TMP_DIR=tmpdir, MYSQL_TEST_DIR=MTR_DIR,
                STAGING_RUN="0", MASTER_MYPORT=str(port), MYSQL_CHARSETSDIR="/usr/share/mysql/charsets")
     verdicts = {}
     for name in tests:
         reset_test_database(db)
         args = ["mariadb-test", "--no-defaults", f"--host={servers.HOST}", f"--port={port}", "--user=root",
-                "--database=test", f"--basedir={MTR_DIR}/", f"--tmpdir={tmpdir}", f"--logdir={logdir}",
+                "--database=test", "--protocol=tcp", f"--basedir={MTR_DIR}/", f"--tmpdir={tmpdir}", f"--logdir={logdir}",
                 f"--test-file={MTR_DIR}/main/{name}.test", f"--result-file={MTR_DIR}/main/{name}.result",
                 "--silent"]
         if mode == "ps":
@@ -228,13 +261,15 @@ def mtr_run(db, port, tests, mode, logdir):
     return verdicts
 
 
-def suite_mtr(work, db, proxy):
+def suite_mtr(work, direct, through):
     tests = mtr_list()
-    direct, through = {}, {}
+    out_direct, out_through = {}, {}
     for mode in ("text", "ps"):
-        direct.update(mtr_run(db, db.port, tests, mode, os.path.join(work, f"mtr-direct-{mode}")))
-        through.update(mtr_run(db, proxy.port, tests, mode, os.path.join(work, f"mtr-proxy-{mode}")))
-    return direct, through
+        d, t = both(lambda t: mtr_run(t.db, t.port, tests, mode, os.path.join(work, f"mtr-{t.name}-{mode}")),
+                    direct, through)
+        out_direct.update(d)
+        out_through.update(t)
+    return out_direct, out_through
 
 
 # --- comparison ------------------------------------------------------------------------------------
@@ -288,12 +323,13 @@ def main():
     args = ap.parse_args()
     work = os.path.abspath(args.work)
     started = time.monotonic()
-    db, proxy = start_fixture(work, os.path.abspath(args.claimguard), os.path.abspath(args.rules))
+    direct_target, proxy_target, proxy = start_fixture(work, os.path.abspath(args.claimguard),
+                                                       os.path.abspath(args.rules))
     try:
         run = {"go": suite_go, "capi": suite_capi, "mtr": suite_mtr}[args.suite]
-        direct, through = run(work, db, proxy)
+        direct, through = run(work, direct_target, proxy_target)
     finally:
-        stop_fixture(db, proxy)
+        stop_fixture(direct_target, proxy_target, proxy)
     same = compare(args.suite, direct, through, read_known(args.known, args.suite))
     print(f"{args.suite}: {'same verdicts' if same else 'VERDICTS DIFFER'} ({time.monotonic() - started:.0f}s; logs in {work})")
     return 0 if same else 1
