@@ -55,10 +55,13 @@ const mariadb::captured_frame execute_call_cursor_procedure_deof[] = {
 // progress_report_time=1, an ALTER TABLE's reply starts with two progress reports (ERR header,
 // code 0xFFFF, stage 1 and 2 of 3, "Sorting", "Enabling keys"), then the OK.
 const mariadb::captured_frame query_alter_with_progress_reports[] = {
-    {'c', "4200000003616c746572207461626c652074312061646420663120696e74207072696d617279206b6579206175746f5f696e6372656d656e742c206f72646572206279206632"},
+    {'c',
+     "4200000003616c746572207461626c652074312061646420663120696e74207072696d617279206b6579206175746f5f696e6372656d656e7"
+     "42c206f72646572206279206632"},
     {'s', "11000001ffffff01020300000007536f7274696e67"},
     {'s', "17000002ffffff0103030000000d456e61626c696e67206b657973"},
-    {'s', "3200000300fc6f020002000000285265636f7264733a2036323320204475706c6963617465733a203020205761726e696e67733a2030"},
+    {'s',
+     "3200000300fc6f020002000000285265636f7264733a2036323320204475706c6963617465733a203020205761726e696e67733a2030"},
 };
 
 // mtr main.varbinary: REPAIR TABLE of a 4.1 table reports progress ("Enabling keys") after the
@@ -90,12 +93,10 @@ struct peer_case {
 const peer_case peer_cases[] = {
     {"call_cursor_procedure_text_eof_off", query_call_cursor_procedure_eof, false, 2, 1, 0x0022},
     {"call_cursor_procedure_text_eof_on", query_call_cursor_procedure_deof, true, 2, 1, 0x0022},
-    {"call_cursor_procedure_execute_cursor_asked", execute_call_cursor_procedure_eof, false, 2, 1,
-     0x0022},
+    {"call_cursor_procedure_execute_cursor_asked", execute_call_cursor_procedure_eof, false, 2, 1, 0x0022},
     {"call_cursor_procedure_execute_eof_on", execute_call_cursor_procedure_deof, true, 2, 1, 0x0022},
     {"progress_reports_before_ok", query_alter_with_progress_reports, false, 1, 0, 0x0002, 2},
-    {"progress_report_between_metadata_and_rows", query_repair_with_progress_mid_result, false, 1, 1,
-     0x0002, 1},
+    {"progress_report_between_metadata_and_rows", query_repair_with_progress_mid_result, false, 1, 1, 0x0002, 1},
 };
 
 void PrintTo(const peer_case& c, std::ostream* os) { *os << c.name; }
