@@ -23,6 +23,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -340,6 +341,8 @@ def main():
     args = ap.parse_args()
     work = os.path.abspath(args.work)
     started = time.monotonic()
+    # Stopped from outside (ctest's timeout, Ctrl-C): still stop the servers (finally below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(f"{args.suite}: stopped by SIGTERM"))
     direct_target, proxy_target, proxy = start_fixture(work, os.path.abspath(args.claimguard),
                                                        os.path.abspath(args.rules))
     try:
