@@ -11,6 +11,7 @@ PACKAGES=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev clang-format
   mariadb-server mariadb-client redis-server redis-tools
+  mariadb-test golang-go golang-github-go-sql-driver-mysql-dev
   sysbench haproxy
   python3 python3-pymysql python3-yaml
   openjdk-17-jdk-headless libmariadb-java

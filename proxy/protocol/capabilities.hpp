@@ -49,9 +49,10 @@ inline constexpr std::uint32_t com_multi = 1u << 1;
 inline constexpr std::uint32_t stmt_bulk_operations = 1u << 2;
 inline constexpr std::uint32_t extended_metadata = 1u << 3;
 inline constexpr std::uint32_t cache_metadata = 1u << 4;
-// Progress reports interleave with results and cached metadata omits column
-// definitions; the proxy tracks neither, so it never offers them.
-inline constexpr std::uint32_t never_offered = progress | com_multi | cache_metadata;
+// COM_MULTI bundles commands and cached metadata omits column definitions; the proxy
+// tracks neither, so it never offers them. Progress reports (an ERR header with code
+// 0xFFFF before a reply) are relayed: command_exchange skips them.
+inline constexpr std::uint32_t never_offered = com_multi | cache_metadata;
 }  // namespace mariadb_cap
 
 namespace status {

@@ -28,6 +28,13 @@ result<std::uint16_t> terminator_status(bytes_view p, std::uint32_t caps) {
 }
 
 bool is_err(bytes_view p) { return !p.empty() && p[0] == err_header; }
+
+// MariaDB progress report (MARIADB_CLIENT_PROGRESS): an ERR header with error code 0xFFFF,
+// sent while a long statement runs, before its reply; no real error has that code.
+constexpr std::uint16_t progress_report_code = 0xFFFF;
+bool is_progress_report(bytes_view p) {
+    return p.size() >= 3 && p[0] == err_header && (p[1] | (p[2] << 8)) == progress_report_code;
+}
 }  // namespace
 
 result<next_step> auth_exchange::on_server_packet(bytes_view payload) {
@@ -79,6 +86,11 @@ next_step command_exchange::start(std::uint8_t command_seq) {
         break;
     }
     return next_step::read_server;
+}
+
+bool command_exchange::opens_cursor(std::uint16_t eof_status) const {
+    return command_ == com::stmt_execute && (eof_status & status::cursor_exists) &&
+           !(eof_status & status::more_results_exist);
 }
 
 result<next_step> command_exchange::end_of_result(std::uint16_t status) {
@@ -151,6 +163,12 @@ result<next_step> command_exchange::on_server_packet(const packet_span& packet) 
     next_seq_ = static_cast<std::uint8_t>(packet.last_seq + 1);
     bytes_view p = packet.first_payload;
     bool deprecate_eof = caps_ & cap::deprecate_eof;
+    // Progress reports come before a reply's first packet, and between a result set's metadata
+    // and its rows (REPAIR TABLE); they are relayed and change nothing.
+    if (state_ != state::single && state_ != state::auth && is_progress_report(p)) {
+        ++progress_reports_;
+        return next_step::read_server;
+    }
     switch (state_) {
     case state::first:
         return on_first(p);
@@ -172,8 +190,11 @@ result<next_step> command_exchange::on_server_packet(const packet_span& packet) 
         status_ = eof->status;
         // A cursor was opened: rows come later through COM_STMT_FETCH. (Under
         // CLIENT_DEPRECATE_EOF the server ends the metadata with an 0xFE OK
-        // carrying the same flag, which the rows state below handles.)
-        if (eof->status & status::cursor_exists) return end_of_result(eof->status);
+        // carrying the same flag, which the rows state below handles.) Only an execute
+        // opens one, and never for one of several results: the result sets of a CALL
+        // whose procedure uses a cursor carry the flag too (with more-results), and
+        // their rows follow at once, in text and binary protocol alike.
+        if (opens_cursor(eof->status)) return end_of_result(eof->status);
         state_ = state::rows;
         return next_step::read_server;
     }

@@ -55,6 +55,8 @@ public:
     [[nodiscard]] std::uint64_t result_sets() const { return result_sets_; }
     [[nodiscard]] std::uint64_t rows() const { return rows_; }
     [[nodiscard]] std::uint8_t next_seq() const { return next_seq_; }
+    // MariaDB progress reports relayed before the reply.
+    [[nodiscard]] std::uint64_t progress_reports() const { return progress_reports_; }
 
 private:
     enum class state {
@@ -71,6 +73,7 @@ private:
         single,         // any one packet ends the reply
     };
     result<next_step> end_of_result(std::uint16_t status);
+    [[nodiscard]] bool opens_cursor(std::uint16_t eof_status) const;
     result<next_step> on_first(bytes_view payload);
     result<next_step> after_prepare_params_start();
     result<next_step> after_prepare_params();
@@ -87,6 +90,7 @@ private:
     std::uint64_t result_sets_ = 0;
     std::uint64_t rows_ = 0;
     std::uint8_t next_seq_ = 0;
+    std::uint64_t progress_reports_ = 0;
     bool failed_ = false;
     std::optional<ok_packet> last_ok_;
     auth_exchange auth_;

@@ -155,10 +155,66 @@ awaitable<std::pair<error_code, proto::packet_span>> session::read_client_packet
         bool idle = between_commands && client_in_.size() == 0;
         set_deadline(idle ? deadline_kind::idle : deadline_kind::packet,
                      idle ? clock_type::duration(opt_.idle_timeout) : clock_type::duration(opt_.packet_timeout));
+        if (idle) watch_backend_while_idle();
+        waiting_idle_ = idle;
         auto r = co_await client_.async_read_some(b, nothrow);
+        waiting_idle_ = false;
         set_deadline(deadline_kind::none, {});
         co_return r;
     });
+}
+
+void session::watch_backend_while_idle() {
+    if (backend_watch_armed_ || closed_) return;
+    backend_watch_armed_ = true;
+    // Completes when the backend socket is readable: normally with the reply to the next
+    // command (then it is ignored), or with what the database sent on its own while idle.
+    backend_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this()](error_code ec) {
+        self->backend_watch_armed_ = false;
+        if (ec || self->closed_ || !self->waiting_idle_) return;
+        self->backend_woke_ = true;
+        error_code ignored;
+        self->client_.cancel(ignored);
+    });
+}
+
+awaitable<bool> session::backend_spoke_while_idle() {
+    backend_woke_ = false;
+    for (;;) {
+        auto scan = proto::scan_packet(backend_in_.readable(), opt_.max_packet_bytes);
+        if (scan && scan->raw_size) {
+            // The only packet a server sends unprompted is an ERR before it closes (MySQL
+            // 8.0.24+: 4031 "disconnected by the server because of inactivity"): relay it as is.
+            bool err = !scan->first_payload.empty() && scan->first_payload[0] == proto::err_header;
+            if (err && !co_await write_client(backend_in_.readable().first(scan->raw_size))) co_return false;
+            backend_in_.consume(scan->raw_size);
+            if (!err) {
+                admin::metrics().backend_errors("protocol").inc();
+                spdlog::warn("session {} from {}: the database sent a packet between commands; closing",
+                             id_, peer_);
+                co_return false;
+            }
+            continue;
+        }
+        if (!scan) co_return false;
+        set_deadline(deadline_kind::packet, idle_backend_read_timeout);
+        auto space = backend_in_.prepare(read_chunk_bytes);
+        auto [ec, n] = co_await backend_.read_some(asio::buffer(space.data(), space.size()));
+        set_deadline(deadline_kind::none, {});
+        if (ec) {
+            if (timed_out_ == deadline_kind::packet && backend_in_.size() == 0) {
+                timed_out_ = deadline_kind::none;  // no data after all (TLS records): stay open
+                co_return true;
+            }
+            // Closed by the database: close the client too, as a TCP relay would, so the app's
+            // pool sees a dead connection now rather than an error on its next query.
+            admin::metrics().backend_errors("closed").inc();
+            spdlog::info("session {} from {}: the database closed the idle connection ({}); closing the client",
+                         id_, peer_, ec.message());
+            co_return false;
+        }
+        backend_in_.commit(n);
+    }
 }
 
 awaitable<std::pair<error_code, proto::packet_span>> session::read_backend_packet() {
@@ -423,8 +479,13 @@ awaitable<void> session::command_loop() {
         backend_in_.shrink_if_idle(idle_buffer_bytes);
         if (ctx_.draining && ctx_.draining->load() && !(status_ & proto::status::in_trans)) co_return;
         idle_ = true;
+        backend_woke_ = false;
         auto [ec, packet] = co_await read_client_packet(true);
         idle_ = false;
+        if (ec && backend_woke_ && timed_out_ == deadline_kind::none) {
+            if (co_await backend_spoke_while_idle()) continue;
+            co_return;
+        }
         if (ec) {
             if (timed_out_ != deadline_kind::drain) co_await client_read_failed(ec, 1);
             co_return;

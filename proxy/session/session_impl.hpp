@@ -40,6 +40,8 @@ using clock_type = std::chrono::steady_clock;
 inline constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
 inline constexpr std::size_t read_chunk_bytes = 64 * 1024;
 inline constexpr std::size_t idle_buffer_bytes = 64 * 1024;  // buffers shrink back to this after big packets
+// How long the session waits for the rest of what an idle database sent (its ERR, its close).
+inline constexpr std::chrono::seconds idle_backend_read_timeout{1};
 
 enum class deadline_kind { none, connect, idle, packet, drain };
 
@@ -89,6 +91,14 @@ private:
     }
 
     awaitable<std::pair<error_code, proto::packet_span>> read_client_packet(bool between_commands);
+
+    // While the client is idle, the database may close the connection (wait_timeout, KILL,
+    // MySQL 8.0.24+'s ERR 4031 first). One readiness wait on the backend socket per idle
+    // period (no read, no copy) wakes the session so it can do what a TCP relay does.
+    void watch_backend_while_idle();
+    // The database spoke while the client was idle: relays an unsolicited ERR, if any.
+    // True when the backend is still open (e.g. TLS records with no data) and the session goes on.
+    awaitable<bool> backend_spoke_while_idle();
 
     awaitable<std::pair<error_code, proto::packet_span>> read_backend_packet();
 
@@ -223,6 +233,9 @@ private:
     clock_type::time_point backend_ready_at_{};  // the backend handshake completed
     bool backend_lost_ = false;            // the backend link failed (not a cancel, not a protocol error)
     bool user_changed_ = false;            // COM_CHANGE_USER was relayed: user_ may not own the connection
+    bool waiting_idle_ = false;         // suspended in the socket read for the next command
+    bool backend_watch_armed_ = false;  // watch_backend_while_idle()'s wait is pending
+    bool backend_woke_ = false;         // that wait fired while the client was idle
 
     // claim state
     guards::redis_guard* redis_ = nullptr;

@@ -26,6 +26,7 @@ MAX_CONNECTIONS = 2
 SERVER_MIN_MAX_CONNECTIONS = 10  # MariaDB's lowest allowed max_connections
 SERVER_MAX_CONNECTIONS = 500     # what servers.py starts MariaDB with
 IDLE_TIMEOUT_S = 2
+SERVER_WAIT_TIMEOUT_S = 2      # the database's own idle timeout in test_database_closes_idle_connection
 PACKET_TIMEOUT_S = 2
 SMALL_MAX_PACKET = 1024 * 1024
 DRIP_INTERVAL_S = 1.0          # the slow client sends one byte per interval
@@ -198,6 +199,38 @@ class Faults(unittest.TestCase):
         wait_for(lambda: self.backend_sessions() == baseline + 1, RECOVERY_TIMEOUT_S,
                  "the idle session's backend connection closed")
         busy.close()
+        self.assert_proxy_alive(proxy)
+
+    def test_database_closes_idle_connection(self):
+        # Issue 10: the database closes a connection whose client is idle (its wait_timeout, a KILL).
+        # claimguard closes the client's socket too, at once, as a TCP relay would: a pool sees a
+        # closed connection, not an ERR on its next query. The client's close reaches the database.
+        proxy = self.start_proxy("idle-backend")
+        timed_out = self.raw(proxy.port)
+        timed_out.query(f"SET SESSION wait_timeout = {SERVER_WAIT_TIMEOUT_S}")
+        started = time.monotonic()
+        packets = rawmysql.read_until_closed(timed_out, SERVER_WAIT_TIMEOUT_S + ANSWER_TIMEOUT_S)
+        print(f"wait_timeout: closed after {time.monotonic() - started:.1f}s with "
+              f"{[rawmysql.describe(p) for p in packets]}")
+        self.assertTrue(all(p[:1] == b"\xff" for p in packets), "only an unsolicited ERR may come first")
+
+        killed = self.raw(proxy.port)
+        killed.query("SELECT 1")
+        baseline = self.backend_sessions()
+        ids = self.db.sql(f"SELECT ID FROM information_schema.PROCESSLIST WHERE USER = '{servers.NATIVE_USER}' "
+                          f"ORDER BY ID DESC LIMIT 1").split()
+        self.db.sql(f"KILL {ids[0]}")
+        packets = rawmysql.read_until_closed(killed, ANSWER_TIMEOUT_S)
+        print(f"KILL: client closed with {[rawmysql.describe(p) for p in packets]}")
+        self.assertTrue(all(p[:1] == b"\xff" for p in packets), "only an unsolicited ERR may come first")
+        wait_for(lambda: self.backend_sessions() == baseline - 1, RECOVERY_TIMEOUT_S, "the killed session is gone")
+
+        # And the other way round: a client that closes takes its database connection with it.
+        leaving = self.raw(proxy.port)
+        before = self.backend_sessions()
+        leaving.close()
+        wait_for(lambda: self.backend_sessions() == before - 1, RECOVERY_TIMEOUT_S,
+                 "the closed client's backend connection closed")
         self.assert_proxy_alive(proxy)
 
     def test_packet_started_but_never_finished(self):
