@@ -207,7 +207,9 @@ awaitable<bool> session::backend_spoke_while_idle() {
                 co_return true;
             }
             // Closed by the database: close the client too, as a TCP relay would, so the app's
-            // pool sees a dead connection now rather than an error on its next query.
+            // pool sees a dead connection now rather than an error on its next query. A reset (not
+            // the server's own close) may leave its transaction open there: an orphan (issue 13).
+            if (ec != asio::error::eof && ec != asio::error::operation_aborted) backend_lost_ = true;
             admin::metrics().backend_errors("closed").inc();
             spdlog::info("session {} from {}: the database closed the idle connection ({}); closing the client",
                          id_, peer_, ec.message());
