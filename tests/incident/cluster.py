@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -310,6 +311,60 @@ def stop_dir(work_dir):
 
 
 # --- shared by the harnesses (incident_test.py, modes_test.py) ----------------------------------------
+class RemainWatcher(threading.Thread):
+    """Polls coupon_stock.remain of `campaign` (as root, over the unix socket) while a load runs and calls
+    on_remain(remain) after each read; on_remain returning True stops the polling, then after_polling()
+    runs (the connection is closed by then: a fault may take MariaDB down). `ready` is set once the first
+    value was read (the load may start), or when connecting failed (then `error` says why). Subclasses
+    are the faults of the incident harnesses; they keep only their action."""
+
+    def __init__(self, c, campaign, interval_s):
+        super().__init__(daemon=True)
+        self.cluster = c
+        self.campaign = campaign
+        self.interval_s = interval_s
+        self.done = threading.Event()
+        self.ready = threading.Event()
+        self.events = []
+        self.error = None
+        self.began = time.monotonic()
+
+    def elapsed(self):
+        return f"+{time.monotonic() - self.began:.2f}s"
+
+    def on_remain(self, remain):  # noqa: ARG002 - overridden
+        return True
+
+    def after_polling(self):
+        pass
+
+    def run(self):
+        import pymysql  # python3-pymysql; only the fault variants need it in the harness
+        try:
+            conn = pymysql.connect(unix_socket=self.cluster.db.socket, user="root", database=DATABASE,
+                                   autocommit=True)
+        except Exception as e:  # noqa: BLE001 - reported by the caller
+            self.error = e
+            self.ready.set()
+            return
+        self.began = time.monotonic()
+        try:
+            with conn.cursor() as cur:
+                while not self.done.is_set():
+                    cur.execute(f"SELECT remain FROM coupon_stock WHERE campaign_id = {int(self.campaign)}")
+                    remain = int(cur.fetchone()[0])
+                    self.ready.set()
+                    if self.on_remain(remain):
+                        break
+                    time.sleep(self.interval_s)
+        except Exception as e:  # noqa: BLE001 - reported by the caller
+            self.error = e
+        finally:
+            self.ready.set()
+            conn.close()
+        self.after_polling()
+
+
 class HarnessError(Exception):
     """The harness could not run the scenario (not an invariant violation)."""
 

@@ -26,7 +26,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -171,50 +170,27 @@ def describe_load(s):
 
 
 # --- the Redis fault --------------------------------------------------------------------------------
-class RedisFault(threading.Thread):
+class RedisFault(cluster.RemainWatcher):
     """Watches remain in MariaDB while the load runs: SIGSTOP Redis at half the stock, SIGKILL later."""
 
     def __init__(self, c):
-        super().__init__(daemon=True)
-        self.cluster = c
-        self.done = threading.Event()
-        self.ready = threading.Event()  # connected and polling: the load may start
-        self.events = []
+        super().__init__(c, CAMPAIGN, REDIS_POLL_INTERVAL_S)
         self.stopped_at = None
+        self.stop_time = None
         self.killed = False
-        self.error = None
 
-    def run(self):
-        import pymysql  # python3-pymysql; only this variant needs it in the harness
-        try:
-            conn = pymysql.connect(unix_socket=self.cluster.db.socket, user="root", database=cluster.DATABASE,
-                                   autocommit=True)
-        except Exception as e:  # noqa: BLE001 - reported by the caller
-            self.error = e
-            self.ready.set()
-            return
-        began = time.monotonic()
-        stop_time = None
-        try:
-            with conn.cursor() as cur:
-                while not self.done.is_set() and not self.killed:
-                    cur.execute(f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}")
-                    remain = int(cur.fetchone()[0])
-                    now = time.monotonic()
-                    if stop_time is None and remain <= REDIS_STOP_AT_REMAIN:
-                        self.cluster.redis.signal(signal.SIGSTOP)
-                        stop_time, self.stopped_at = now, remain
-                        self.events.append(f"SIGSTOP at remain {remain} (+{now - began:.2f}s)")
-                    elif stop_time is not None and (remain <= REDIS_KILL_AT_REMAIN
-                                                    or now - stop_time >= REDIS_KILL_AFTER_S):
-                        self.cluster.redis.signal(signal.SIGKILL)
-                        self.killed = True
-                        self.events.append(f"SIGKILL at remain {remain} (+{now - began:.2f}s)")
-                    self.ready.set()
-                    time.sleep(REDIS_POLL_INTERVAL_S)
-        finally:
-            self.ready.set()
-            conn.close()
+    def on_remain(self, remain):
+        now = time.monotonic()
+        if self.stop_time is None and remain <= REDIS_STOP_AT_REMAIN:
+            self.cluster.redis.signal(signal.SIGSTOP)
+            self.stop_time, self.stopped_at = now, remain
+            self.events.append(f"SIGSTOP at remain {remain} ({self.elapsed()})")
+        elif self.stop_time is not None and (remain <= REDIS_KILL_AT_REMAIN
+                                             or now - self.stop_time >= REDIS_KILL_AFTER_S):
+            self.cluster.redis.signal(signal.SIGKILL)
+            self.killed = True
+            self.events.append(f"SIGKILL at remain {remain} ({self.elapsed()})")
+        return self.killed
 
     def finish(self):
         self.done.set()
@@ -228,50 +204,27 @@ class RedisFault(threading.Thread):
 
 
 # --- the crash faults ------------------------------------------------------------------------------
-class CrashFault(threading.Thread):
+class CrashFault(cluster.RemainWatcher):
     """Watches remain while the load runs; at half the stock SIGKILLs the victim sidecars (kind "sidecar") or
     mariadbd (kind "mysql") and starts them again on the same ports with the same arguments, as a
     Kubernetes restart would (mariadbd on the same datadir: crash recovery)."""
 
     def __init__(self, c, kind, victims, strike_at_remain):
-        super().__init__(daemon=True)
-        self.cluster = c
+        super().__init__(c, CAMPAIGN, REDIS_POLL_INTERVAL_S)
         self.kind = kind
         self.strike_at_remain = strike_at_remain
         self.victims = victims        # the claimguard instances to kill (kind "sidecar")
-        self.done = threading.Event()
-        self.ready = threading.Event()  # connected and polling: the load may start
-        self.began = time.monotonic()
-        self.events = []
         self.stopped_at = None        # remain when the fault struck during the race
         self.struck = False
-        self.error = None
 
-    def run(self):
-        import pymysql  # python3-pymysql, as RedisFault
-        try:
-            conn = pymysql.connect(unix_socket=self.cluster.db.socket, user="root", database=cluster.DATABASE,
-                                   autocommit=True)
-        except Exception as e:  # noqa: BLE001 - reported by the caller
-            self.error = e
-            self.ready.set()
-            return
-        self.began = time.monotonic()
-        try:
-            with conn.cursor() as cur:
-                while not self.done.is_set():
-                    cur.execute(f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}")
-                    remain = int(cur.fetchone()[0])
-                    self.ready.set()
-                    if remain <= self.strike_at_remain:
-                        self.stopped_at = remain
-                        break
-                    time.sleep(REDIS_POLL_INTERVAL_S)
-        except Exception as e:  # noqa: BLE001 - reported by the caller
-            self.error = e
-        finally:
-            self.ready.set()
-            conn.close()  # before mariadbd goes down under it
+    def on_remain(self, remain):
+        if remain <= self.strike_at_remain:
+            self.stopped_at = remain
+            return True
+        return False
+
+    def after_polling(self):
+        # The poller's connection is closed by now: mariadbd may go down under it.
         if self.stopped_at is not None:
             self.strike(f"at remain {self.stopped_at}")
 
@@ -283,17 +236,17 @@ class CrashFault(threading.Thread):
                 names = ", ".join(p.name for p in self.victims)
                 for p in self.victims:
                     p.stop(sig=signal.SIGKILL)
-                self.events.append(f"SIGKILL {names} {when} (+{time.monotonic() - self.began:.2f}s)")
+                self.events.append(f"SIGKILL {names} {when} ({self.elapsed()})")
                 for p in self.victims:
                     p.start()
                 self.events.append(f"{names} started again on ports {[p.port for p in self.victims]} "
-                                   f"(+{time.monotonic() - self.began:.2f}s)")
+                                   f"({self.elapsed()})")
             else:
                 self.cluster.db.kill()
-                self.events.append(f"SIGKILL mariadbd {when} (+{time.monotonic() - self.began:.2f}s)")
+                self.events.append(f"SIGKILL mariadbd {when} ({self.elapsed()})")
                 self.cluster.db.start()
                 self.events.append(f"mariadbd started again on port {self.cluster.db.port} after crash recovery "
-                                   f"(+{time.monotonic() - self.began:.2f}s)")
+                                   f"({self.elapsed()})")
         except Exception as e:  # noqa: BLE001 - reported by the caller
             self.error = e
 
@@ -629,7 +582,7 @@ def main():
         # The first sidecar's log, and those of any that exited.
         for p in c.proxies:
             if p is c.proxies[0] or (p.proc is not None and p.proc.returncode not in (None, 0, -signal.SIGTERM)):
-                print(f"\n--- last lines of {p.log}\n{tail(p.log)}")
+                print(f"\n--- last lines of {p.log}\n{cluster.tail(p.log)}")
         print(f"\nincident {args.variant}: FAILED ({elapsed:.1f} s); servers' logs are in {work}")
         for what in checks.failed:
             print(f"  - {what}")

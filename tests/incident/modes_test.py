@@ -35,7 +35,7 @@ import re
 import shutil
 import signal
 import struct
-import subprocess
+
 import sys
 import threading
 import time

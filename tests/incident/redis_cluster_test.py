@@ -24,7 +24,6 @@ import signal
 import ssl
 import subprocess
 import sys
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -241,48 +240,27 @@ def describe_metrics(m):
 
 
 # --- faults -----------------------------------------------------------------------------------------
-class Fault(threading.Thread):
+FAULT_POLL_INTERVAL_S = 0.002
+
+
+class Fault(cluster.RemainWatcher):
     """Watches remain while the load runs; at FAULT_AT_REMAIN does the scenario's fault."""
 
     def __init__(self, c, rc, scenario):
-        super().__init__(daemon=True)
+        super().__init__(c, incident.CAMPAIGN, FAULT_POLL_INTERVAL_S)
         self.c, self.rc, self.scenario = c, rc, scenario
-        self.done = threading.Event()
-        self.ready = threading.Event()
-        self.events = []
         self.struck_at = None
-        self.error = None
         self.victim = None
 
-    def run(self):
-        import pymysql
-        try:
-            conn = pymysql.connect(unix_socket=self.c.db.socket, user="root", database=cluster.DATABASE,
-                                   autocommit=True)
-        except Exception as e:  # noqa: BLE001 - reported by the caller
-            self.error = e
-            self.ready.set()
-            return
-        began = time.monotonic()
-        try:
-            with conn.cursor() as cur:
-                while not self.done.is_set():
-                    cur.execute(f"SELECT remain FROM coupon_stock WHERE campaign_id = {incident.CAMPAIGN}")
-                    remain = int(cur.fetchone()[0])
-                    self.ready.set()
-                    # A reshard takes seconds: it starts with the race so that it moves slots while claims flow.
-                    if remain <= (STOCK if self.scenario == "reshard" else FAULT_AT_REMAIN):
-                        self.struck_at = remain
-                        self.events.append(f"{self.scenario} at remain {remain} (+{time.monotonic() - began:.2f}s)")
-                        self.strike()
-                        self.events.append(f"done (+{time.monotonic() - began:.2f}s)")
-                        return
-                    time.sleep(0.002)
-        except Exception as e:  # noqa: BLE001
-            self.error = e
-        finally:
-            self.ready.set()
-            conn.close()
+    def on_remain(self, remain):
+        # A reshard takes seconds: it starts with the race so that it moves slots while claims flow.
+        if remain > (STOCK if self.scenario == "reshard" else FAULT_AT_REMAIN):
+            return False
+        self.struck_at = remain
+        self.events.append(f"{self.scenario} at remain {remain} ({self.elapsed()})")
+        self.strike()
+        self.events.append(f"done ({self.elapsed()})")
+        return True
 
     def strike(self):
         rc = self.rc
