@@ -302,6 +302,33 @@ TEST(matcher, literal_facts_keep_decoded_values) {
     EXPECT_EQ(w.key[0].decoded.bytes, "7");
 }
 
+// INSERT without a column list: the table's columns (the session reads them once from
+// information_schema) place the values; without them, or with a different width, unknown.
+TEST(matcher, insert_without_column_list_uses_the_table_columns) {
+    const rule_set rules = test::make_rules();
+    const rule_index index(rules);
+    static const std::vector<std::string> columns{"id", "user_id", "campaign_id", "created_at"};
+    match_context ctx;
+    ctx.table_columns = [](const void*, const claim_rule& r) -> const std::vector<std::string>* {
+        return r.name == "coupon_order" ? &columns : nullptr;
+    };
+    const auto st = sql::parse("INSERT INTO coupon_order VALUES (NULL, 42, '7', NOW())", {});
+    const auto with = match(st, index, ctx);
+    ASSERT_EQ(with.facts.size(), 1u);
+    const auto& c = std::get<claim_insert>(with.facts[0]);
+    EXPECT_TRUE(c.columns_known);
+    ASSERT_EQ(c.rows.size(), 1u);
+    EXPECT_EQ(c.rows[0].idempotency[0].text, "42");
+    EXPECT_EQ(c.rows[0].idempotency[1].text, "'7'");
+    EXPECT_EQ(c.rows[0].stock_key[0].text, "'7'");
+
+    const auto narrow = sql::parse("INSERT INTO coupon_order VALUES (NULL, 42, 7)", {});
+    const auto without = match(narrow, index, ctx);
+    ASSERT_EQ(without.facts.size(), 1u);
+    EXPECT_FALSE(std::get<claim_insert>(without.facts[0]).columns_known);
+    EXPECT_FALSE(std::get<claim_insert>(match(st, index).facts[0]).columns_known);
+}
+
 TEST(matcher, facts_point_at_the_rules) {
     const rule_set rules = test::make_rules();
     const rule_index index(rules);
