@@ -310,14 +310,19 @@ std::thread start_schema_check(const config::proxy_options& options, server_stat
 }
 
 // Binds listen_unix: a socket file left by a previous run (killed, not shut down) is removed
-// first; any other kind of file there is an error, never deleted.
+// first. A socket something still accepts on (another claimguard, a mysqld) and any other kind
+// of file there are errors, never deleted.
 void listen_on_unix_socket(unix_acceptor& acceptor, const std::string& path) {
+    asio::local::stream_protocol::endpoint ep(path);
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0) {
-        if (!S_ISSOCK(st.st_mode)) throw std::runtime_error("listen_unix: " + path + " exists and is not a socket");
+        if (!S_ISSOCK(st.st_mode)) throw std::runtime_error(path + " exists and is not a socket");
+        asio::local::stream_protocol::socket probe(acceptor.get_executor());
+        boost::system::error_code ec;
+        probe.connect(ep, ec);  // a unix connect never waits on the network: refused at once when stale
+        if (!ec) throw std::runtime_error(path + " is in use: a server accepts connections on it");
         std::filesystem::remove(path);
     }
-    asio::local::stream_protocol::endpoint ep(path);
     acceptor.open(ep.protocol());
     acceptor.bind(ep);
     std::filesystem::permissions(path, unix_socket_mode, std::filesystem::perm_options::replace);

@@ -49,8 +49,7 @@ std::string client_peer(client_socket& socket, bool& is_unix);
 
 // Serves one client until either side closes, then closes both connections.
 // `redis` is the Redis guard of the I/O thread the session runs on (null: no Redis).
-boost::asio::awaitable<void> run_session(client_socket client, const session_context& ctx,
-                                         guards::redis_guard* redis);
+boost::asio::awaitable<void> run_session(client_socket client, const session_context& ctx, guards::redis_guard* redis);
 
 // Counts (and audits) orphaned backend transactions past orphan_kill_deadline, once a second.
 boost::asio::awaitable<void> sweep_orphans(const session_context& ctx);

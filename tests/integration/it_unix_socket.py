@@ -244,6 +244,15 @@ class UnixSocket(unittest.TestCase):
         self.wait_sessions_closed()
         self.unix().close()  # room again
 
+    def test_socket_in_use_is_not_taken_over(self):
+        second = servers.Claimguard(ARGS.claimguard, self.cluster.dir, "claimguard-same-socket", self.cluster.db.port,
+                                    extra_args=["--listen-unix", self.sock])
+        r = subprocess.run(second.command(), capture_output=True, text=True, timeout=SHUTDOWN_WITHIN_S, check=False)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("is in use", r.stdout + r.stderr)
+        conn = self.unix()  # the first claimguard still has its socket
+        conn.close()
+
     def test_clean_shutdown_removes_the_socket_file(self):
         sock = os.path.join(self.sock_dir, "second.sock")
         proxy = servers.Claimguard(ARGS.claimguard, self.cluster.dir, "claimguard-shutdown", self.cluster.db.port,

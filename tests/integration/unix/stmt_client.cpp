@@ -88,7 +88,8 @@ int run(int argc, char** argv) {
             while (mysql_stmt_fetch(st) == 0) {
                 rows += "[";
                 for (unsigned i = 0; i < columns; ++i)
-                    rows += (i ? "," : "") + (nulls[i] ? std::string("NULL") : std::string(values[i].data(), lengths[i]));
+                    rows +=
+                        (i ? "," : "") + (nulls[i] ? std::string("NULL") : std::string(values[i].data(), lengths[i]));
                 rows += "]";
             }
             std::printf("ROWS %s\n", rows.c_str());
