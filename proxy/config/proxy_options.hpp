@@ -27,6 +27,7 @@ struct backend_tls_options {
 
 struct proxy_options {
     endpoint listen{"127.0.0.1", 3306};
+    std::string listen_unix;  // a unix socket path the app may connect to as well; empty: none
     endpoint backend{"127.0.0.1", 3307};
     endpoint admin{"127.0.0.1", 9090};
     bool admin_enabled = true;

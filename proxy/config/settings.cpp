@@ -3,6 +3,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <sys/un.h>
+
 #include <charconv>
 #include <fmt/format.h>
 
@@ -62,6 +64,7 @@ std::chrono::seconds parse_keepalive_seconds(std::string_view text, bool zero_al
 std::string show_endpoint(const endpoint& e) { return e.host + ":" + std::to_string(e.port); }
 
 constexpr std::size_t max_threads = 256;
+constexpr std::size_t max_unix_path_bytes = sizeof(sockaddr_un::sun_path) - 1;  // 107 on Linux
 constexpr std::size_t max_connections_limit = 1'000'000;
 constexpr std::size_t max_packet_limit = 1u << 30;  // MySQL's own max_allowed_packet ceiling (1 GiB)
 
@@ -74,6 +77,13 @@ std::vector<setting> make_settings() {
     add("listen", "Address the app connects to (host:port)",
         [](o& x, std::string_view v) { x.listen = parse_endpoint(std::string(v)); },
         [](const o& x) { return show_endpoint(x.listen); });
+    add("listen_unix", "Also listen on this unix socket path (apps in the pod, over a shared volume); empty: off",
+        [](o& x, std::string_view v) {
+            if (v.size() > max_unix_path_bytes)
+                throw std::invalid_argument(fmt::format("a unix socket path is at most {} bytes", max_unix_path_bytes));
+            x.listen_unix = v;
+        },
+        [](const o& x) { return x.listen_unix; });
     add("backend", "The MySQL/MariaDB server (host:port)",
         [](o& x, std::string_view v) { x.backend = parse_endpoint(std::string(v)); },
         [](const o& x) { return show_endpoint(x.backend); });

@@ -26,6 +26,16 @@ std::vector<std::string> rules_paths(const std::vector<std::string>& files, cons
     return out;
 }
 
+std::uint64_t rules_holder::next_id() {
+    static std::atomic<std::uint64_t> next{0};
+    return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+const std::shared_ptr<const rules_snapshot>& current_on_this_thread(const rules_holder& holder) {
+    thread_local rules_view view;
+    return view.current(holder);
+}
+
 rules::load_result load_rules_files(const std::vector<std::string>& paths) {
     auto read = rules_cli::read_rules_files(paths);
     if (!read.unreadable.empty()) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,13 +32,52 @@ struct rules_snapshot {
 
 // Where sessions take the current snapshot from. A command keeps the snapshot it
 // started with (a shared_ptr), so a reload never changes rules under a running command.
+// current() is an atomic shared_ptr load (a lock in libstdc++): the hot path reads through
+// a rules_view instead, which re-reads it only when version() moved.
 class rules_holder {
 public:
     [[nodiscard]] std::shared_ptr<const rules_snapshot> current() const { return current_.load(); }
-    void replace(std::shared_ptr<const rules_snapshot> next) { current_.store(std::move(next)); }
+    // Publishes `next`, then bumps the version (release): whoever sees the new version loads
+    // a snapshot at least that new.
+    void replace(std::shared_ptr<const rules_snapshot> next) {
+        current_.store(std::move(next));
+        version_.fetch_add(1, std::memory_order_release);
+    }
+    // How many replace() calls have completed.
+    [[nodiscard]] std::uint64_t version() const { return version_.load(std::memory_order_acquire); }
+    // Tells holders apart in a view (a holder made where an old one was gets a new id).
+    [[nodiscard]] std::uint64_t id() const { return id_; }
 
 private:
+    static std::uint64_t next_id();
+
     std::atomic<std::shared_ptr<const rules_snapshot>> current_;
+    std::atomic<std::uint64_t> version_{0};
+    const std::uint64_t id_ = next_id();
 };
+
+// A cached copy of a holder's snapshot for one thread (not thread-safe itself): one acquire
+// load per call while the rules are unchanged; the holder's lock only after a reload.
+class rules_view {
+public:
+    [[nodiscard]] const std::shared_ptr<const rules_snapshot>& current(const rules_holder& holder) {
+        const auto v = holder.version();
+        if (v != seen_version_ || holder.id() != seen_holder_) [[unlikely]] {
+            cached_ = holder.current();
+            seen_version_ = v;
+            seen_holder_ = holder.id();
+        }
+        return cached_;
+    }
+
+private:
+    static constexpr std::uint64_t never = ~std::uint64_t{0};
+    std::shared_ptr<const rules_snapshot> cached_;
+    std::uint64_t seen_version_ = never;
+    std::uint64_t seen_holder_ = never;
+};
+
+// The calling thread's view (one per I/O thread): what sessions read the rules through.
+[[nodiscard]] const std::shared_ptr<const rules_snapshot>& current_on_this_thread(const rules_holder& holder);
 
 }  // namespace claimguard::engine

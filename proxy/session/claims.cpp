@@ -156,11 +156,11 @@ awaitable<session::intercepted> session::intercept(const proto::packet_span& pac
     auto payload = packet.first_payload;
     switch (command) {
     case proto::com::query:
-        snapshot_ = ctx_.rules->current();
+        snapshot_ = engine::current_on_this_thread(*ctx_.rules);  // no lock unless reloaded
         if (!snapshot_) co_return intercepted::forward;
         co_return co_await intercept_query(packet, proto::as_chars(payload.subspan(1)));
     case proto::com::stmt_prepare:
-        snapshot_ = ctx_.rules->current();
+        snapshot_ = engine::current_on_this_thread(*ctx_.rules);  // no lock unless reloaded
         if (!snapshot_) co_return intercepted::forward;
         co_return co_await intercept_prepare(packet, proto::as_chars(payload.subspan(1)));
     case proto::com::stmt_execute:

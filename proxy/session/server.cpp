@@ -7,12 +7,15 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <filesystem>
 #include <functional>
+#include <sys/stat.h>
 #include <memory>
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -44,6 +47,13 @@ namespace {
 constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
 constexpr std::uint16_t er_con_count = 1040;  // 08004 Too many connections
 constexpr std::chrono::milliseconds accept_retry_delay{100};  // after EMFILE and friends
+// listen_unix's socket file: read-write for everyone. Who may connect is decided by who can reach
+// the file (the shared volume's directory: in a pod, only its containers), as for mysqld's own
+// socket; 0660 would need the app to share claimguard's group (fsGroup), which pods often lack.
+constexpr auto unix_socket_mode = std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                                  std::filesystem::perms::group_read | std::filesystem::perms::group_write |
+                                  std::filesystem::perms::others_read | std::filesystem::perms::others_write;
+using unix_acceptor = asio::local::stream_protocol::acceptor;
 
 struct server_state {
     std::vector<std::unique_ptr<asio::io_context>> contexts;
@@ -103,14 +113,16 @@ guards::redis_options make_redis_options(const config::proxy_options& o) {
 }
 
 // Over the connection limit: the client gets MySQL's own answer, ERR 1040, instead of a greeting.
-awaitable<void> refuse(tcp::socket socket) {
+awaitable<void> refuse(client_socket socket) {
     auto frame = protocol::make_err_frame(0, er_con_count, "08004", "Too many connections");
     co_await asio::async_write(socket, asio::buffer(frame), nothrow);
     boost::system::error_code ignored;
-    socket.shutdown(tcp::socket::shutdown_both, ignored);
+    socket.shutdown(asio::socket_base::shutdown_both, ignored);
 }
 
-awaitable<void> accept_loop(tcp::acceptor& acceptor, server_state& state, const config::proxy_options& options) {
+// One loop per listener (TCP, unix): the same limit, the same sessions.
+template <class Acceptor>
+awaitable<void> accept_loop(Acceptor& acceptor, server_state& state, const config::proxy_options& options) {
     std::size_t next = 0;
     for (;;) {
         std::size_t index = next++ % state.contexts.size();
@@ -127,7 +139,7 @@ awaitable<void> accept_loop(tcp::acceptor& acceptor, server_state& state, const 
         if (state.active.load() >= options.max_connections) {
             admin::metrics().connections_refused("max_connections").inc();
             spdlog::warn("refusing a connection: max connections ({}) reached", options.max_connections);
-            asio::co_spawn(ctx, refuse(std::move(socket)), asio::detached);
+            asio::co_spawn(ctx, refuse(client_socket(std::move(socket))), asio::detached);
             continue;
         }
         ++state.active;
@@ -135,7 +147,7 @@ awaitable<void> accept_loop(tcp::acceptor& acceptor, server_state& state, const 
         admin::metrics().client_connections_total.inc();
         asio::co_spawn(
             ctx,
-            [&state, redis, s = std::move(socket)]() mutable -> awaitable<void> {
+            [&state, redis, s = client_socket(std::move(socket))]() mutable -> awaitable<void> {
                 co_await run_session(std::move(s), state.session_ctx, redis);
                 --state.active;
                 admin::metrics().client_connections.dec();
@@ -149,8 +161,9 @@ awaitable<void> accept_loop(tcp::acceptor& acceptor, server_state& state, const 
 // max_shutdown_delay; then close what is left and stop.
 class shutdown_sequence {
 public:
-    shutdown_sequence(server_state& state, tcp::acceptor& acceptor, const config::proxy_options& options)
-        : state_(state), acceptor_(acceptor), options_(options), timer_(*state.contexts[0]) {}
+    shutdown_sequence(server_state& state, tcp::acceptor& acceptor, unix_acceptor& unix_listener,
+                      const config::proxy_options& options)
+        : state_(state), acceptor_(acceptor), unix_(unix_listener), options_(options), timer_(*state.contexts[0]) {}
 
     void begin(std::string_view why) {
         if (begun_) return;
@@ -162,8 +175,7 @@ public:
         timer_.expires_after(options_.min_shutdown_delay);
         timer_.async_wait([this](boost::system::error_code ec) {
             if (ec) return;
-            boost::system::error_code ignored;
-            acceptor_.close(ignored);
+            close_listeners();
             state_.draining = true;
             poll();
         });
@@ -196,11 +208,20 @@ private:
 
     void stop_all() {
         state_.draining = true;
-        boost::system::error_code ignored;
-        acceptor_.close(ignored);
+        close_listeners();
         for (auto& ctx : state_.contexts) asio::post(*ctx, [] { (void)drain_sessions_on_this_thread(true); });
         timer_.expires_after(close_grace);
         timer_.async_wait([this](boost::system::error_code) { stop_contexts(); });
+    }
+
+    void close_listeners() {
+        boost::system::error_code ignored;
+        acceptor_.close(ignored);
+        if (unix_.is_open()) {
+            unix_.close(ignored);
+            std::error_code removed;
+            std::filesystem::remove(options_.listen_unix, removed);  // new apps get ENOENT, not a dead socket
+        }
     }
 
     void stop_contexts() {
@@ -212,6 +233,7 @@ private:
 
     server_state& state_;
     tcp::acceptor& acceptor_;
+    unix_acceptor& unix_;
     const config::proxy_options& options_;
     asio::steady_timer timer_;
     clock_type::time_point deadline_{};
@@ -287,6 +309,26 @@ std::thread start_schema_check(const config::proxy_options& options, server_stat
     });
 }
 
+// Binds listen_unix: a socket file left by a previous run (killed, not shut down) is removed
+// first. A socket something still accepts on (another claimguard, a mysqld) and any other kind
+// of file there are errors, never deleted.
+void listen_on_unix_socket(unix_acceptor& acceptor, const std::string& path) {
+    asio::local::stream_protocol::endpoint ep(path);
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) throw std::runtime_error(path + " exists and is not a socket");
+        asio::local::stream_protocol::socket probe(acceptor.get_executor());
+        boost::system::error_code ec;
+        probe.connect(ep, ec);  // a unix connect never waits on the network: refused at once when stale
+        if (!ec) throw std::runtime_error(path + " is in use: a server accepts connections on it");
+        std::filesystem::remove(path);
+    }
+    acceptor.open(ep.protocol());
+    acceptor.bind(ep);
+    std::filesystem::permissions(path, unix_socket_mode, std::filesystem::perm_options::replace);
+    acceptor.listen(asio::socket_base::max_listen_connections);
+}
+
 }  // namespace
 
 int run_server(const config::proxy_options& options) {
@@ -351,7 +393,8 @@ int run_server(const config::proxy_options& options) {
     }
 
     tcp::acceptor acceptor(main_ctx);
-    shutdown_sequence shutdown(state, acceptor, options);
+    unix_acceptor unix_listener(main_ctx);
+    shutdown_sequence shutdown(state, acceptor, unix_listener, options);
     std::unique_ptr<admin::admin_server> admin_srv;
     try {
         tcp::endpoint listen_ep(asio::ip::make_address(options.listen.host), options.listen.port);
@@ -359,6 +402,14 @@ int run_server(const config::proxy_options& options) {
         acceptor.set_option(tcp::acceptor::reuse_address(true));
         acceptor.bind(listen_ep);
         acceptor.listen(asio::socket_base::max_listen_connections);
+        if (!options.listen_unix.empty()) {
+            try {
+                listen_on_unix_socket(unix_listener, options.listen_unix);
+            } catch (const std::exception& e) {
+                spdlog::critical("cannot listen on unix:{}: {}", options.listen_unix, e.what());
+                return 1;
+            }
+        }
         if (options.admin_enabled) {
             admin::admin_options admin_opts;
             admin_opts.address = options.admin.host;
@@ -388,10 +439,12 @@ int run_server(const config::proxy_options& options) {
     spdlog::info("claimguard listening on {}:{}, database at {}:{}{}, {} threads", bound.address().to_string(),
                  bound.port(), options.backend.host, options.backend.port,
                  options.backend_tls.enabled ? " (TLS)" : "", threads);
+    if (unix_listener.is_open()) spdlog::info("claimguard listening on unix:{} too", options.listen_unix);
     if (admin_srv) spdlog::info("admin endpoint on {}:{}", options.admin.host, admin_srv->port());
     state.health.started = true;
 
     asio::co_spawn(main_ctx, accept_loop(acceptor, state, options), asio::detached);
+    if (unix_listener.is_open()) asio::co_spawn(main_ctx, accept_loop(unix_listener, state, options), asio::detached);
     if (options.orphan_kill) asio::co_spawn(main_ctx, sweep_orphans(state.session_ctx), asio::detached);
     std::thread schema_check = start_schema_check(options, state);
 
@@ -419,6 +472,10 @@ int run_server(const config::proxy_options& options) {
     for (auto& w : workers) w.join();
     if (schema_check.joinable()) schema_check.join();
     if (admin_srv) admin_srv->stop();
+    if (!options.listen_unix.empty()) {
+        std::error_code removed;
+        std::filesystem::remove(options.listen_unix, removed);
+    }
     spdlog::info("claimguard stopped");
     return 0;
 }

@@ -7,10 +7,13 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <chrono>
+#include <cstring>
+#include <sys/socket.h>
 #include <unordered_set>
 #include <spdlog/spdlog.h>
 
@@ -121,7 +124,7 @@ void session::close() {
     closed_ = true;
     timer_.cancel();
     error_code ignored;
-    client_.shutdown(tcp::socket::shutdown_both, ignored);
+    client_.shutdown(asio::socket_base::shutdown_both, ignored);
     client_.close(ignored);
     backend_.close();
 }
@@ -318,8 +321,10 @@ awaitable<bool> session::connect_backend() {
     error_code ignored;
     backend_.socket().set_option(tcp::no_delay(true), ignored);
     backend_.set_keepalive(opt_.backend_keepalive_idle, opt_.backend_keepalive_interval, opt_.backend_keepalive_count);
-    client_.set_option(tcp::no_delay(true), ignored);
-    client_.set_option(asio::socket_base::keep_alive(true), ignored);
+    if (!client_is_unix_) {
+        client_.set_option(tcp::no_delay(true), ignored);
+        client_.set_option(asio::socket_base::keep_alive(true), ignored);
+    }
     co_return true;
 }
 
@@ -623,7 +628,27 @@ void session::after_command(bool was_in_transaction, clock_type::time_point star
     admin::metrics().command_duration.observe(std::chrono::duration<double>(clock_type::now() - started).count());
 }
 
-awaitable<void> run_session(tcp::socket client, const session_context& ctx, guards::redis_guard* redis) {
+std::string client_peer(client_socket& socket, bool& is_unix) {
+    error_code ec;
+    auto local = socket.local_endpoint(ec);
+    is_unix = !ec && local.protocol().family() == AF_UNIX;
+    if (is_unix) {
+        // The peer of an accepted unix connection is unnamed: the listener's path says where it came in.
+        asio::local::stream_protocol::endpoint path;
+        path.resize(std::min(local.size(), path.capacity()));
+        std::memcpy(path.data(), local.data(), path.size());
+        return "unix:" + path.path();
+    }
+    auto remote = socket.remote_endpoint(ec);
+    if (ec) return "unknown";
+    tcp::endpoint ep;
+    if (remote.size() > ep.capacity()) return "unknown";
+    std::memcpy(ep.data(), remote.data(), remote.size());
+    ep.resize(remote.size());
+    return ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
+awaitable<void> run_session(client_socket client, const session_context& ctx, guards::redis_guard* redis) {
     std::shared_ptr<session> s;
     try {
         s = std::make_shared<session>(std::move(client), ctx, redis);

@@ -3,7 +3,9 @@
 
 #include <atomic>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <string>
 
 #include "proxy/config/proxy_options.hpp"
 
@@ -38,10 +40,16 @@ struct session_context {
     engine::take_ledger* ledger = nullptr;  // set with rules: committed takes shared by the sidecar's sessions
 };
 
+// A client connection: TCP (listen) or a unix socket (listen_unix), one session code for both.
+using client_socket = boost::asio::generic::stream_protocol::socket;
+
+// How logs and the audit name a client: "10.0.0.7:51234", or "unix:<socket path>" (a unix
+// client has no address of its own). Sets `is_unix`.
+std::string client_peer(client_socket& socket, bool& is_unix);
+
 // Serves one client until either side closes, then closes both connections.
 // `redis` is the Redis guard of the I/O thread the session runs on (null: no Redis).
-boost::asio::awaitable<void> run_session(boost::asio::ip::tcp::socket client, const session_context& ctx,
-                                         guards::redis_guard* redis);
+boost::asio::awaitable<void> run_session(client_socket client, const session_context& ctx, guards::redis_guard* redis);
 
 // Counts (and audits) orphaned backend transactions past orphan_kill_deadline, once a second.
 boost::asio::awaitable<void> sweep_orphans(const session_context& ctx);

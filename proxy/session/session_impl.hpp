@@ -4,6 +4,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -47,7 +48,7 @@ enum class deadline_kind { none, connect, idle, packet, drain };
 
 class session : public std::enable_shared_from_this<session> {
 public:
-    session(tcp::socket client, const session_context& ctx, guards::redis_guard* redis)
+    session(client_socket client, const session_context& ctx, guards::redis_guard* redis)
         : client_(std::move(client)),
           backend_(client_.get_executor()),
           timer_(client_.get_executor()),
@@ -55,9 +56,7 @@ public:
           opt_(*ctx.options),
           id_(ctx.next_session_id ? ctx.next_session_id->fetch_add(1) : 0),
           redis_(redis) {
-        error_code ec;
-        auto ep = client_.remote_endpoint(ec);
-        peer_ = ec ? "unknown" : ep.address().to_string() + ":" + std::to_string(ep.port());
+        peer_ = client_peer(client_, client_is_unix_);
     }
 
     ~session();
@@ -209,7 +208,8 @@ private:
     void release_transaction_locks();
     [[nodiscard]] rules::sql::lexer_options lexer_options() const;
 
-    tcp::socket client_;
+    client_socket client_;
+    bool client_is_unix_ = false;  // came through listen_unix: no TCP options
     backend_stream backend_;
     asio::steady_timer timer_;
     const session_context& ctx_;

@@ -323,6 +323,32 @@ class SidecarPlain(unittest.TestCase):
         self.assertEqual(spec["initContainers"][0]["restartPolicy"], "Always")
 
 
+class SidecarUnixSocket(unittest.TestCase):
+    """sidecar.unixSocket (issue 11): --listen-unix, an emptyDir mounted at the socket's directory."""
+
+    def test_flag_volume_and_mount(self):
+        docs = render("sidecar-values.yaml", kube_version="1.28.9",
+                      sets=["sidecar.unixSocket=/var/run/claimguard/mysql.sock"])
+        spec = one(docs, "Deployment")["spec"]["template"]["spec"]
+        sidecar = spec["containers"][-1]
+        args = sidecar["args"]
+        self.assertEqual(args[args.index("--listen-unix") + 1], "/var/run/claimguard/mysql.sock")
+        self.assertIn({"name": "claimguard-socket", "mountPath": "/var/run/claimguard"}, sidecar["volumeMounts"])
+        self.assertIn({"name": "claimguard-socket", "emptyDir": {"medium": "Memory"}}, spec["volumes"])
+
+    def test_refused_in_webhook_mode_and_relative_paths(self):
+        code, err = render_error(sets=["sidecar.unixSocket=/var/run/claimguard/mysql.sock"])
+        self.assertNotEqual(code, 0)
+        self.assertIn("sidecar.unixSocket applies to mode: sidecar", err)
+        code, err = render_error("sidecar-values.yaml", sets=["sidecar.unixSocket=mysql.sock"])
+        self.assertNotEqual(code, 0, err)
+
+    def test_off_by_default(self):
+        spec = one(render("sidecar-values.yaml", kube_version="1.28.9"), "Deployment")["spec"]["template"]["spec"]
+        self.assertNotIn("--listen-unix", spec["containers"][-1]["args"])
+        self.assertNotIn("claimguard-socket", [v["name"] for v in spec["volumes"]])
+
+
 class SidecarRedis(unittest.TestCase):
     """redis.*: a cluster's seed nodes, an ACL user, the password and TLS files from Secrets (issue 12)."""
 

@@ -97,6 +97,10 @@ args:
   {{- with include "claimguard.redisArgs" $root | trim }}
   {{- . | nindent 2 }}
   {{- end }}
+  {{- with $s.unixSocket }}
+  - --listen-unix
+  - {{ . | quote }}
+  {{- end }}
   {{- range $s.extraArgs }}
   - {{ . | quote }}
   {{- end }}
@@ -125,6 +129,10 @@ volumeMounts:
   - name: claimguard-rules
     mountPath: {{ $s.rulesMountPath | quote }}
     readOnly: true
+  {{- with $s.unixSocket }}
+  - name: claimguard-socket
+    mountPath: {{ dir . | quote }}
+  {{- end }}
   {{- $r := $root.Values.redis }}
   {{- if $r.passwordSecret.name }}
   - name: claimguard-redis-auth

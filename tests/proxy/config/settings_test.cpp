@@ -104,6 +104,16 @@ TEST(precedence, unset_environment_keeps_the_file_value) {
     EXPECT_EQ(o.threads, 3u);
 }
 
+TEST(listen_unix, off_by_default_a_path_when_set_and_too_long_refused) {
+    proxy_options o;
+    EXPECT_TRUE(o.listen_unix.empty());
+    apply_setting(o, "listen_unix", {"/var/run/claimguard/mysql.sock"}, "--listen-unix");
+    EXPECT_EQ(o.listen_unix, "/var/run/claimguard/mysql.sock");
+    const std::string longest = "/" + std::string(106, 'a');  // sun_path: 107 bytes and the NUL
+    EXPECT_NO_THROW(apply_setting(o, "listen_unix", {longest}, "--listen-unix"));
+    EXPECT_THROW(apply_setting(o, "listen_unix", {longest + "a"}, "--listen-unix"), config_error);
+}
+
 // --- durations ----------------------------------------------------------------------------------
 
 struct duration_case {
