@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 jobs=${CLAIMGUARD_JOBS:-$(nproc)}
-fuzz_seconds=${CLAIMGUARD_FUZZ_SECONDS:-20}
+fuzz_seconds=${CLAIMGUARD_FUZZ_SECONDS:-10}
 
 bash scripts/setup.sh
 
@@ -34,9 +34,13 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # fixtures fail on it, and the scan below is the backstop. Leak checks stay with the unit tests: the
 # proxies here are stopped by signals mid-work.
 touch build-asan/.sanitizer-stage-start
+# Left out here (they ran in the release stage): the restart and kill scenarios and the 20 MiB and
+# one-byte-a-second transfers, whose minutes go to waiting and copying, not to code the other tests
+# here do not run.
+asan_skip="^incident\.(fixed_direct|baseline_direct|mysql_restart|mysql_restart_transaction|sidecar_killed)$"
+asan_skip+="|blob_20mib|slow_client_one_byte_a_second"
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900 -L "integration|incident" \
-  -E "^incident\.(fixed_direct|baseline_direct)$"
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900 -L "integration|incident" -E "$asan_skip"
 reports=$(find build-asan/it_* build-asan/integration-* build-asan/incident -name '*.log' \
             -newer build-asan/.sanitizer-stage-start -not -path '*/mariadb/*' -not -path '*/redis/*' \
             -exec grep -lE 'ERROR: (Address|Leak)Sanitizer|runtime error:|UndefinedBehaviorSanitizer' {} + \

@@ -21,6 +21,7 @@ import servers  # noqa: E402
 from itlib import metric, wait_for  # noqa: E402
 
 ANSWER_TIMEOUT_S = 10.0        # every request must be answered (or the session ended) within this
+QUIET_AFTER_ANSWER_S = 2.0     # after an answer, a peer silent this long keeps the session open
 RECOVERY_TIMEOUT_S = 30.0      # backend restarted / slot freed / backend connection closed within this
 MAX_CONNECTIONS = 2
 SERVER_MIN_MAX_CONNECTIONS = 10  # MariaDB's lowest allowed max_connections
@@ -368,7 +369,7 @@ class Faults(unittest.TestCase):
                     client = rawmysql.RawClient(servers.HOST, port, ANSWER_TIMEOUT_S)
                     try:
                         action(client)
-                        packets, closed = rawmysql.collect(client, ANSWER_TIMEOUT_S)
+                        packets, closed = rawmysql.collect(client, ANSWER_TIMEOUT_S, QUIET_AFTER_ANSWER_S)
                     finally:
                         client.close()
                     seen[target] = ([rawmysql.describe(p) for p in packets], closed)

@@ -173,14 +173,17 @@ def is_err_with_sqlstate(payload):
     return payload[:1] == b"\xff" and payload[3:4] == b"#" and len(payload) >= 9
 
 
-def collect(client, timeout_s):
-    """(payloads received, whether the peer closed) within timeout_s."""
+def collect(client, timeout_s, quiet_s=None):
+    """(payloads received, whether the peer closed) within timeout_s. With quiet_s, once a packet
+    came, a peer silent for quiet_s more has said all it will (it keeps the session open)."""
     deadline = time.monotonic() + timeout_s
     packets = []
     while True:
         try:
             _, p = client.read_packet(max(0.01, deadline - time.monotonic()))
             packets.append(p)
+            if quiet_s is not None:
+                deadline = min(deadline, time.monotonic() + quiet_s)
         except (EOFError, ConnectionResetError):
             return packets, True
         except socket.timeout:
