@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unistd.h>
 
 namespace claimguard::schema {
 namespace {
@@ -97,7 +98,10 @@ claim_rules:
 )";
 
 std::string write_file(const std::string& name, const std::string& text) {
-    const auto dir = std::filesystem::path(::testing::TempDir()) / "claimguard_check_cli_test";
+    // One directory per process: ctest -j runs the cases of this file as separate processes, and
+    // one rewriting a file another is reading made the reader see it empty (a flaky exit code).
+    const auto dir = std::filesystem::path(::testing::TempDir()) /
+                     ("claimguard_check_cli_test." + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     const auto path = (dir / name).string();
     std::ofstream(path) << text;
