@@ -183,11 +183,16 @@ def measure(bench, suite, cell, threads):
     if proxy is not None:
         pids["claimguard"] = proxy.proc.pid
     cpu_before = {k: bc.process_cpu_s(p) for k, p in pids.items()}
+    children_before, machine_before = bc.children_cpu_s(), bc.machine_cpu_s()
     load_before = os.getloadavg()[0]
     counters_before = bench.statement_counters()
     s = bc.run_load(load_command(args, port, cell.flow, threads, extra), suite_timeout(args, suite) - bc.LOAD_GRACE_S)
+    machine_after, children_after = bc.machine_cpu_s(), bc.children_cpu_s()
     counters_after = bench.statement_counters()
     cpu_after = {k: bc.process_cpu_s(p) for k, p in pids.items()}
+    cpu = {k: cpu_after[k] - cpu_before[k] for k in pids if cpu_before[k] is not None and cpu_after[k] is not None}
+    ours = sum(cpu.values()) + children_after - children_before  # + the load tool (and the SQL clients)
+    busy, total = machine_after[0] - machine_before[0], machine_after[1] - machine_before[1]
     delta = {k: counters_after[k] - counters_before[k] for k in counters_before}
     statements = sum(delta[k] for k in STATEMENT_COUNTERS)
     r = {"suite": suite, "cell": cell.name, "threads": threads, "attempts": s["attempts"], "claimed": s["claimed"],
@@ -198,8 +203,7 @@ def measure(bench, suite, cell, threads):
          "attempts_per_s": s["attempts_per_s"], "p50": s["latency_ms"]["p50"], "p99": s["latency_ms"]["p99"],
          "counters": delta, "statements": statements,
          "statements_per_attempt": statements / s["attempts"] if s["attempts"] else 0.0,
-         "cpu_s": {k: cpu_after[k] - cpu_before[k] for k in pids
-                   if cpu_before[k] is not None and cpu_after[k] is not None},
+         "cpu_s": cpu, "others_cpu_share": max(0.0, busy - ours) / total if total > 0 else 0.0,
          "loadavg": (load_before + os.getloadavg()[0]) / 2}
     r.update(bench.order_facts(stock))
     return r
@@ -232,29 +236,29 @@ def errors_text(r):
     return ", ".join(f"{e['statement']} {e['code']} {e['message']} x{e['count']}" for e in r["errors"])
 
 
-def herd_table(results, cells):
+def herd_table(results):
     lines = ["| threads | cell | attempts | claimed | sold out | already claimed | other errors | DB statements "
-             "per attempt | Com_* deltas (select/update/insert/begin/commit/rollback; stmt_execute) | claims/s until "
-             "last claim | last claim s | p50 ms | p99 ms | all done s | CPU us/attempt MariaDB / claimguard | "
-             "invariants | load avg |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---|---:|"]
+             "per attempt | Com_* deltas (select/update/insert/delete/begin/commit/rollback; stmt_execute) | "
+             "claims/s until last claim | last claim s | p50 ms | p99 ms | all done s | "
+             "CPU us/attempt MariaDB / claimguard | invariants | load avg | others' CPU |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---|---:|---:|"]
     for r in results:
         c = r["counters"]
         lines.append(
             f"| {r['threads']} | {r['cell']} | {r['attempts']} | {r['claimed']} | {r['sold_out']} | "
             f"{r['duplicate']} | {r['other_errors']} | {r['statements_per_attempt']:.2f} | "
-            f"{c['Com_select']}/{c['Com_update']}/{c['Com_insert']}/{c['Com_begin']}/{c['Com_commit']}/"
-            f"{c['Com_rollback']}; {c[PREPARED_COUNTER]} | {r['claims_per_s_until_last_claim']:.0f} | "
+            f"{'/'.join(str(c[k]) for k in STATEMENT_COUNTERS)}; {c[PREPARED_COUNTER]} | "
+            f"{r['claims_per_s_until_last_claim']:.0f} | "
             f"{r['last_claim_s']:.2f} | {r['p50']:.2f} | {r['p99']:.2f} | {r['elapsed_s']:.2f} | "
             f"{cpu_per_attempt(r, 'mariadbd')} / {cpu_per_attempt(r, 'claimguard')} | "
-            f"{invariants(r, parse_cell(r['cell']))} | {r['loadavg']:.1f} |")
+            f"{invariants(r, parse_cell(r['cell']))} | {r['loadavg']:.1f} | {r['others_cpu_share']:.0%} |")
     return lines
 
 
 def throughput_table(results, reference):
     lines = ["| threads | cell | claims/s | vs " + reference + " | p50 ms | p99 ms | DB statements per claim | "
-             "other errors | CPU us/claim MariaDB / claimguard | invariants | load avg |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---|---|---:|"]
+             "other errors | CPU us/claim MariaDB / claimguard | invariants | load avg | others' CPU |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|"]
     for r in results:
         ref = next((x for x in results if x["cell"] == reference and x["threads"] == r["threads"]), None)
         ratio = bc.fmt_ratio(r["claims_per_s"], ref["claims_per_s"]) if ref else "-"
@@ -263,7 +267,7 @@ def throughput_table(results, reference):
                          else "-" for w in ("mariadbd", "claimguard"))
         lines.append(f"| {r['threads']} | {r['cell']} | {r['claims_per_s']:.0f} | {ratio} | {r['p50']:.2f} | "
                      f"{r['p99']:.2f} | {per_claim} | {r['other_errors']} | {cpu} | "
-                     f"{invariants(r, parse_cell(r['cell']))} | {r['loadavg']:.1f} |")
+                     f"{invariants(r, parse_cell(r['cell']))} | {r['loadavg']:.1f} | {r['others_cpu_share']:.0%} |")
     return lines
 
 
@@ -316,7 +320,10 @@ def render(args, runs, skipped, facts, variables, started, commands):
     lines.append(f"Machine: {facts['nproc']} CPUs ({facts['cpu']}), {facts['memory']} RAM, Linux {facts['kernel']}; "
                  f"{facts['redis']}. Load average at the start {args.loadavg_start:.1f}, at the end "
                  f"{os.getloadavg()[0]:.1f} (shared machine: other people's builds and tests run meanwhile; compare "
-                 "cells of one table, run back to back, rather than absolute numbers).")
+                 "cells of one table, run back to back, rather than absolute numbers). \"load avg\" in the tables is "
+                 "the 1-minute load average around a run and counts this benchmark's own threads too (MariaDB "
+                 "threads waiting on a log flush, the load tool's threads); \"others' CPU\" is the share of the "
+                 "machine's CPU time (/proc/stat) that processes other than this benchmark's took during the run.")
     lines.append("")
     lines.append("Server (queried with SELECT @@...): " + ", ".join(f"`{k}` = {v}" for k, v in variables.items())
                  + ".")
@@ -328,7 +335,7 @@ def render(args, runs, skipped, facts, variables, started, commands):
                   "(claimguard's own statements included) divided by the attempts. Claims/s until the last claim: "
                   "claims / the time of the last successful claim (the sale's speed until sold out). Latency is "
                   "per attempt. CPU per attempt from /proc (utime + stime).", ""]
-        lines += herd_table(runs["herd"], args.cells["herd"])
+        lines += herd_table(runs["herd"])
     if "hotrow" in runs:
         lines += ["", "### Hot row in transactions", "",
                   f"BEGIN; statements; COMMIT with {args.app_work_ms:g} ms of app work slept between statements, "
@@ -455,7 +462,8 @@ def main():
                           f"{r['claimed']:>7} claims/s {r['claims_per_s']:8.0f} (until last claim "
                           f"{r['claims_per_s_until_last_claim']:8.0f}) stmts/attempt {r['statements_per_attempt']:.2f} "
                           f"p99 {r['p99']:.2f} ms errors {r['other_errors']} invariants "
-                          f"{invariants(r, cell)} load {r['loadavg']:.1f}", flush=True)
+                          f"{invariants(r, cell)} load {r['loadavg']:.1f} others {r['others_cpu_share']:.0%}",
+                          flush=True)
         commands = [args.invocation] if args.invocation else []
         for via, p in bench.proxies.items():
             commands.append(f"# claimguard for {via} ($WORK: the temporary directory):")
