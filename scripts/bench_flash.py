@@ -302,7 +302,7 @@ def render(args, runs, skipped, facts, variables, started, commands):
                  "flash` (helper `scripts/bench_flash.py`): a private MariaDB with production durability "
                  "(`sql/legacy_schema.sql` + the UNIQUE index migration), a Redis, and one claimguard per rules "
                  "set-up (rules/examples/coupon.yaml plus the features' stock-rule lines: "
-                 + "; ".join(f"{f}: `{' '.join(args.feature_lines[f])}`" for f in FEATURES)
+                 + "; ".join(f"{f}: `{'; '.join(args.feature_lines[f])}`" for f in FEATURES)
                  + "). Cells: FLOW_direct is the app straight to MariaDB, FLOW_claimguard[+FEATURE] through "
                  "claimguard with Redis and the audit log; naive is the incident's read-check-write-insert, fixed "
                  "the post-mortem's conditional UPDATE, _tx the same inside BEGIN ... COMMIT. The tables are reset "
