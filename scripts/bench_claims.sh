@@ -18,7 +18,25 @@
 #   BENCH_CLAIMS_FLUSH_LOG_AT_TRX_COMMIT [server's: 2]       SET GLOBAL before measuring (0, 1 or 2)
 #   BUILD_DIR [build-release]  BENCH_BUILD_TYPE [Release] (used only when BUILD_DIR is configured here)
 #   BENCH_DOC [docs/BENCHMARKS.md]   BENCH_KEEP [0]  1: keep the temporary directory with all server logs
+#
+# `scripts/bench_claims.sh flash` runs issue 11's flash-sale benchmarks instead (scripts/bench_flash.py: herd,
+# hot row in transactions, autocommit; a durable MariaDB; the block between <!-- flash:begin --> and
+# <!-- flash:end -->). Its knobs (defaults: the issue's figures; BENCH_FLASH_SMOKE=1 makes every one tiny):
+#   BENCH_FLASH_SUITES ["herd hotrow autocommit"]
+#   BENCH_FLASH_HERD_CELLS / _HOTROW_CELLS / _AUTOCOMMIT_CELLS   cells FLOW_direct or FLOW_claimguard[+FEATURE...],
+#       FLOW naive, fixed, naive_tx, fixed_tx; FEATURE read_cache, admission, defer (see bench_flash.py)
+#   BENCH_FLASH_HERD_THREADS ["64 256"]  BENCH_FLASH_HERD_STOCK [100]  BENCH_FLASH_HERD_ATTEMPTS [50000]
+#   BENCH_FLASH_HERD_USERS [20000]       BENCH_FLASH_HOTROW_THREADS [64]  BENCH_FLASH_HOTROW_SECONDS [10]
+#   BENCH_FLASH_APP_WORK_MS [1]          BENCH_FLASH_AUTOCOMMIT_THREADS ["8 64"]  BENCH_FLASH_AUTOCOMMIT_SECONDS [10]
+#   BENCH_FLASH_WARMUP [2]  BENCH_FLASH_RULE_LINES  "FEATURE=yaml; yaml|FEATURE=..." the stock-rule lines of features
+#   BENCH_CLAIMS_PROTOCOL, BENCH_CLAIMS_FOUND_ROWS, BENCH_CLAIMGUARD_THREADS, BUILD_DIR, BENCH_DOC, BENCH_KEEP as above
 set -euo pipefail
+
+mode="${1:-claims}"
+case "$mode" in
+  claims | flash) ;;
+  *) echo "usage: scripts/bench_claims.sh [claims|flash]" >&2; exit 2 ;;
+esac
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${BUILD_DIR:-$root/build-release}"
@@ -36,6 +54,51 @@ if [ ! -f "$build_dir/build.ninja" ]; then
 fi
 cmake --build "$build_dir" --target claimguard claimguard-load -j2
 build_type="$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build_dir/CMakeCache.txt")"
+
+if [ "$mode" = flash ]; then
+  invocation=""
+  for var in BUILD_DIR BENCH_FLASH_SMOKE BENCH_FLASH_SUITES BENCH_FLASH_HERD_CELLS BENCH_FLASH_HOTROW_CELLS \
+             BENCH_FLASH_AUTOCOMMIT_CELLS BENCH_FLASH_HERD_THREADS BENCH_FLASH_HERD_STOCK BENCH_FLASH_HERD_ATTEMPTS \
+             BENCH_FLASH_HERD_USERS BENCH_FLASH_HOTROW_THREADS BENCH_FLASH_HOTROW_SECONDS BENCH_FLASH_APP_WORK_MS \
+             BENCH_FLASH_AUTOCOMMIT_THREADS BENCH_FLASH_AUTOCOMMIT_SECONDS BENCH_FLASH_WARMUP BENCH_FLASH_RULE_LINES \
+             BENCH_CLAIMS_PROTOCOL BENCH_CLAIMS_FOUND_ROWS BENCH_CLAIMGUARD_THREADS; do
+    if [ -n "${!var:-}" ]; then
+      value="${!var}"
+      [ "$var" = BUILD_DIR ] && value="${value#"$root"/}"
+      invocation+="$var=$(printf '%q' "$value") "
+    fi
+  done
+  invocation+="scripts/bench_claims.sh flash"
+  if [ "${BENCH_FLASH_SMOKE:-0}" = 1 ]; then
+    : "${BENCH_FLASH_HERD_THREADS:=8 16}" "${BENCH_FLASH_HERD_STOCK:=20}" "${BENCH_FLASH_HERD_ATTEMPTS:=600}"
+    : "${BENCH_FLASH_HERD_USERS:=300}" "${BENCH_FLASH_HOTROW_THREADS:=8}" "${BENCH_FLASH_HOTROW_SECONDS:=2}"
+    : "${BENCH_FLASH_AUTOCOMMIT_THREADS:=8}" "${BENCH_FLASH_AUTOCOMMIT_SECONDS:=2}" "${BENCH_FLASH_WARMUP:=0}"
+  fi
+  flash=()
+  [ "${BENCH_KEEP:-0}" = 1 ] && flash+=(--keep)
+  # name of the environment variable -> flag of bench_flash.py, passed only when set
+  for pair in SUITES:suites HERD_CELLS:herd-cells HOTROW_CELLS:hotrow-cells AUTOCOMMIT_CELLS:autocommit-cells \
+              HERD_THREADS:herd-threads HERD_STOCK:herd-stock HERD_ATTEMPTS:herd-attempts HERD_USERS:herd-users \
+              HOTROW_THREADS:hotrow-threads HOTROW_SECONDS:hotrow-seconds APP_WORK_MS:app-work-ms \
+              AUTOCOMMIT_THREADS:autocommit-threads AUTOCOMMIT_SECONDS:autocommit-seconds WARMUP:warmup; do
+    var="BENCH_FLASH_${pair%%:*}"
+    [ -n "${!var:-}" ] && flash+=("--${pair#*:}" "${!var}")
+  done
+  if [ -n "${BENCH_FLASH_RULE_LINES:-}" ]; then
+    IFS='|' read -r -a specs <<<"$BENCH_FLASH_RULE_LINES"
+    for spec in "${specs[@]}"; do flash+=(--rule-lines "$spec"); done
+  fi
+  exec "$python" "$root/scripts/bench_flash.py" \
+    --claimguard "$build_dir/proxy/claimguard" \
+    --load "$build_dir/tests/load/claimguard-load" \
+    --doc "$doc" \
+    --protocol "${BENCH_CLAIMS_PROTOCOL:-text}" \
+    --found-rows "${BENCH_CLAIMS_FOUND_ROWS:-1}" \
+    --claimguard-threads "${BENCH_CLAIMGUARD_THREADS:-1}" \
+    --build-type "${build_type:-unknown}" \
+    --invocation "$invocation" \
+    "${flash[@]}"
+fi
 
 # The command line as someone would type it again, with the knobs that were set.
 invocation=""

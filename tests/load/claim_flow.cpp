@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <string_view>
+#include <thread>
 
 namespace claimguard::load {
 
@@ -20,6 +21,12 @@ bool contains_ignoring_case(std::string_view text, std::string_view part) {
         return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
     });
     return it != text.end();
+}
+
+// The app's own work between two statements (a transaction holds its row locks meanwhile).
+void app_work(const flow_options& options) {
+    if (options.app_work.count() > 0)
+        std::this_thread::sleep_for(options.app_work);
 }
 
 // Ends a transaction the attempt will not commit. A ROLLBACK that loses the connection only closes it.
@@ -51,6 +58,7 @@ attempt_result failed(mysql_session& session, const flow_options& options, const
 
 attempt_result claimed(mysql_session& session, const flow_options& options) {
     if (options.transaction) {
+        app_work(options);
         if (auto r = session.execute("COMMIT"); !r)
             return failed(session, options, r.error(), "COMMIT");
     }
@@ -70,11 +78,13 @@ attempt_result naive_attempt(mysql_session& session, const flow_options& options
     const stock_row row = **read;
     if (row.remain <= 0)
         return refused(session, options, answer_kind::sold_out, answer_reason::app_check);
+    app_work(options);
     auto written = session.write_stock(options.campaign, row.remain - 1, row.version + 1);
     if (!written)
         return failed(session, options, written.error(), "UPDATE");
     if (*written == 0 && !options.ignore_affected_rows)
         return refused(session, options, answer_kind::sold_out, answer_reason::affected_rows);
+    app_work(options);
     auto inserted = session.insert_order(user, options.campaign);
     if (!inserted)
         return failed(session, options, inserted.error(), "INSERT");
@@ -89,6 +99,7 @@ attempt_result fixed_attempt(mysql_session& session, const flow_options& options
         return failed(session, options, decremented.error(), "UPDATE");
     if (*decremented == 0)
         return refused(session, options, answer_kind::sold_out, answer_reason::affected_rows);
+    app_work(options);
     auto inserted = session.insert_order(user, options.campaign);
     if (!inserted && inserted.error().code == er_dup_entry) {
         // The hand fix: a duplicate key is "already claimed", and the unit taken goes back.
@@ -121,9 +132,22 @@ attempt_result run_attempt(mysql_session& session, const flow_options& options, 
     if (options.transaction) {
         if (auto begun = session.execute("BEGIN"); !begun)
             return failed(session, options, begun.error(), "BEGIN");
+        app_work(options);
     }
     return options.flow == flow_kind::naive ? naive_attempt(session, options, user)
                                             : fixed_attempt(session, options, user);
+}
+
+std::optional<flow_choice> parse_flow(std::string_view name) {
+    if (name == "naive")
+        return flow_choice{flow_kind::naive, false};
+    if (name == "fixed")
+        return flow_choice{flow_kind::fixed, false};
+    if (name == "naive_tx")
+        return flow_choice{flow_kind::naive, true};
+    if (name == "fixed_tx")
+        return flow_choice{flow_kind::fixed, true};
+    return std::nullopt;
 }
 
 const char* to_string(answer_reason reason) {

@@ -1,9 +1,11 @@
 // One claim attempt as the incident's app makes it (naive) or as the post-mortem fixed it by hand (fixed).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "tests/load/mysql_session.hpp"
 
@@ -28,8 +30,19 @@ struct flow_options {
     bool transaction = false;           // BEGIN ... COMMIT, ROLLBACK on any error
     bool ignore_affected_rows = false;  // the naive app inserts whatever the UPDATE's affected rows
     bool version_column = false;        // the naive app also writes version = <version + 1>
+    // The app's own work, slept between two statements of an attempt (a transaction keeps its locks meanwhile).
+    std::chrono::microseconds app_work{0};
     answer_rules answers;
 };
+
+// A --flow name: naive, fixed, or naive_tx / fixed_tx (the same statements inside BEGIN ... COMMIT).
+struct flow_choice {
+    flow_kind flow = flow_kind::naive;
+    bool transaction = false;
+};
+
+// nullopt for an unknown name (pure).
+[[nodiscard]] std::optional<flow_choice> parse_flow(std::string_view name);
 
 enum class answer_kind { claimed, sold_out, duplicate, error };
 

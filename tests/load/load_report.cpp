@@ -13,6 +13,7 @@ namespace {
 const std::string other_messages = "(other messages)";
 constexpr double percent = 100.0;
 constexpr double us_per_ms = 1000.0;
+constexpr double us_per_s = 1'000'000.0;
 
 std::uint64_t count_of(const std::map<answer_reason, std::uint64_t>& counts, answer_reason reason) {
     const auto it = counts.find(reason);
@@ -25,13 +26,15 @@ double per_second(std::uint64_t count, double elapsed_s) {
 
 }  // namespace
 
-void tally::add(const attempt_result& result, std::int64_t user, std::chrono::microseconds latency) {
+void tally::add(const attempt_result& result, std::int64_t user, std::chrono::microseconds latency,
+                std::chrono::microseconds finished) {
     ++attempts;
     latencies_us.push_back(static_cast<std::uint32_t>(std::max<std::int64_t>(0, latency.count())));
     switch (result.kind) {
         case answer_kind::claimed:
             ++claimed;
             claimed_users.push_back(user);
+            last_claim = std::max(last_claim, finished);
             return;
         case answer_kind::sold_out:
             ++sold_out;
@@ -59,6 +62,7 @@ void tally::merge(tally&& other) {
     duplicate += other.duplicate;
     other_errors += other.other_errors;
     reconnects += other.reconnects;
+    last_claim = std::max(last_claim, other.last_claim);
     for (const auto& [reason, n] : other.sold_out_by) sold_out_by[reason] += n;
     for (const auto& [reason, n] : other.duplicate_by) duplicate_by[reason] += n;
     for (auto& [key, n] : other.errors) {
@@ -125,6 +129,9 @@ nlohmann::json to_json(const run_summary& s) {
         {"elapsed_s", s.elapsed_s},
         {"claims_per_s", per_second(t.claimed, s.elapsed_s)},
         {"attempts_per_s", per_second(t.attempts, s.elapsed_s)},
+        {"last_claim_s", static_cast<double>(t.last_claim.count()) / us_per_s},
+        {"claims_per_s_until_last_claim",
+         per_second(t.claimed, static_cast<double>(t.last_claim.count()) / us_per_s)},
         {"latency_ms",
          {{"p50", percentile_ms(t.latencies_us, 50)},
           {"p95", percentile_ms(t.latencies_us, 95)},
@@ -164,6 +171,9 @@ std::string to_table(const run_summary& s) {
     out += fmt::format("  {:<22}{:>10.3f} s\n", "elapsed", s.elapsed_s);
     out += fmt::format("  {:<22}{:>10.1f}\n", "claims/s", per_second(t.claimed, s.elapsed_s));
     out += fmt::format("  {:<22}{:>10.1f}\n", "attempts/s", per_second(t.attempts, s.elapsed_s));
+    const double last_claim_s = static_cast<double>(t.last_claim.count()) / us_per_s;
+    out += fmt::format("  {:<22}{:>10.3f} s   ({:.1f} claims/s until then)\n", "last claim at", last_claim_s,
+                       per_second(t.claimed, last_claim_s));
     out += fmt::format("  {:<22}    p50 {:.2f}  p95 {:.2f}  p99 {:.2f}  max {:.2f}\n", "latency ms",
                        percentile_ms(t.latencies_us, 50), percentile_ms(t.latencies_us, 95),
                        percentile_ms(t.latencies_us, 99), percentile_ms(t.latencies_us, 100));

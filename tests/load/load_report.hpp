@@ -27,6 +27,8 @@ struct tally {
     std::uint64_t duplicate = 0;
     std::uint64_t other_errors = 0;
     std::uint64_t reconnects = 0;
+    // When the latest successful claim ended, from the start of the run (a herd: when the stock sold out).
+    std::chrono::microseconds last_claim{0};
     std::map<answer_reason, std::uint64_t> sold_out_by;
     std::map<answer_reason, std::uint64_t> duplicate_by;
     // (statement, code, message pattern) -> count
@@ -34,7 +36,9 @@ struct tally {
     std::vector<std::uint32_t> latencies_us;
     std::vector<std::int64_t> claimed_users;
 
-    void add(const attempt_result& result, std::int64_t user, std::chrono::microseconds latency);
+    // finished: when the attempt ended, from the start of the run.
+    void add(const attempt_result& result, std::int64_t user, std::chrono::microseconds latency,
+             std::chrono::microseconds finished = std::chrono::microseconds{0});
     void merge(tally&& other);
 };
 

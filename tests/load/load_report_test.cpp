@@ -1,6 +1,10 @@
-// Unit tests of the load tool's pure parts: how an ERR is classified, how answers are counted, percentiles.
+// Unit tests of the load tool's pure parts: how an ERR is classified, how answers are counted, percentiles, plans.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+
+#include "tests/load/attempt_plan.hpp"
 #include "tests/load/claim_flow.hpp"
 #include "tests/load/load_report.hpp"
 
@@ -154,6 +158,77 @@ TEST(tally, caps_distinct_error_messages) {
     EXPECT_EQ(t.errors.size(), max_distinct_errors + 1);
     EXPECT_EQ((t.errors[{"SELECT", 1105, "(other messages)"}]), 5u);
     EXPECT_EQ(t.other_errors, max_distinct_errors + 5);
+}
+
+TEST(tally, last_claim_is_the_latest_successful_claim) {
+    using std::chrono::microseconds;
+    const attempt_result claim{answer_kind::claimed, answer_reason::none, std::nullopt, {}};
+    const attempt_result sold_out{answer_kind::sold_out, answer_reason::app_check, std::nullopt, {}};
+    tally a, b;
+    a.add(claim, 1, microseconds(10), microseconds(500'000));
+    a.add(sold_out, 2, microseconds(10), microseconds(3'000'000));  // answers after the sale do not count
+    b.add(claim, 3, microseconds(10), microseconds(1'000'000));
+    b.add(claim, 4, microseconds(10), microseconds(250'000));  // threads finish out of order
+    a.merge(std::move(b));
+    EXPECT_EQ(a.last_claim, microseconds(1'000'000));
+
+    run_summary s;
+    s.config = nlohmann::json::object();
+    s.elapsed_s = 4.0;
+    s.totals = a;
+    const auto j = to_json(s);
+    EXPECT_DOUBLE_EQ(j["last_claim_s"].get<double>(), 1.0);
+    EXPECT_DOUBLE_EQ(j["claims_per_s_until_last_claim"].get<double>(), 3.0);
+    EXPECT_DOUBLE_EQ(j["claims_per_s"].get<double>(), 0.75);
+    EXPECT_NE(to_table(s).find("last claim at"), std::string::npos);
+}
+
+TEST(tally, no_claim_reports_zero_rates) {
+    tally t;
+    t.add({answer_kind::sold_out, answer_reason::app_check, std::nullopt, {}}, 1, std::chrono::microseconds(5),
+          std::chrono::microseconds(9));
+    run_summary s;
+    s.elapsed_s = 1.0;
+    s.totals = t;
+    const auto j = to_json(s);
+    EXPECT_DOUBLE_EQ(j["last_claim_s"].get<double>(), 0.0);
+    EXPECT_DOUBLE_EQ(j["claims_per_s_until_last_claim"].get<double>(), 0.0);
+}
+
+TEST(flow, names) {
+    ASSERT_TRUE(parse_flow("naive"));
+    EXPECT_EQ(parse_flow("naive")->flow, flow_kind::naive);
+    EXPECT_FALSE(parse_flow("naive")->transaction);
+    EXPECT_EQ(parse_flow("fixed")->flow, flow_kind::fixed);
+    EXPECT_FALSE(parse_flow("fixed")->transaction);
+    ASSERT_TRUE(parse_flow("naive_tx"));
+    EXPECT_EQ(parse_flow("naive_tx")->flow, flow_kind::naive);
+    EXPECT_TRUE(parse_flow("naive_tx")->transaction);
+    ASSERT_TRUE(parse_flow("fixed_tx"));
+    EXPECT_EQ(parse_flow("fixed_tx")->flow, flow_kind::fixed);
+    EXPECT_TRUE(parse_flow("fixed_tx")->transaction);
+    EXPECT_FALSE(parse_flow("tx"));
+    EXPECT_FALSE(parse_flow(""));
+}
+
+TEST(plan, every_user_the_same_number_of_times) {
+    auto plan = make_plan(5, 4, 3, 1);
+    ASSERT_EQ(plan.size(), 12u);
+    for (std::int64_t user = 5; user < 9; ++user) EXPECT_EQ(std::count(plan.begin(), plan.end(), user), 3);
+}
+
+TEST(plan, herd_draws_random_users_in_range_with_repeats) {
+    constexpr std::uint64_t attempts = 5000;
+    const auto plan = make_herd_plan(100, 2000, attempts, 7);
+    ASSERT_EQ(plan.size(), attempts);
+    EXPECT_EQ(*std::min_element(plan.begin(), plan.end()) >= 100, true);
+    EXPECT_EQ(*std::max_element(plan.begin(), plan.end()) <= 2099, true);
+    const std::set<std::int64_t> distinct(plan.begin(), plan.end());
+    // 5000 draws of 2000 users: about 2000 * (1 - e^-2.5) = 1836 distinct; some repeat, most appear.
+    EXPECT_LT(distinct.size(), attempts);
+    EXPECT_GT(distinct.size(), 1500u);
+    EXPECT_EQ(make_herd_plan(100, 2000, attempts, 7), plan);  // the seed decides
+    EXPECT_NE(make_herd_plan(100, 2000, attempts, 8), plan);
 }
 
 }  // namespace

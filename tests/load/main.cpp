@@ -6,7 +6,6 @@
 #include <chrono>
 #include <iostream>
 #include <latch>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -14,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tests/load/attempt_plan.hpp"
 #include "tests/load/claim_flow.hpp"
 #include "tests/load/load_report.hpp"
 #include "tests/load/mysql_session.hpp"
@@ -29,6 +29,8 @@ constexpr std::int64_t default_users = 300;
 constexpr std::int64_t max_users = 10'000'000;
 constexpr unsigned default_attempts_per_user = 3;
 constexpr unsigned max_attempts_per_user = 1000;
+constexpr std::uint64_t max_attempts = 100'000'000;
+constexpr double max_app_work_ms = 60'000;
 constexpr unsigned default_io_timeout_s = 30;
 constexpr unsigned max_port = 65535;
 // Pause after a failed (re)connect, so a dead target is not hammered in a tight loop.
@@ -49,21 +51,10 @@ target parse_target(const std::string& text) {
     return {host, static_cast<unsigned>(port)};
 }
 
-// The attempts, shuffled so that one user's attempts land on different threads at about the same time.
-std::vector<std::int64_t> make_plan(std::int64_t first_user, std::int64_t users, unsigned attempts_per_user,
-                                    std::uint64_t seed) {
-    std::vector<std::int64_t> plan;
-    plan.reserve(static_cast<std::size_t>(users) * attempts_per_user);
-    for (std::int64_t user = first_user; user < first_user + users; ++user)
-        for (unsigned a = 0; a < attempts_per_user; ++a) plan.push_back(user);
-    std::mt19937_64 rng(seed);
-    std::shuffle(plan.begin(), plan.end(), rng);
-    return plan;
-}
-
 struct shared_plan {
     std::vector<std::int64_t> users;
     std::atomic<std::size_t> next{0};
+    steady::time_point started;  // set before the workers are let go
     steady::time_point deadline = steady::time_point::max();
 };
 
@@ -99,7 +90,9 @@ void run_worker(const connect_options& connection, const flow_options& flow, sha
                 }
             }
             result = run_attempt(session, flow, user);
-            out.add(result, user, std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - began));
+            const auto ended = steady::now();
+            out.add(result, user, std::chrono::duration_cast<std::chrono::microseconds>(ended - began),
+                    std::chrono::duration_cast<std::chrono::microseconds>(ended - plan.started));
         }
     }
     mysql_thread_end();
@@ -117,6 +110,8 @@ int main(int argc, char** argv) {
     std::int64_t users = default_users;
     std::int64_t first_user = 1;
     unsigned attempts_per_user = default_attempts_per_user;
+    std::uint64_t attempts = 0;
+    double app_work_ms = 0;
     std::string protocol = "text", flow_name = "naive";
     double seconds = 0;
     std::uint64_t seed = 1;
@@ -139,12 +134,22 @@ int main(int argc, char** argv) {
     app.add_option("--attempts-per-user", attempts_per_user, "Tries per user (shuffled across threads)")
         ->check(CLI::Range(1u, max_attempts_per_user))
         ->capture_default_str();
+    app.add_option("--attempts", attempts,
+                   "A herd: this many attempts in all, each by a random user of --users (some repeat); "
+                   "0: every user --attempts-per-user times")
+        ->check(CLI::Range(std::uint64_t{0}, max_attempts))
+        ->capture_default_str();
     app.add_option("--campaign", flow.campaign, "coupon_stock.campaign_id claimed")->capture_default_str();
     app.add_option("--protocol", protocol, "text (mysql_query) or prepared (mysql_stmt_*)")
         ->check(CLI::IsMember({"text", "prepared"}))
         ->capture_default_str();
-    app.add_option("--flow", flow_name, "naive (the incident's app) or fixed (the post-mortem's hand fix)")
-        ->check(CLI::IsMember({"naive", "fixed"}))
+    app.add_option("--flow", flow_name,
+                   "naive (the incident's app) or fixed (the post-mortem's hand fix); naive_tx / fixed_tx: the "
+                   "same inside BEGIN ... COMMIT (as --transaction)")
+        ->check(CLI::IsMember({"naive", "fixed", "naive_tx", "fixed_tx"}))
+        ->capture_default_str();
+    app.add_option("--app-work-ms", app_work_ms, "The app's own work, slept between two statements of an attempt")
+        ->check(CLI::Range(0.0, max_app_work_ms))
         ->capture_default_str();
     app.add_flag("--transaction", flow.transaction, "BEGIN before, COMMIT after, ROLLBACK on any error");
     app.add_flag("--ignore-affected-rows", flow.ignore_affected_rows,
@@ -184,14 +189,23 @@ int main(int argc, char** argv) {
     connection.protocol = protocol == "prepared" ? wire_protocol::prepared : wire_protocol::text;
     connection.version_column = flow.version_column;
     connection.io_timeout = std::chrono::seconds(io_timeout_s);
-    flow.flow = flow_name == "fixed" ? flow_kind::fixed : flow_kind::naive;
+    const auto choice = parse_flow(flow_name);
+    if (!choice) {
+        std::cerr << "claimguard-load: unknown --flow " << flow_name << "\n";
+        return usage_error;
+    }
+    flow.flow = choice->flow;
+    flow.transaction = flow.transaction || choice->transaction;
+    flow.app_work =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::duration<double, std::milli>(app_work_ms));
 
     if (mysql_library_init(0, nullptr, nullptr) != 0) {
         std::cerr << "claimguard-load: mysql_library_init failed\n";
         return 1;
     }
     shared_plan plan;
-    plan.users = make_plan(first_user, users, attempts_per_user, seed);
+    plan.users = attempts > 0 ? make_herd_plan(first_user, users, attempts, seed)
+                              : make_plan(first_user, users, attempts_per_user, seed);
     std::vector<tally> tallies(threads);
     start_gate gate(static_cast<std::ptrdiff_t>(threads));
     std::vector<std::thread> workers;
@@ -203,6 +217,7 @@ int main(int argc, char** argv) {
     }
     gate.connected.wait();
     const auto began = steady::now();
+    plan.started = began;
     if (seconds > 0)
         plan.deadline = began + std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>(seconds));
     gate.go.count_down();
@@ -220,10 +235,12 @@ int main(int argc, char** argv) {
                       {"users", users},
                       {"first_user", first_user},
                       {"attempts_per_user", attempts_per_user},
+                      {"attempts", attempts},
                       {"campaign", flow.campaign},
                       {"protocol", protocol},
                       {"flow", flow_name},
                       {"transaction", flow.transaction},
+                      {"app_work_ms", app_work_ms},
                       {"ignore_affected_rows", flow.ignore_affected_rows},
                       {"version_column", flow.version_column},
                       {"found_rows", connection.found_rows},
