@@ -112,6 +112,10 @@ void match_select(const parsed_statement& st, const rule_index& rules, const mat
         r.table = use_of(st, s.table);
         r.key = std::move(k.key);
         r.lock = s.lock;
+        r.plain = !k.extra && !s.items.empty() && s.items[0].span.first > 0 &&
+                  sql::identifier_equals(st.text(s.items[0].span.first - 1), "SELECT");
+        for (const auto& item : s.items)
+            if (item.kind == sql::select_item_kind::expression) r.plain = false;
         out.facts.emplace_back(std::move(r));
     }
 }
