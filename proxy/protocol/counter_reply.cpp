@@ -15,6 +15,9 @@
 namespace claimguard::protocol {
 namespace {
 
+// An EOF packet: 0xFE, warnings (2 bytes), then the status flags.
+constexpr std::size_t eof_status_offset = 3;
+
 // Result columns a template may have (a counter read names a few columns of one row).
 constexpr std::size_t max_template_columns = 64;
 
@@ -102,7 +105,12 @@ std::optional<counter_reply> parse_counter_reply(bytes_view raw, std::uint32_t c
     t.counter_type = t.types[index];
     if (!is_integer(t.counter_type.type)) return std::nullopt;
     const std::size_t row_at = 1 + *count + (eof_after_columns ? 1 : 0);
-    if (eof_after_columns && !is_eof_packet(packets[row_at - 1], capabilities)) return std::nullopt;
+    if (eof_after_columns) {
+        auto eof = is_eof_packet(packets[row_at - 1], capabilities) ? parse_eof(packets[row_at - 1])
+                                                                     : result<eof_packet>(errc::unexpected_packet);
+        if (!eof || packets[row_at - 1].size() < eof_status_offset + 2) return std::nullopt;
+        t.head_eof_status = eof->status;
+    }
     const auto row = packets[row_at];
     const auto tail = packets[row_at + 1];
     if (row.empty() || row[0] == err_header || is_eof_packet(row, capabilities)) return std::nullopt;
@@ -117,7 +125,7 @@ std::optional<counter_reply> parse_counter_reply(bytes_view raw, std::uint32_t c
         auto eof = parse_eof(tail);
         if (!eof) return std::nullopt;
         t.status = eof->status;
-        t.status_offset = 3;  // header, warnings
+        t.status_offset = eof_status_offset;
     }
     if ((t.status & status::session_state_changed) || (t.status & status::more_results_exist) ||
         (t.status & status::cursor_exists) || t.status_offset + 2 > tail.size() ||
@@ -159,7 +167,23 @@ std::optional<byte_buffer> rebuild_counter_reply(const counter_reply& t, std::in
     if (!fits(t.counter_type, value)) return std::nullopt;
     byte_buffer out, row;
     std::uint8_t seq = first_seq;
-    for (const auto& h : t.head) write_packet(out, seq, h);
+    // What the server would say now: the statement's own flags, the session's state.
+    auto status_of = [&](std::uint16_t kept) {
+        return static_cast<std::uint16_t>((kept & statement_status_flags) | (session_status & session_status_flags));
+    };
+    auto put_status = [](byte_buffer& payload, std::size_t at, std::uint16_t status) {
+        payload[at] = static_cast<std::uint8_t>(status & 0xFF);
+        payload[at + 1] = static_cast<std::uint8_t>(status >> 8);
+    };
+    for (std::size_t i = 0; i < t.head.size(); ++i) {
+        if (t.head_eof_status && i + 1 == t.head.size()) {
+            byte_buffer eof = t.head[i];
+            put_status(eof, eof_status_offset, status_of(*t.head_eof_status));
+            write_packet(out, seq, eof);
+        } else {
+            write_packet(out, seq, t.head[i]);
+        }
+    }
     if (t.binary) {
         auto values = parse_binary_row(t.row, t.types);
         if (!values) return std::nullopt;
@@ -176,10 +200,7 @@ std::optional<byte_buffer> rebuild_counter_reply(const counter_reply& t, std::in
     }
     write_packet(out, seq, row);
     byte_buffer tail = t.tail;
-    const auto status = static_cast<std::uint16_t>((t.status & statement_status_flags) |
-                                                   (session_status & session_status_flags));
-    tail[t.status_offset] = static_cast<std::uint8_t>(status & 0xFF);
-    tail[t.status_offset + 1] = static_cast<std::uint8_t>(status >> 8);
+    put_status(tail, t.status_offset, status_of(t.status));
     write_packet(out, seq, tail);
     return out;
 }

@@ -21,6 +21,8 @@ inline constexpr std::uint16_t statement_status_flags = 0x0010 | 0x0020 | 0x0800
 
 struct counter_reply {
     std::vector<byte_buffer> head;  // payloads before the row: column count, definitions, EOF
+    // Without CLIENT_DEPRECATE_EOF the EOF after the definitions carries status flags too.
+    std::optional<std::uint16_t> head_eof_status;
     bool binary = false;
     std::int64_t value = 0;  // the counter as the server returned it
     // Text: the row's bytes before and after the counter's length-encoded value.

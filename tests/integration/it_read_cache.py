@@ -154,6 +154,21 @@ class ReadCache(unittest.TestCase):
             self.assertEqual(cached, self.direct.text(sql), sql)
             self.assertEqual(cached, first, sql)
 
+    def test_hit_in_a_transaction_that_did_not_touch_the_key_has_its_status(self):
+        sql = TEXT_READS[1]
+        via, direct = self.via.prepare(PREPARED_READ), self.direct.prepare(PREPARED_READ)
+        self.via.text(sql)  # kept in autocommit...
+        self.via.execute(via, CAMPAIGN)
+        for c in (self.via, self.direct):
+            c.text("BEGIN")
+        hits = self.count("hit")
+        # ...answered in a transaction: both EOFs carry SERVER_STATUS_IN_TRANS, as the server's do
+        self.assertEqual(self.via.text(sql), self.direct.text(sql))
+        self.assertEqual(self.via.execute(via, CAMPAIGN), self.direct.execute(direct, CAMPAIGN))
+        self.assertEqual(self.count("hit"), hits + 2)
+        for c in (self.via, self.direct):
+            c.text("ROLLBACK")
+
     def test_prepared_hit_is_the_direct_bytes_and_follows_a_decrement(self):
         via, direct = self.via.prepare(PREPARED_READ), self.direct.prepare(PREPARED_READ)
         self.via.execute(via, CAMPAIGN)  # miss
