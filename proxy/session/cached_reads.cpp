@@ -82,7 +82,10 @@ awaitable<std::optional<session::intercepted>> session::serve_counter_read(const
     // Cacheable only when the reply differs from the kept one in the counter alone and the
     // session may see the sidecar's value: not locking, plain, not observe mode (the wire stays
     // as it is), no cursor, and no transaction that already touched the key (its own view).
-    bool cacheable = r->lock == sqlns::lock_clause::none && r->plain &&
+    // With autocommit off and no transaction open, the read itself would open one (the server's
+    // reply says so): only the server can answer it.
+    const bool autocommit_or_transaction = (status_ & (proto::status::autocommit | proto::status::in_trans)) != 0;
+    bool cacheable = r->lock == sqlns::lock_clause::none && r->plain && autocommit_or_transaction &&
                      snapshot_->rules.effective_mode(rule) == rules::mode::enforce;
     const bool binary = command == proto::com::stmt_execute;
     if (binary) {

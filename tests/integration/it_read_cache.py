@@ -109,6 +109,13 @@ class ReadCache(unittest.TestCase):
                                        extra_args=["--rules", rules])
         cls.cluster.proxies.append(cls.proxy)
         cls.proxy.start()
+        observe = os.path.join(cls.work, "rules-observe.yaml")
+        with open(rules, encoding="utf-8") as f, open(observe, "w", encoding="utf-8") as out:
+            out.write(f.read().replace("default_mode: enforce", "default_mode: observe"))
+        cls.observing = servers.Claimguard(ARGS.claimguard, cls.cluster.dir, "claimguard-observe",
+                                           cls.cluster.db.port, extra_args=["--rules", observe])
+        cls.cluster.proxies.append(cls.observing)
+        cls.observing.start()
 
     @classmethod
     def tearDownClass(cls):
@@ -153,6 +160,18 @@ class ReadCache(unittest.TestCase):
             self.assertEqual(self.count("hit"), hits + 1, sql)
             self.assertEqual(cached, self.direct.text(sql), sql)
             self.assertEqual(cached, first, sql)
+
+    def test_observe_mode_never_answers_from_the_cache(self):
+        watching = Raw(servers.HOST, self.observing.port, CLIENT_TIMEOUT_S)
+        watching.login(cluster.APP_USER, cluster.APP_PASSWORD, cluster.DATABASE)
+        try:
+            for _ in range(3):
+                self.assertEqual(watching.text(TEXT_READS[0]), self.direct.text(TEXT_READS[0]))
+        finally:
+            watching.close()
+        counts = {r: itlib.metric(self.observing.admin_port, METRIC, {"rule": "coupon_stock", "result": r})
+                  for r in ("hit", "bypass")}
+        self.assertEqual(counts, {"hit": 0, "bypass": 3})
 
     def test_hit_in_a_transaction_that_did_not_touch_the_key_has_its_status(self):
         sql = TEXT_READS[1]
@@ -231,7 +250,10 @@ class ReadCache(unittest.TestCase):
             cur.execute("ROLLBACK")
             cur.execute(f"SELECT remain, version FROM coupon_stock WHERE campaign_id = {CAMPAIGN}")  # a version
             cur.execute(f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN} AND remain > 0")
-        self.assertEqual(self.count("bypass"), bypass + 4)
+            cur.execute("SET autocommit = 0")  # the read would open a transaction: the server's to say
+            cur.execute(f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}")
+            cur.execute("ROLLBACK")
+        self.assertEqual(self.count("bypass"), bypass + 5)
         # the rolled-back decrement left the cache to the server: the next read answers STOCK
         self.assertEqual(self.via.text(TEXT_READS[0])[-2][1], b"\x01" + str(STOCK).encode())
 
