@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Stock rule read_cache (issue 11 part 1): counter reads answered by the sidecar, byte for byte.
 
-Usage: it_read_cache.py --claimguard PATH --work-dir DIR [unittest args]
+Usage: it_read_cache.py --claimguard PATH --work-dir DIR [--stmt-client PATH] [unittest args]
 
 One MariaDB 10.11 with the coupon schema (tests/incident/cluster.py) and one claimguard with the
 example rules plus `read_cache: 300ms`. A raw protocol client (text COM_QUERY and a prepared
@@ -10,6 +10,7 @@ the bytes the direct read returns for the same value (column definitions, row, c
 status, sequence ids). PyMySQL applies decrements through claimguard (seen at once), a DBA restocks
 directly in MariaDB (seen once the TTL passed), a sold-out key answers 0 without the database, reads
 in a transaction that touched the key and FOR UPDATE go to the server; the metrics move with them.
+libmariadb's prepared statements (unix/stmt_client.cpp, with --stmt-client) read cached replies too.
 """
 
 import argparse
@@ -17,6 +18,7 @@ import os
 import re
 import shutil
 import struct
+import subprocess
 import sys
 import time
 import unittest
@@ -199,6 +201,26 @@ class ReadCache(unittest.TestCase):
         self.assertEqual(self.count("hit"), hits + 2)
         self.assertEqual(struct.unpack_from("<i", cached[-2][1], len(cached[-2][1]) - 4)[0], STOCK - 1)
 
+    def test_libmariadb_prepared_reads_from_the_cache(self):
+        if not ARGS.stmt_client:
+            self.skipTest("no --stmt-client")
+
+        def run(port, *statements):
+            r = subprocess.run([ARGS.stmt_client, "tcp", servers.HOST, str(port), cluster.APP_USER,
+                                cluster.APP_PASSWORD, cluster.DATABASE, *statements],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=CLIENT_TIMEOUT_S, check=False)
+            self.assertEqual(r.returncode, 0, r.stdout)
+            return r.stdout.decode().splitlines()
+
+        read = f"{PREPARED_READ}|{CAMPAIGN}"
+        hits = self.count("hit")
+        lines = run(self.proxy.port, read, read,
+                    f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = ?|{CAMPAIGN}", read)
+        self.assertEqual(lines, [f"ROWS [{CAMPAIGN},{STOCK}]", f"ROWS [{CAMPAIGN},{STOCK}]", "OK 1",
+                                 f"ROWS [{CAMPAIGN},{STOCK - 1}]"])
+        self.assertEqual(run(self.cluster.db.port, read), lines[-1:])
+        self.assertEqual(self.count("hit"), hits + 2)
+
     def test_decrement_through_the_sidecar_seen_at_once(self):
         sql = TEXT_READS[1]
         self.via.text(sql)
@@ -263,6 +285,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--claimguard", required=True)
     parser.add_argument("--work-dir", required=True)
+    parser.add_argument("--stmt-client", default=None)
     ARGS, rest = parser.parse_known_args()
     if not shutil.which("mariadbd") and not os.path.exists("/usr/sbin/mariadbd"):
         print("MariaDB is not installed", file=sys.stderr)
