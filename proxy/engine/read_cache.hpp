@@ -16,8 +16,19 @@
 
 #include "memory.hpp"
 #include "proxy/protocol/counter_reply.hpp"
+#include "rules/match/facts.hpp"
 
 namespace claimguard::engine {
+
+// Where a counter read of a rule with read_cache stands: why only the server may answer it, or
+// empty when the cache may (the session and `claimguard explain` ask the same question).
+struct read_situation {
+    bool observe = false;                   // the rule is in observe mode
+    bool autocommit_or_transaction = true;  // false: autocommit off, no transaction open yet
+    bool cursor = false;                    // COM_STMT_EXECUTE asking for a cursor
+};
+[[nodiscard]] std::string_view read_cache_bypass(const rules::match::counter_read& r, const key_tuple& key,
+                                                 const session_memory& memory, const read_situation& s);
 
 class read_cache {
 public:

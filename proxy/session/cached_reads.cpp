@@ -80,24 +80,20 @@ awaitable<std::optional<session::intercepted>> session::serve_counter_read(const
     if (r == nullptr) co_return std::nullopt;
     const auto& rule = *d.stock;
     // Cacheable only when the reply differs from the kept one in the counter alone and the
-    // session may see the sidecar's value: not locking, plain, not observe mode (the wire stays
-    // as it is), no cursor, and no transaction that already touched the key (its own view).
+    // session may see the sidecar's value (engine::read_cache_bypass says why not).
+    engine::read_situation situation;
+    situation.observe = snapshot_->rules.effective_mode(rule) != rules::mode::enforce;
     // With autocommit off and no transaction open, the read itself would open one (the server's
     // reply says so): only the server can answer it.
-    const bool autocommit_or_transaction = (status_ & (proto::status::autocommit | proto::status::in_trans)) != 0;
-    bool cacheable = r->lock == sqlns::lock_clause::none && r->plain && autocommit_or_transaction &&
-                     snapshot_->rules.effective_mode(rule) == rules::mode::enforce;
+    situation.autocommit_or_transaction = (status_ & (proto::status::autocommit | proto::status::in_trans)) != 0;
     const bool binary = command == proto::com::stmt_execute;
     if (binary) {
         const auto payload = forward_bytes.subspan(proto::frame_header_size);
-        cacheable = cacheable && payload.size() > execute_flags_offset && payload[execute_flags_offset] == 0;
+        situation.cursor = payload.size() <= execute_flags_offset || payload[execute_flags_offset] != 0;
     }
-    if (const auto* e = memory_.find(rule.name, d.key)) {
-        if (!e->transaction_takes.empty() || !e->borrowed.empty() || e->claims_ahead != 0 || !e->credits.empty())
-            cacheable = false;
-    }
-    if (!cacheable) {
+    if (auto why = engine::read_cache_bypass(*r, d.key, memory_, situation); !why.empty()) {
         m.reads.with(rule.name, "bypass").inc();
+        spdlog::debug("session {}: rule {}: read sent to the server: {}", id_, rule.name, why);
         co_return std::nullopt;
     }
     std::string shape;

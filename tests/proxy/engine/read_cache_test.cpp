@@ -2,7 +2,11 @@
 // refreshes, its limits; templates are real MariaDB replies (tests/proxy/protocol captures).
 #include <gtest/gtest.h>
 
+#include <sstream>
+
+#include "proxy/engine/explain.hpp"
 #include "proxy/engine/read_cache.hpp"
+#include "tests/proxy/engine/engine_harness.hpp"
 #include "proxy/protocol/capabilities.hpp"
 #include "tests/proxy/protocol/captures_read_cache.hpp"
 #include "tests/proxy/protocol/test_support.hpp"
@@ -113,6 +117,40 @@ TEST_F(read_cache_test, a_template_too_large_is_not_kept) {
     cache.store(rule, key, shape, big, 5, l.generation, t0);
     EXPECT_EQ(cache.templates(), 0u);
     EXPECT_EQ(cache.find(rule, key, shape, ttl, t0).what, outcome::miss);  // the value alone answers nothing
+}
+
+// `claimguard explain` says whether a read may be answered by the sidecar, from the same
+// read_cache_bypass() the session asks.
+std::string explain_with_read_cache(std::string_view sql, bool observe = false) {
+    std::string text = test::read_coupon_yaml();
+    EXPECT_TRUE(test::replace_once(text, "    units: 1 ", "    read_cache: 50ms\n    units: 1 "));
+    if (observe) {
+        EXPECT_TRUE(test::replace_once(text, "default_mode: enforce", "default_mode: observe"));
+    }
+    auto loaded = rules::load_rules({{"coupon.yaml", text}});
+    EXPECT_TRUE(loaded.rules) << (loaded.errors.empty() ? "" : loaded.errors[0].message);
+    if (!loaded.rules) return {};
+    const rules::match::rule_index index(*loaded.rules);
+    std::ostringstream out;
+    explain(index, sql, {}, out);
+    return out.str();
+}
+
+TEST(read_cache_explain, says_which_reads_the_sidecar_answers) {
+    const std::pair<std::string_view, std::string_view> cases[] = {
+        {"SELECT remain FROM coupon_stock WHERE campaign_id = 7",
+         "read cache: answered by this sidecar while its copy is at most 50ms old"},
+        {"SELECT remain FROM coupon_stock WHERE campaign_id = 7 FOR UPDATE",
+         "read cache: sent to the server: a locking read"},
+        {"SELECT remain, version FROM coupon_stock WHERE campaign_id = 7",
+         "read cache: sent to the server: not a plain read"},
+    };
+    for (const auto& [sql, want] : cases) {
+        const auto out = explain_with_read_cache(sql);
+        EXPECT_NE(out.find(want), std::string::npos) << out;
+    }
+    const auto observed = explain_with_read_cache("SELECT remain FROM coupon_stock WHERE campaign_id = 7", true);
+    EXPECT_NE(observed.find("read cache: sent to the server: observe mode"), std::string::npos) << observed;
 }
 
 }  // namespace
