@@ -7,8 +7,7 @@ std::string_view read_cache_bypass(const rules::match::counter_read& r, const ke
                                    const session_memory& memory, const read_situation& s) {
     if (s.observe) return "observe mode changes nothing on the wire";
     if (r.lock != rules::sql::lock_clause::none) return "a locking read (FOR UPDATE, LOCK IN SHARE MODE)";
-    if (!r.plain)
-        return "not a plain read (a function, a modifier, the version column, or more than the key in WHERE)";
+    if (!r.plain) return "not a plain read (a function, a modifier, the version column, or more than the key in WHERE)";
     if (s.cursor) return "a cursor";
     if (!s.autocommit_or_transaction) return "autocommit is off: the read opens a transaction";
     if (const auto* e = memory.find(r.rule->name, key))

@@ -49,7 +49,7 @@ public:
         outcome what = outcome::miss;
         std::shared_ptr<const protocol::counter_reply> reply;  // hit: the template
         std::int64_t value = 0;                                // hit: the counter to answer
-        std::uint64_t generation = 0;  // miss/refresh: pass to store() with the server's reply
+        std::uint64_t generation = 0;                          // miss/refresh: pass to store() with the server's reply
     };
 
     // A read of (rule, key) in the statement shape `shape` (the statement with its key values
@@ -79,7 +79,7 @@ private:
     struct value_slot {
         std::int64_t value = 0;
         bool valid = false;
-        clock::time_point fetched;   // when the server was last asked for it
+        clock::time_point fetched;     // when the server was last asked for it
         std::uint64_t generation = 0;  // bumped by every local change
     };
     struct template_slot {

@@ -44,14 +44,15 @@ bool same_name(std::string_view column, std::string_view label) {
 bool fits(value_type t, std::int64_t v) {
     std::int64_t lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
     switch (t.type) {
-    case field_type::tiny: lo = t.is_unsigned ? 0 : -128, hi = t.is_unsigned ? 255 : 127; break;
-    case field_type::short_: lo = t.is_unsigned ? 0 : -32768, hi = t.is_unsigned ? 65535 : 32767; break;
-    case field_type::int24: lo = t.is_unsigned ? 0 : -8388608, hi = t.is_unsigned ? 16777215 : 8388607; break;
-    case field_type::long_:
-        lo = t.is_unsigned ? 0 : std::numeric_limits<std::int32_t>::min();
-        hi = t.is_unsigned ? std::int64_t{std::numeric_limits<std::uint32_t>::max()} : std::numeric_limits<std::int32_t>::max();
-        break;
-    default: lo = t.is_unsigned ? 0 : lo; break;
+        case field_type::tiny: lo = t.is_unsigned ? 0 : -128, hi = t.is_unsigned ? 255 : 127; break;
+        case field_type::short_: lo = t.is_unsigned ? 0 : -32768, hi = t.is_unsigned ? 65535 : 32767; break;
+        case field_type::int24: lo = t.is_unsigned ? 0 : -8388608, hi = t.is_unsigned ? 16777215 : 8388607; break;
+        case field_type::long_:
+            lo = t.is_unsigned ? 0 : std::numeric_limits<std::int32_t>::min();
+            hi = t.is_unsigned ? std::int64_t{std::numeric_limits<std::uint32_t>::max()}
+                               : std::numeric_limits<std::int32_t>::max();
+            break;
+        default: lo = t.is_unsigned ? 0 : lo; break;
     }
     return v >= lo && v <= hi;
 }
@@ -107,7 +108,7 @@ std::optional<counter_reply> parse_counter_reply(bytes_view raw, std::uint32_t c
     const std::size_t row_at = 1 + *count + (eof_after_columns ? 1 : 0);
     if (eof_after_columns) {
         auto eof = is_eof_packet(packets[row_at - 1], capabilities) ? parse_eof(packets[row_at - 1])
-                                                                     : result<eof_packet>(errc::unexpected_packet);
+                                                                    : result<eof_packet>(errc::unexpected_packet);
         if (!eof || packets[row_at - 1].size() < eof_status_offset + 2) return std::nullopt;
         t.head_eof_status = eof->status;
     }
@@ -135,10 +136,12 @@ std::optional<counter_reply> parse_counter_reply(bytes_view raw, std::uint32_t c
         auto values = parse_binary_row(row, t.types);
         if (!values) return std::nullopt;
         const auto& v = (*values)[index];
-        if (auto* i = std::get_if<std::int64_t>(&v)) t.value = *i;
+        if (auto* i = std::get_if<std::int64_t>(&v))
+            t.value = *i;
         else if (auto* u = std::get_if<std::uint64_t>(&v); u && *u <= static_cast<std::uint64_t>(INT64_MAX))
             t.value = static_cast<std::int64_t>(*u);
-        else return std::nullopt;
+        else
+            return std::nullopt;
         byte_buffer again;  // only a row the codec writes back byte for byte is a template
         if (serialize_binary_row(t.types, *values, again) || again.size() != row.size() ||
             !std::equal(again.begin(), again.end(), row.begin()))
@@ -188,8 +191,10 @@ std::optional<byte_buffer> rebuild_counter_reply(const counter_reply& t, std::in
         auto values = parse_binary_row(t.row, t.types);
         if (!values) return std::nullopt;
         auto& v = (*values)[t.index];
-        if (std::holds_alternative<std::uint64_t>(v)) v = static_cast<std::uint64_t>(value);
-        else v = value;
+        if (std::holds_alternative<std::uint64_t>(v))
+            v = static_cast<std::uint64_t>(value);
+        else
+            v = value;
         if (serialize_binary_row(t.types, *values, row)) return std::nullopt;
     } else {
         const auto text = std::to_string(value);

@@ -33,11 +33,12 @@ struct read_cache_metrics {
     static read_cache_metrics& get() {
         auto& r = admin::default_registry();
         static read_cache_metrics m{
-            r.counter_family("claimguard_read_cache_total",
-                             "Counter reads of rules with read_cache: hit (answered by the sidecar), miss (nothing kept "
-                             "yet), refresh (kept but older than the TTL or invalidated), bypass (not cacheable: in a "
-                             "transaction that touched the key, FOR UPDATE, not plain, observe mode)",
-                             {"rule", "result"}),
+            r.counter_family(
+                "claimguard_read_cache_total",
+                "Counter reads of rules with read_cache: hit (answered by the sidecar), miss (nothing kept "
+                "yet), refresh (kept but older than the TTL or invalidated), bypass (not cacheable: in a "
+                "transaction that touched the key, FOR UPDATE, not plain, observe mode)",
+                {"rule", "result"}),
             r.add_gauge("claimguard_read_cache_keys", "Keys whose counter the read cache holds"),
             r.add_gauge("claimguard_read_cache_templates", "Reply templates the read cache holds"),
             r.add_gauge("claimguard_read_cache_evictions", "Keys and templates the read cache dropped at its limits"),
@@ -126,8 +127,8 @@ awaitable<std::optional<session::intercepted>> session::serve_counter_read(const
     auto reply = co_await roundtrip(forward_bytes, command, last_seq);
     if (!reply) co_return intercepted::failed;
     if (!reply->is_err && !reply->is_ok) {
-        auto kept = proto::parse_counter_reply(reply->raw, caps_, mariadb_caps_, binary, r->counter_position,
-                                               r->counter_label);
+        auto kept =
+            proto::parse_counter_reply(reply->raw, caps_, mariadb_caps_, binary, r->counter_position, r->counter_label);
         if (kept) {
             const auto value = kept->value;
             auto& e = memory_.entry(rule.name, d.key);
@@ -136,8 +137,8 @@ awaitable<std::optional<session::intercepted>> session::serve_counter_read(const
             // A read inside a transaction may answer from an older snapshot: served from the
             // kept template later, never kept as the key's value.
             if (!in_transaction_before) {
-                cache.store(rule.name, d.key, shape,
-                            std::make_shared<const proto::counter_reply>(std::move(*kept)), value, found.generation, now);
+                cache.store(rule.name, d.key, shape, std::make_shared<const proto::counter_reply>(std::move(*kept)),
+                            value, found.generation, now);
                 m.keys.set(static_cast<std::int64_t>(cache.keys()));
                 m.templates.set(static_cast<std::int64_t>(cache.templates()));
                 m.evictions.set(static_cast<std::int64_t>(cache.evictions()));
@@ -154,18 +155,20 @@ void session::update_read_cache(const std::vector<engine::event>& events, const 
     using engine::event;
     for (auto e : events) {
         switch (e) {
-        case event::took:
-        case event::tracked:
-            // Committed at once in autocommit; in a transaction it may still roll back, so the
-            // next read asks the server.
-            if (status_ & proto::status::in_trans) cache.invalidate(rule.name, d.key);
-            else cache.on_take(rule.name, d.key, d.units);
-            break;
-        case event::exhausted: cache.on_exhausted(rule.name, d.key, rule.floor); break;
-        case event::restocked:
-        case event::compensated:
-        case event::compensation_failed: cache.invalidate(rule.name, d.key); break;
-        default: break;
+            case event::took:
+            case event::tracked:
+                // Committed at once in autocommit; in a transaction it may still roll back, so the
+                // next read asks the server.
+                if (status_ & proto::status::in_trans)
+                    cache.invalidate(rule.name, d.key);
+                else
+                    cache.on_take(rule.name, d.key, d.units);
+                break;
+            case event::exhausted: cache.on_exhausted(rule.name, d.key, rule.floor); break;
+            case event::restocked:
+            case event::compensated:
+            case event::compensation_failed: cache.invalidate(rule.name, d.key); break;
+            default: break;
         }
     }
 }

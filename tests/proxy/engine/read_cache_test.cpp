@@ -6,8 +6,8 @@
 
 #include "proxy/engine/explain.hpp"
 #include "proxy/engine/read_cache.hpp"
-#include "tests/proxy/engine/engine_harness.hpp"
 #include "proxy/protocol/capabilities.hpp"
+#include "tests/proxy/engine/engine_harness.hpp"
 #include "tests/proxy/protocol/captures_read_cache.hpp"
 #include "tests/proxy/protocol/test_support.hpp"
 
@@ -81,7 +81,7 @@ TEST_F(read_cache_test, a_reply_older_than_a_local_change_does_not_overwrite_it)
     server_read(10, t0);
     auto refresh = cache.find(rule, key, shape, ttl, t0 + 60ms);  // sent to the server...
     ASSERT_EQ(refresh.what, outcome::refresh);
-    cache.on_take(rule, key, 1);  // ...a decrement lands meanwhile...
+    cache.on_take(rule, key, 1);                                                // ...a decrement lands meanwhile...
     cache.store(rule, key, shape, reply(), 10, refresh.generation, t0 + 60ms);  // ...the reply says 10
     // the value stays unconfirmed: the next read asks the server again rather than answer 10
     EXPECT_EQ(cache.find(rule, key, shape, ttl, t0 + 61ms).what, outcome::refresh);
@@ -105,7 +105,8 @@ TEST_F(read_cache_test, bounded_keys_and_templates_evictions_counted) {
     for (std::size_t i = 0; i < read_cache::max_templates + 10; ++i) server_read(1, t0, key_tuple{std::to_string(i)});
     EXPECT_EQ(cache.templates(), read_cache::max_templates);
     EXPECT_EQ(cache.evictions(), 10u);
-    for (std::size_t i = 0; i < read_cache::max_keys + 5; ++i) cache.on_exhausted(rule, key_tuple{"k" + std::to_string(i)}, 0, t0);
+    for (std::size_t i = 0; i < read_cache::max_keys + 5; ++i)
+        cache.on_exhausted(rule, key_tuple{"k" + std::to_string(i)}, 0, t0);
     EXPECT_EQ(cache.keys(), read_cache::max_keys);
     EXPECT_GE(cache.evictions(), 15u);
 }

@@ -87,12 +87,14 @@ TEST(counter_reply, several_columns_of_every_integer_type) {
         std::int64_t value, other;
         bool fits_other;
     };
-    const column columns[] = {{0, 200, 255, true}, {1, -7, 40000, false}, {2, 70000, -8388608, true},
-                              {3, 5, -2147483648LL, true}, {4, -9000000000LL, 1, true}};
-    for (auto [kept_hex, caps, binary] : {std::tuple{rc::wide_text_eof, caps_eof, false},
-                                          std::tuple{rc::wide_binary_eof, caps_eof, true},
-                                          std::tuple{rc::wide_text_ok, caps_ok, false},
-                                          std::tuple{rc::wide_binary_ok, caps_ok, true}}) {
+    const column columns[] = {{0, 200, 255, true},
+                              {1, -7, 40000, false},
+                              {2, 70000, -8388608, true},
+                              {3, 5, -2147483648LL, true},
+                              {4, -9000000000LL, 1, true}};
+    for (auto [kept_hex, caps, binary] :
+         {std::tuple{rc::wide_text_eof, caps_eof, false}, std::tuple{rc::wide_binary_eof, caps_eof, true},
+          std::tuple{rc::wide_text_ok, caps_ok, false}, std::tuple{rc::wide_binary_ok, caps_ok, true}}) {
         const auto kept = hex(kept_hex);
         for (const auto& c : columns) {
             SCOPED_TRACE(testing::Message() << "binary " << binary << " column " << c.index);
