@@ -1,5 +1,6 @@
 // The explain dry run: decide(), then claim_operation driven by scripted replies.
 #include "explain.hpp"
+#include "read_cache.hpp"
 
 #include "claim_operation.hpp"
 #include "decide.hpp"
@@ -89,6 +90,16 @@ void explain(const match::rule_index& rules, std::string_view sql, const match::
         return;
     }
     if (d.stock || d.claim) out << "mode: enforce\n";
+    if (d.what == verdict::remember_read && d.stock && d.stock->read_cache) {
+        read_situation situation;
+        situation.observe = rules.rules().effective_mode(*d.stock) == rules::mode::observe;
+        const auto why = read_cache_bypass(std::get<match::counter_read>(*d.fact), d.key, memory, situation);
+        if (why.empty())
+            out << "read cache: answered by this sidecar while its copy is at most " << d.stock->read_cache->count()
+                << "ms old (in autocommit, or a transaction that has not changed this key)\n";
+        else
+            out << "read cache: sent to the server: " << why << "\n";
+    }
     switch (d.what) {
     case verdict::take:
     case verdict::track_decrement:

@@ -381,6 +381,7 @@ void session::report_events(const std::vector<engine::event>& events, const engi
     auto& m = claim_metrics::get();
     const auto rule = rule_name(d);
     using engine::event;
+    if (ctx_.read_cache && d.stock && d.stock->read_cache) update_read_cache(events, d);
     for (auto e : events) {
         switch (e) {
         case event::took: m.rewrites.with(rule).inc(); break;
@@ -432,6 +433,10 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
                                                std::uint8_t last_seq, const std::vector<proto::binary_value>* params,
                                                const std::vector<proto::value_type>* types) {
     if (d.what == verdict::forward && !d.unmodeled) co_return intercepted::forward;
+    if (d.what == verdict::remember_read && d.stock && d.stock->read_cache && ctx_.read_cache) {
+        auto served = co_await serve_counter_read(d, st, command, forward_bytes, last_seq);
+        if (served) co_return *served;
+    }
     engine::operation_context octx{id_, status_, redis_ != nullptr};
     engine::claim_operation op(d, st, memory_, *ctx_.ledger, octx);
     std::optional<captured_reply> kept;

@@ -25,6 +25,7 @@
 #include "proxy/admin/admin_server.hpp"
 #include "proxy/admin/metrics.hpp"
 #include "proxy/engine/rules_snapshot.hpp"
+#include "proxy/engine/read_cache.hpp"
 #include "proxy/engine/take_ledger.hpp"
 #include "proxy/guards/redis_guard.hpp"
 #include "proxy/schema/inspect.hpp"
@@ -64,6 +65,7 @@ struct server_state {
     std::atomic<bool> draining{false};
     engine::rules_holder rules;
     engine::take_ledger ledger;  // committed takes awaiting their claim, across the sidecar's connections
+    engine::read_cache read_cache;  // counter reads answered by the sidecar (stock rule read_cache)
     std::unique_ptr<audit_log> audit;
     std::vector<std::unique_ptr<guards::redis_guard>> redis;  // one per I/O thread
     session_context session_ctx;
@@ -358,6 +360,7 @@ int run_server(const config::proxy_options& options) {
         if (options.watch_rules) reloader->watch();
         state.session_ctx.rules = &state.rules;
         state.session_ctx.ledger = &state.ledger;
+        state.session_ctx.read_cache = &state.read_cache;
         try {
             auto& dropped = admin::default_registry().add_counter(
                 "claimguard_audit_dropped_lines_total",

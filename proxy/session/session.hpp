@@ -19,6 +19,7 @@ struct health_state;
 namespace claimguard::engine {
 class rules_holder;
 class take_ledger;
+class read_cache;
 }
 namespace claimguard::guards {
 class redis_guard;
@@ -38,6 +39,7 @@ struct session_context {
     audit_log* audit = nullptr;
     const std::atomic<bool>* draining = nullptr;  // shutting down: sessions close when idle outside a transaction
     engine::take_ledger* ledger = nullptr;  // set with rules: committed takes shared by the sidecar's sessions
+    engine::read_cache* read_cache = nullptr;  // set with rules: counter reads answered by the sidecar (read_cache)
 };
 
 // A client connection: TCP (listen) or a unix socket (listen_unix), one session code for both.

@@ -182,6 +182,14 @@ private:
                                  const std::vector<proto::value_type>* types);
     awaitable<std::optional<captured_reply>> roundtrip(proto::bytes_view raw, std::uint8_t command,
                                                        std::uint8_t last_seq);
+    // A counter read of a rule with read_cache: answered from the sidecar's cache, or sent to the
+    // server and its reply kept (cached_reads.cpp). Empty: not cacheable, apply() goes on as usual.
+    awaitable<std::optional<intercepted>> serve_counter_read(const engine::decision& d,
+                                                             const rules::sql::parsed_statement& st,
+                                                             std::uint8_t command, proto::bytes_view forward_bytes,
+                                                             std::uint8_t last_seq);
+    // The read cache follows the decrements, refusals and restocks a claim operation reports.
+    void update_read_cache(const std::vector<engine::event>& events, const engine::decision& d);
 
     awaitable<std::optional<captured_reply>> run_sql(const rules::match::rewritten_sql& sql,
                                                      const std::vector<proto::binary_value>* params,

@@ -49,6 +49,10 @@ struct counter_read {
     std::optional<std::uint32_t> counter_position;  // 0-based column of the result row; empty after a *
     std::string_view counter_label;                 // the result column's name as written (alias if any)
     sql::lock_clause lock = sql::lock_clause::none;
+    // Plain enough to answer from the server's earlier reply (stock rule read_cache): every select
+    // item a column or *, no SELECT modifiers (DISTINCT, SQL_CALC_FOUND_ROWS, ...), and a WHERE
+    // clause of exactly the key equalities, so the reply differs only in the counter's value.
+    bool plain = false;
 };
 
 // UPDATE ... SET counter = V: an absolute value (the incident's SET remain = 99), an expression

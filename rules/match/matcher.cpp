@@ -112,6 +112,15 @@ void match_select(const parsed_statement& st, const rule_index& rules, const mat
         r.table = use_of(st, s.table);
         r.key = std::move(k.key);
         r.lock = s.lock;
+        r.plain = !k.extra && !s.items.empty() && s.items[0].span.first > 0 &&
+                  sql::identifier_equals(st.text(s.items[0].span.first - 1), "SELECT");
+        // The version column changes with every decrement: a kept reply would hand an optimistic
+        // app a stale version (a conflict on each retry), so such reads always go to the server.
+        for (const auto& item : s.items)
+            if (item.kind == sql::select_item_kind::expression ||
+                (rule.version_column && (item.kind == sql::select_item_kind::star ||
+                                         column_is(st, item.column, *rule.version_column, s.table))))
+                r.plain = false;
         out.facts.emplace_back(std::move(r));
     }
 }

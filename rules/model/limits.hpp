@@ -44,6 +44,10 @@ inline constexpr std::chrono::milliseconds default_redis_ttl{3000};
 inline constexpr std::chrono::milliseconds min_redis_ttl{1};
 inline constexpr std::chrono::milliseconds max_redis_ttl{24 * 60 * 60 * 1000};
 
+// Stock rule read_cache: how stale a counter read answered by the sidecar may be.
+inline constexpr std::chrono::milliseconds min_read_cache{1};
+inline constexpr std::chrono::milliseconds max_read_cache{10 * 1000};
+
 // Units one claim takes (stock rule `units:`); MySQL user names are at most 128 bytes (MariaDB 80 chars).
 inline constexpr std::int64_t max_units_per_claim = 1000000000;
 inline constexpr std::size_t max_user_name_bytes = 128;

@@ -56,6 +56,9 @@ struct stock_rule {
     answer exhausted;                           // the "sold out" answer
     unmodeled_policy unmodeled = unmodeled_policy::refuse;
     std::optional<mode> rule_mode;              // empty: the file's default mode
+    // read_cache: counter reads answered from the sidecar's copy of the server's last reply for
+    // at most this long after the server was last asked (empty: every read goes to the server).
+    std::optional<std::chrono::milliseconds> read_cache;
     source_pos pos;
 };
 

@@ -386,12 +386,27 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
 }
 
 std::optional<std::chrono::milliseconds> read_duration(yaml_file& file, const field& f) {
+    return read_duration(file, f, min_redis_ttl, max_redis_ttl);
+}
+
+namespace {
+// A bound in the largest unit that states it exactly: 24h, 10s, 1ms.
+std::string duration_text(std::chrono::milliseconds d) {
+    const auto ms = d.count();
+    if (ms != 0 && ms % 3'600'000 == 0) return std::to_string(ms / 3'600'000) + "h";
+    if (ms != 0 && ms % 60'000 == 0) return std::to_string(ms / 60'000) + "m";
+    if (ms != 0 && ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
+    return std::to_string(ms) + "ms";
+}
+}  // namespace
+
+std::optional<std::chrono::milliseconds> read_duration(yaml_file& file, const field& f, std::chrono::milliseconds min,
+                                                       std::chrono::milliseconds max) {
     const std::string* text = read_scalar(file, f, "a duration such as 3000ms or 3s");
     if (text == nullptr)
         return std::nullopt;
     const auto value = parse_duration(*text);
-    const auto range = "; it must be at least " + std::to_string(min_redis_ttl.count()) + "ms and at most " +
-                       std::to_string(max_redis_ttl.count() / 3'600'000) + "h";
+    const auto range = "; it must be at least " + duration_text(min) + " and at most " + duration_text(max);
     if (!value) {
         // Well formed but too large for 64 bits is a range problem, anything else a format problem.
         const auto digits = text->find_first_not_of("0123456789");
@@ -405,7 +420,7 @@ std::optional<std::chrono::milliseconds> read_duration(yaml_file& file, const fi
                                                 "unit ms, s, m or h), not " + quoted(*text));
         return std::nullopt;
     }
-    if (*value < min_redis_ttl || *value > max_redis_ttl) {
+    if (*value < min || *value > max) {
         file.error(f.value_mark(), f.name + " is " + quoted(*text) + range);
         return std::nullopt;
     }

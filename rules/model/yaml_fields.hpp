@@ -82,6 +82,10 @@ struct located_name {
 [[nodiscard]] std::optional<strictness> read_strictness(yaml_file& file, const field& f);
 [[nodiscard]] std::optional<unmodeled_policy> read_unmodeled_policy(yaml_file& file, const field& f);
 [[nodiscard]] std::optional<std::chrono::milliseconds> read_duration(yaml_file& file, const field& f);
+// The same within [min, max] (stock rule read_cache).
+[[nodiscard]] std::optional<std::chrono::milliseconds> read_duration(yaml_file& file, const field& f,
+                                                                     std::chrono::milliseconds min,
+                                                                     std::chrono::milliseconds max);
 // An answer mapping; `defaults` supplies what the mapping leaves out.
 [[nodiscard]] std::optional<answer> read_answer(yaml_file& file, const field& f, const answer& defaults);
 

@@ -3,7 +3,7 @@
 // state machines fed with the input split into packets.
 //
 // Input: byte 0 picks the decoder, byte 1 its options (capabilities, counts, types),
-// the rest feeds it. Properties: no crash or sanitizer report; encoders accept what
+// the rest feeds it (a whole reply also as a read_cache template). Properties: no crash or sanitizer report; encoders accept what
 // decoders return; encoding is canonical (encode(decode(encode(decode(x)))) ==
 // encode(decode(x))); the state machines never read past their input.
 #include <cstddef>
@@ -15,6 +15,7 @@
 #include "proxy/protocol/capabilities.hpp"
 #include "proxy/protocol/column.hpp"
 #include "proxy/protocol/command.hpp"
+#include "proxy/protocol/counter_reply.hpp"
 #include "proxy/protocol/exchange.hpp"
 #include "proxy/protocol/packets.hpp"
 #include "proxy/protocol/prepared.hpp"
@@ -156,6 +157,25 @@ void fuzz_auth_exchange(cg::bytes_view p) {
 
 }  // namespace
 
+// A reply kept as a read_cache template: rebuilt with its own value it parses again to the same
+// value; rebuilt with any other value it is still a template (or refused as out of range).
+void fuzz_counter_reply(std::uint8_t options, cg::bytes_view p) {
+    const auto caps = caps_for(options);
+    const bool binary = (options & 8) != 0;
+    const std::uint32_t column = (options >> 4) & 3;
+    auto t = cg::parse_counter_reply(p, caps, 0, binary, column, "");
+    if (!t) return;
+    auto same = cg::rebuild_counter_reply(*t, t->value, t->status, 1);
+    check(static_cast<bool>(same));
+    auto again = cg::parse_counter_reply(*same, caps, 0, binary, column, "");
+    check(again && again->value == t->value);
+    if (t->value == INT64_MIN) return;
+    if (auto other = cg::rebuild_counter_reply(*t, t->value - 1, 0, 9)) {
+        auto parsed = cg::parse_counter_reply(*other, caps, 0, binary, column, "");
+        check(parsed && parsed->value == t->value - 1);
+    }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size < 2) return 0;
     const std::uint8_t options = data[1];
@@ -165,7 +185,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 1: fuzz_metadata(options, rest); break;
     case 2: fuzz_text_row(options, rest); break;
     case 3: fuzz_binary_row(options, rest); break;
-    case 4: fuzz_command_exchange(options, rest); break;
+    case 4:
+        fuzz_command_exchange(options, rest);
+        fuzz_counter_reply(options, rest);
+        break;
     default: fuzz_auth_exchange(rest); break;
     }
     return 0;

@@ -302,6 +302,34 @@ TEST(matcher, literal_facts_keep_decoded_values) {
     EXPECT_EQ(w.key[0].decoded.bytes, "7");
 }
 
+// Reads plain enough for the read cache: plain columns, no modifiers, the key and nothing more in
+// the WHERE clause, never the version column (it changes with each decrement).
+TEST(matcher, plain_counter_reads) {
+    const rule_set rules = test::make_rules();
+    const rule_index index(rules);
+    const std::pair<std::string_view, bool> cases[] = {
+        {"SELECT remain FROM coupon_stock WHERE campaign_id = 7", true},
+        {"SELECT campaign_id, remain FROM coupon_stock WHERE campaign_id = ?", true},
+        {"select s.remain AS r FROM coupon_stock s WHERE s.campaign_id = '7' LIMIT 1", true},
+        {"SELECT remain FROM coupon_stock WHERE campaign_id = 7 FOR UPDATE", true},  // the lock says no
+        {"SELECT remain, version FROM coupon_stock WHERE campaign_id = 7", false},
+        {"SELECT * FROM coupon_stock WHERE campaign_id = 7", false},
+        {"SELECT remain, NOW() FROM coupon_stock WHERE campaign_id = 7", false},
+        {"SELECT remain, remain + 1 FROM coupon_stock WHERE campaign_id = 7", false},
+        {"SELECT DISTINCT remain FROM coupon_stock WHERE campaign_id = 7", false},
+        {"SELECT SQL_CALC_FOUND_ROWS remain FROM coupon_stock WHERE campaign_id = 7", false},
+        {"SELECT remain FROM coupon_stock WHERE campaign_id = 7 AND remain > 0", false},
+        {"SELECT remain FROM coupon_stock WHERE 1 = 1 AND campaign_id = 7", false},
+    };
+    for (const auto& [sql, plain] : cases) {
+        SCOPED_TRACE(sql);
+        const auto st = sql::parse(sql, {});
+        const auto result = match(st, index);
+        ASSERT_EQ(result.facts.size(), 1u);
+        EXPECT_EQ(std::get<counter_read>(result.facts[0]).plain, plain);
+    }
+}
+
 // INSERT without a column list: the table's columns (the session reads them once from
 // information_schema) place the values; without them, or with a different width, unknown.
 TEST(matcher, insert_without_column_list_uses_the_table_columns) {

@@ -5,7 +5,7 @@ namespace claimguard::rules::test {
 namespace {
 
 const std::string stock_fields_list =
-    "name, table, key_columns, counter_column, version_column, floor, exhausted, mode, units, unmodeled";
+    "name, table, key_columns, counter_column, version_column, floor, exhausted, mode, units, unmodeled, read_cache";
 
 // Lines 1-3 of a stock rule whose line 4 is `    counter_column: <value>` (the value at column 21).
 std::string counter_is(const std::string& value) {
@@ -95,6 +95,14 @@ const error_case stock_cases[] = {
      {"6:21: version_column 'remain' is also the counter column; the version must be its own column"}},
     {"stock_version_is_key", with_stock_lines("    version_column: Campaign_Id\n"),
      {"6:21: version_column 'Campaign_Id' is also the key column; the version must be its own column"}},
+    {"read_cache_zero", with_stock_lines("    read_cache: 0ms\n"),
+     {"6:17: read_cache is '0ms'; it must be at least 1ms and at most 10s"}},
+    {"read_cache_over_ten_seconds", with_stock_lines("    read_cache: 10001ms\n"),
+     {"6:17: read_cache is '10001ms'; it must be at least 1ms and at most 10s"}},
+    {"read_cache_words", with_stock_lines("    read_cache: fast\n"),
+     {"6:17: read_cache must be a duration such as 3000ms or 3s (a whole number with unit ms, s, m or h), not 'fast'"}},
+    {"read_cache_list", with_stock_lines("    read_cache: [50ms]\n"),
+     {"6:17: read_cache needs a duration such as 3000ms or 3s, not a list"}},
     {"floor_text", with_stock_lines("    floor: abc\n"), {"6:12: floor must be a whole number such as 0, not 'abc'"}},
     {"floor_decimal", with_stock_lines("    floor: 1.5\n"), {"6:12: floor must be a whole number such as 0, not '1.5'"}},
     {"floor_hex", with_stock_lines("    floor: 0x10\n"), {"6:12: floor must be a whole number such as 0, not '0x10'"}},

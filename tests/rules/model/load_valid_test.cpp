@@ -244,6 +244,14 @@ const valid_case valid_cases[] = {
          EXPECT_EQ(stock(r).units, 3);
          EXPECT_EQ(stock(r).unmodeled, unmodeled_policy::forward);
      }},
+    {"read_cache_absent_is_off", with_stock_lines(""),
+     [](const rule_set& r) { EXPECT_FALSE(stock(r).read_cache.has_value()); }},
+    {"read_cache_ms", with_stock_lines("    read_cache: 50ms\n"),
+     [](const rule_set& r) { EXPECT_EQ(stock(r).read_cache, std::chrono::milliseconds(50)); }},
+    {"read_cache_at_its_bounds", with_stock_lines("    read_cache: 10s\n"),
+     [](const rule_set& r) { EXPECT_EQ(stock(r).read_cache, std::chrono::milliseconds(10000)); }},
+    {"read_cache_one_ms", with_stock_lines("    read_cache: 1\n"),
+     [](const rule_set& r) { EXPECT_EQ(stock(r).read_cache, std::chrono::milliseconds(1)); }},
     {"claim_unmodeled_forward", with_claim_lines("    unmodeled: forward\n"),
      [](const rule_set& r) { EXPECT_EQ(claim(r).unmodeled, unmodeled_policy::forward); }},
     {"trusted_users", "trusted_users: [stock_admin, dba]\n" + base_stock + base_claim,

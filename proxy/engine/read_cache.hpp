@@ -1,0 +1,99 @@
+// The sidecar's read cache (stock rule read_cache): per (stock rule, key) the counter as this
+// sidecar last knows it, and per (rule, key, statement shape) the server's last reply to a read,
+// kept as a template, so a counter read can be answered without the database for at most the
+// rule's TTL after the server was last asked. Updated by the decrements this sidecar applies,
+// set to the floor by a refused take, invalidated by a restock. Thread-safe (the sidecar's I/O
+// threads share one), bounded, pure bookkeeping: no I/O.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "memory.hpp"
+#include "proxy/protocol/counter_reply.hpp"
+#include "rules/match/facts.hpp"
+
+namespace claimguard::engine {
+
+// Where a counter read of a rule with read_cache stands: why only the server may answer it, or
+// empty when the cache may (the session and `claimguard explain` ask the same question).
+struct read_situation {
+    bool observe = false;                   // the rule is in observe mode
+    bool autocommit_or_transaction = true;  // false: autocommit off, no transaction open yet
+    bool cursor = false;                    // COM_STMT_EXECUTE asking for a cursor
+};
+[[nodiscard]] std::string_view read_cache_bypass(const rules::match::counter_read& r, const key_tuple& key,
+                                                 const session_memory& memory, const read_situation& s);
+
+class read_cache {
+public:
+    using clock = std::chrono::steady_clock;
+
+    // Named limits: keys with a known value, reply templates kept, bytes one template may hold.
+    static constexpr std::size_t max_keys = 65536;
+    static constexpr std::size_t max_templates = 4096;
+    static constexpr std::size_t max_template_bytes = 16 * 1024;
+
+    enum class outcome : std::uint8_t {
+        hit,      // answered from the cache
+        miss,     // nothing kept for this key and shape: the read goes to the server
+        refresh,  // kept, but older than the TTL or invalidated: the read goes to the server
+    };
+
+    struct lookup {
+        outcome what = outcome::miss;
+        std::shared_ptr<const protocol::counter_reply> reply;  // hit: the template
+        std::int64_t value = 0;                                // hit: the counter to answer
+        std::uint64_t generation = 0;                          // miss/refresh: pass to store() with the server's reply
+    };
+
+    // A read of (rule, key) in the statement shape `shape` (the statement with its key values
+    // normalised, the protocol, what changes the reply's bytes).
+    [[nodiscard]] lookup find(const std::string& rule, const key_tuple& key, const std::string& shape,
+                              std::chrono::milliseconds ttl, clock::time_point now = clock::now());
+    // The server answered a read sent at `asked` (after find() returned `generation`): its
+    // template (null when it cannot be one) and the counter it returned. The value is kept only
+    // when no decrement, refusal or restock of this sidecar changed the key in between.
+    void store(const std::string& rule, const key_tuple& key, const std::string& shape,
+               std::shared_ptr<const protocol::counter_reply> reply, std::int64_t value, std::uint64_t generation,
+               clock::time_point asked);
+
+    // This sidecar took `units` (a decrement that changed a row).
+    void on_take(const std::string& rule, const key_tuple& key, std::int64_t units);
+    // A take was refused at the floor: the key is sold out, as of `now`.
+    void on_exhausted(const std::string& rule, const key_tuple& key, std::int64_t floor,
+                      clock::time_point now = clock::now());
+    // A write that may raise the counter (a restock): the next read goes to the server.
+    void invalidate(const std::string& rule, const key_tuple& key);
+
+    [[nodiscard]] std::size_t keys() const;
+    [[nodiscard]] std::size_t templates() const;
+    [[nodiscard]] std::uint64_t evictions() const;
+
+private:
+    struct value_slot {
+        std::int64_t value = 0;
+        bool valid = false;
+        clock::time_point fetched;     // when the server was last asked for it
+        std::uint64_t generation = 0;  // bumped by every local change
+    };
+    struct template_slot {
+        std::shared_ptr<const protocol::counter_reply> reply;
+        clock::time_point fetched;  // the other columns' age
+    };
+    using key_id = std::pair<std::string, key_tuple>;
+    value_slot& value_of(const std::string& rule, const key_tuple& key);
+
+    mutable std::mutex mutex_;
+    std::map<key_id, value_slot> values_;
+    std::map<std::pair<key_id, std::string>, template_slot> templates_;
+    std::uint64_t next_generation_ = 1;
+    std::uint64_t evictions_ = 0;
+};
+
+}  // namespace claimguard::engine

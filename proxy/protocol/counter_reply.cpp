@@ -1,0 +1,213 @@
+// A server's one-row reply to a counter read kept as a template and rebuilt with a new value.
+#include "counter_reply.hpp"
+
+#include <charconv>
+#include <limits>
+#include <string>
+
+#include "binary_row.hpp"
+#include "capabilities.hpp"
+#include "column.hpp"
+#include "frame.hpp"
+#include "packets.hpp"
+#include "text_row.hpp"
+
+namespace claimguard::protocol {
+namespace {
+
+// An EOF packet: 0xFE, warnings (2 bytes), then the status flags.
+constexpr std::size_t eof_status_offset = 3;
+
+// Result columns a template may have (a counter read names a few columns of one row).
+constexpr std::size_t max_template_columns = 64;
+
+bool is_integer(field_type t) {
+    return t == field_type::tiny || t == field_type::short_ || t == field_type::long_ || t == field_type::int24 ||
+           t == field_type::longlong;
+}
+
+// How a label as written (`remain`, "remain", remain) names a column: unquoted, ASCII case-insensitive.
+bool same_name(std::string_view column, std::string_view label) {
+    if (label.size() >= 2 && (label.front() == '`' || label.front() == '"') && label.back() == label.front())
+        label = label.substr(1, label.size() - 2);
+    if (column.size() != label.size()) return false;
+    for (std::size_t i = 0; i < column.size(); ++i) {
+        auto a = static_cast<unsigned char>(column[i]), b = static_cast<unsigned char>(label[i]);
+        if (a >= 'A' && a <= 'Z') a = static_cast<unsigned char>(a - 'A' + 'a');
+        if (b >= 'A' && b <= 'Z') b = static_cast<unsigned char>(b - 'A' + 'a');
+        if (a != b) return false;
+    }
+    return true;
+}
+
+// The value of the counter's column type range: a rebuilt reply never says what the column cannot hold.
+bool fits(value_type t, std::int64_t v) {
+    std::int64_t lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
+    switch (t.type) {
+        case field_type::tiny: lo = t.is_unsigned ? 0 : -128, hi = t.is_unsigned ? 255 : 127; break;
+        case field_type::short_: lo = t.is_unsigned ? 0 : -32768, hi = t.is_unsigned ? 65535 : 32767; break;
+        case field_type::int24: lo = t.is_unsigned ? 0 : -8388608, hi = t.is_unsigned ? 16777215 : 8388607; break;
+        case field_type::long_:
+            lo = t.is_unsigned ? 0 : std::numeric_limits<std::int32_t>::min();
+            hi = t.is_unsigned ? std::int64_t{std::numeric_limits<std::uint32_t>::max()}
+                               : std::numeric_limits<std::int32_t>::max();
+            break;
+        default: lo = t.is_unsigned ? 0 : lo; break;
+    }
+    return v >= lo && v <= hi;
+}
+
+std::optional<std::int64_t> to_int(std::string_view s) {
+    std::int64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
+    return v;
+}
+
+}  // namespace
+
+std::size_t counter_reply::size_bytes() const {
+    std::size_t n = row_before.size() + row_after.size() + row.size() + tail.size() + types.size() * sizeof(value_type);
+    for (const auto& h : head) n += h.size();
+    return n;
+}
+
+std::optional<counter_reply> parse_counter_reply(bytes_view raw, std::uint32_t capabilities,
+                                                 std::uint32_t mariadb_capabilities, bool binary,
+                                                 std::optional<std::uint32_t> position, std::string_view label) {
+    std::vector<bytes_view> packets;
+    while (!raw.empty()) {
+        auto scan = scan_packet(raw, max_frame_payload);
+        if (!scan || scan->raw_size == 0 || scan->frames != 1 || scan->payload_size >= max_frame_payload)
+            return std::nullopt;
+        packets.push_back(scan->first_payload);
+        raw = raw.subspan(scan->raw_size);
+    }
+    if (packets.empty()) return std::nullopt;
+    auto count = parse_column_count(packets[0]);
+    if (!count || *count == 0 || *count > max_template_columns) return std::nullopt;
+    const bool eof_after_columns = !(capabilities & cap::deprecate_eof);
+    // count, definitions, [EOF], one row, the closing EOF
+    const std::size_t expected = 1 + *count + (eof_after_columns ? 1 : 0) + 2;
+    if (packets.size() != expected) return std::nullopt;
+    counter_reply t;
+    t.binary = binary;
+    constexpr std::size_t none = static_cast<std::size_t>(-1);
+    std::size_t index = position ? *position : none;
+    for (std::size_t i = 0; i < *count; ++i) {
+        auto col = parse_column_definition(packets[1 + i], mariadb_capabilities);
+        if (!col) return std::nullopt;
+        t.types.push_back(value_type_of(*col));
+        if (index == none && !label.empty() && (same_name(col->name, label) || same_name(col->org_name, label)))
+            index = i;
+    }
+    if (index >= *count) return std::nullopt;
+    t.index = index;
+    t.counter_type = t.types[index];
+    if (!is_integer(t.counter_type.type)) return std::nullopt;
+    const std::size_t row_at = 1 + *count + (eof_after_columns ? 1 : 0);
+    if (eof_after_columns) {
+        auto eof = is_eof_packet(packets[row_at - 1], capabilities) ? parse_eof(packets[row_at - 1])
+                                                                    : result<eof_packet>(errc::unexpected_packet);
+        if (!eof || packets[row_at - 1].size() < eof_status_offset + 2) return std::nullopt;
+        t.head_eof_status = eof->status;
+    }
+    const auto row = packets[row_at];
+    const auto tail = packets[row_at + 1];
+    if (row.empty() || row[0] == err_header || is_eof_packet(row, capabilities)) return std::nullopt;
+    if (!is_eof_packet(tail, capabilities)) return std::nullopt;
+    // Where the status flags are in the closing packet.
+    if (capabilities & cap::deprecate_eof) {
+        auto ok = parse_ok(tail, capabilities);
+        if (!ok) return std::nullopt;
+        t.status = ok->status;
+        t.status_offset = 1 + lenenc_size(ok->affected_rows) + lenenc_size(ok->last_insert_id);
+    } else {
+        auto eof = parse_eof(tail);
+        if (!eof) return std::nullopt;
+        t.status = eof->status;
+        t.status_offset = eof_status_offset;
+    }
+    if ((t.status & status::session_state_changed) || (t.status & status::more_results_exist) ||
+        (t.status & status::cursor_exists) || t.status_offset + 2 > tail.size() ||
+        load_u16(tail.data() + t.status_offset) != t.status)
+        return std::nullopt;
+    if (binary) {
+        auto values = parse_binary_row(row, t.types);
+        if (!values) return std::nullopt;
+        const auto& v = (*values)[index];
+        if (auto* i = std::get_if<std::int64_t>(&v))
+            t.value = *i;
+        else if (auto* u = std::get_if<std::uint64_t>(&v); u && *u <= static_cast<std::uint64_t>(INT64_MAX))
+            t.value = static_cast<std::int64_t>(*u);
+        else
+            return std::nullopt;
+        byte_buffer again;  // only a row the codec writes back byte for byte is a template
+        if (serialize_binary_row(t.types, *values, again) || again.size() != row.size() ||
+            !std::equal(again.begin(), again.end(), row.begin()))
+            return std::nullopt;
+        t.row.assign(row.begin(), row.end());
+    } else {
+        auto values = parse_text_row(row, *count);
+        if (!values || !(*values)[index]) return std::nullopt;
+        const auto text = *(*values)[index];
+        auto v = to_int(text);
+        if (!v) return std::nullopt;
+        t.value = *v;
+        const auto offset = static_cast<std::size_t>(reinterpret_cast<const std::uint8_t*>(text.data()) - row.data());
+        const auto prefix = lenenc_size(text.size());
+        if (offset < prefix || offset + text.size() > row.size()) return std::nullopt;
+        t.row_before.assign(row.begin(), row.begin() + static_cast<std::ptrdiff_t>(offset - prefix));
+        t.row_after.assign(row.begin() + static_cast<std::ptrdiff_t>(offset + text.size()), row.end());
+    }
+    for (std::size_t i = 0; i < row_at; ++i) t.head.emplace_back(packets[i].begin(), packets[i].end());
+    t.tail.assign(tail.begin(), tail.end());
+    return t;
+}
+
+std::optional<byte_buffer> rebuild_counter_reply(const counter_reply& t, std::int64_t value,
+                                                 std::uint16_t session_status, std::uint8_t first_seq) {
+    if (!fits(t.counter_type, value)) return std::nullopt;
+    byte_buffer out, row;
+    std::uint8_t seq = first_seq;
+    // What the server would say now: the statement's own flags, the session's state.
+    auto status_of = [&](std::uint16_t kept) {
+        return static_cast<std::uint16_t>((kept & statement_status_flags) | (session_status & session_status_flags));
+    };
+    auto put_status = [](byte_buffer& payload, std::size_t at, std::uint16_t status) {
+        payload[at] = static_cast<std::uint8_t>(status & 0xFF);
+        payload[at + 1] = static_cast<std::uint8_t>(status >> 8);
+    };
+    for (std::size_t i = 0; i < t.head.size(); ++i) {
+        if (t.head_eof_status && i + 1 == t.head.size()) {
+            byte_buffer eof = t.head[i];
+            put_status(eof, eof_status_offset, status_of(*t.head_eof_status));
+            write_packet(out, seq, eof);
+        } else {
+            write_packet(out, seq, t.head[i]);
+        }
+    }
+    if (t.binary) {
+        auto values = parse_binary_row(t.row, t.types);
+        if (!values) return std::nullopt;
+        auto& v = (*values)[t.index];
+        if (std::holds_alternative<std::uint64_t>(v))
+            v = static_cast<std::uint64_t>(value);
+        else
+            v = value;
+        if (serialize_binary_row(t.types, *values, row)) return std::nullopt;
+    } else {
+        const auto text = std::to_string(value);
+        row = t.row_before;
+        writer w(row);
+        w.lenenc_str(text);
+        w.bytes(t.row_after);
+    }
+    write_packet(out, seq, row);
+    byte_buffer tail = t.tail;
+    put_status(tail, t.status_offset, status_of(t.status));
+    write_packet(out, seq, tail);
+    return out;
+}
+
+}  // namespace claimguard::protocol

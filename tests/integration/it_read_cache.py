@@ -1,0 +1,298 @@
+#!/usr/bin/env python3
+"""Stock rule read_cache (issue 11 part 1): counter reads answered by the sidecar, byte for byte.
+
+Usage: it_read_cache.py --claimguard PATH --work-dir DIR [--stmt-client PATH] [unittest args]
+
+One MariaDB 10.11 with the coupon schema (tests/incident/cluster.py) and one claimguard with the
+example rules plus `read_cache: 300ms`. A raw protocol client (text COM_QUERY and a prepared
+COM_STMT_EXECUTE) reads through claimguard and directly: a read answered from the cache is exactly
+the bytes the direct read returns for the same value (column definitions, row, closing EOF with its
+status, sequence ids). PyMySQL applies decrements through claimguard (seen at once), a DBA restocks
+directly in MariaDB (seen once the TTL passed), a sold-out key answers 0 without the database, reads
+in a transaction that touched the key and FOR UPDATE go to the server; the metrics move with them.
+libmariadb's prepared statements (unix/stmt_client.cpp, with --stmt-client) read cached replies too.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import time
+import unittest
+
+import pymysql
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "incident"))
+import cluster  # noqa: E402  (tests/incident/cluster.py: MariaDB + the coupon schema)
+import itlib  # noqa: E402
+import rawmysql  # noqa: E402
+import servers  # noqa: E402
+
+TTL_MS = 300
+CAMPAIGN = 7
+STOCK = 5
+CLIENT_TIMEOUT_S = 20
+METRIC = "claimguard_read_cache_total"
+TEXT_READS = (
+    f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}",
+    f"SELECT campaign_id, remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}",  # several columns
+    f"select remain AS r, campaign_id FROM coupon_stock s WHERE s.campaign_id = '{CAMPAIGN}'",
+)
+PREPARED_READ = "SELECT campaign_id, remain FROM coupon_stock WHERE campaign_id = ?"
+
+ARGS = None
+
+
+def rules_with_read_cache(source, dest, ttl_ms):
+    """A copy of the example rules whose stock rule has read_cache: <ttl_ms>ms."""
+    with open(source, encoding="utf-8") as f:
+        text = f.read()
+    new, n = re.subn(r"(?m)^([ ]+)units: 1([^\n]*)\n", rf"\1units: 1\2\n\1read_cache: {ttl_ms}ms\n", text)
+    if n != 1:
+        raise RuntimeError(f"{source}: expected one 'units: 1' line, found {n}")
+    with open(dest, "w", encoding="utf-8") as f:
+        f.write(new)
+    return dest
+
+
+class Raw(rawmysql.RawClient):
+    """The raw client, keeping sequence ids, with just enough of the prepared-statement protocol."""
+
+    def packets(self):
+        """One command's reply as [(seq, payload)]: OK/ERR, or a result set to its closing EOF."""
+        out = [self.read_packet()]
+        if out[0][1][:1] in (b"\x00", b"\xff"):
+            return out
+        eofs = 0
+        while eofs < 2:
+            out.append(self.read_packet())
+            p = out[-1][1]
+            if p[:1] == b"\xff":
+                return out
+            if p[:1] == b"\xfe" and len(p) < 9:
+                eofs += 1
+        return out
+
+    def text(self, sql):
+        self.send_packet(0, bytes([rawmysql.COM_QUERY]) + sql.encode())
+        return self.packets()
+
+    def prepare(self, sql):
+        self.send_packet(0, bytes([rawmysql.COM_STMT_PREPARE]) + sql.encode())
+        _, ok = self.read_packet()
+        if ok[:1] != b"\x00":
+            raise AssertionError(f"prepare: {rawmysql.describe(ok)}")
+        statement, columns, params = struct.unpack_from("<IHH", ok, 1)
+        for _ in range((params + 1 if params else 0) + (columns + 1 if columns else 0)):
+            self.read_packet()  # parameter and column definitions, each list closed by an EOF
+        return statement
+
+    def execute(self, statement, *values):
+        body = struct.pack("<BIBI", rawmysql.COM_STMT_EXECUTE, statement, 0, 1)
+        if values:
+            body += b"\0" * ((len(values) + 7) // 8) + b"\x01" + b"\x08\x00" * len(values)
+            body += b"".join(struct.pack("<q", v) for v in values)
+        self.send_packet(0, body)
+        return self.packets()
+
+
+class ReadCache(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.work = itlib.fresh_work_dir(ARGS.work_dir)
+        cls.cluster = cluster.Cluster(cls.work).start_db()
+        rules = rules_with_read_cache(cluster.EXAMPLE_RULES, os.path.join(cls.work, "rules.yaml"), TTL_MS)
+        cls.proxy = servers.Claimguard(ARGS.claimguard, cls.cluster.dir, "claimguard", cls.cluster.db.port,
+                                       extra_args=["--rules", rules])
+        cls.cluster.proxies.append(cls.proxy)
+        cls.proxy.start()
+        observe = os.path.join(cls.work, "rules-observe.yaml")
+        with open(rules, encoding="utf-8") as f, open(observe, "w", encoding="utf-8") as out:
+            out.write(f.read().replace("default_mode: enforce", "default_mode: observe"))
+        cls.observing = servers.Claimguard(ARGS.claimguard, cls.cluster.dir, "claimguard-observe",
+                                           cls.cluster.db.port, extra_args=["--rules", observe])
+        cls.cluster.proxies.append(cls.observing)
+        cls.observing.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.stop()
+
+    def setUp(self):
+        self.started = time.monotonic()
+        self.cluster.reset({CAMPAIGN: STOCK})
+        time.sleep(TTL_MS / 1000.0)  # whatever an earlier case left cached is older than the TTL
+        self.via = Raw(servers.HOST, self.proxy.port, CLIENT_TIMEOUT_S)
+        self.via.login(cluster.APP_USER, cluster.APP_PASSWORD, cluster.DATABASE)
+        self.direct = Raw(servers.HOST, self.cluster.db.port, CLIENT_TIMEOUT_S)
+        self.direct.login(cluster.APP_USER, cluster.APP_PASSWORD, cluster.DATABASE)
+
+    def tearDown(self):
+        self.via.close()
+        self.direct.close()
+        print(f"\n    {self.id().rsplit('.', 1)[-1]}: {time.monotonic() - self.started:.2f}s", end="")
+
+    def count(self, result):
+        return itlib.metric(self.proxy.admin_port, METRIC, {"rule": "coupon_stock", "result": result})
+
+    def db_selects(self):
+        out = self.cluster.db.sql("SHOW GLOBAL STATUS LIKE 'Com_select';")
+        return int(out.split()[-1])
+
+    def app(self):
+        return pymysql.connect(host=servers.HOST, port=self.proxy.port, user=cluster.APP_USER,
+                               password=cluster.APP_PASSWORD, database=cluster.DATABASE, autocommit=True,
+                               connect_timeout=CLIENT_TIMEOUT_S)
+
+    def decrement(self):
+        with self.app() as conn, conn.cursor() as cur:
+            self.assertEqual(cur.execute(f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = {CAMPAIGN}"), 1)
+
+    # --- cases --------------------------------------------------------------------------------------
+    def test_text_hits_are_the_direct_bytes(self):
+        for sql in TEXT_READS:
+            first = self.via.text(sql)  # a miss: the server's reply, relayed and kept
+            hits = self.count("hit")
+            cached = self.via.text(sql)
+            self.assertEqual(self.count("hit"), hits + 1, sql)
+            self.assertEqual(cached, self.direct.text(sql), sql)
+            self.assertEqual(cached, first, sql)
+
+    def test_observe_mode_never_answers_from_the_cache(self):
+        watching = Raw(servers.HOST, self.observing.port, CLIENT_TIMEOUT_S)
+        watching.login(cluster.APP_USER, cluster.APP_PASSWORD, cluster.DATABASE)
+        try:
+            for _ in range(3):
+                self.assertEqual(watching.text(TEXT_READS[0]), self.direct.text(TEXT_READS[0]))
+        finally:
+            watching.close()
+        counts = {r: itlib.metric(self.observing.admin_port, METRIC, {"rule": "coupon_stock", "result": r})
+                  for r in ("hit", "bypass")}
+        self.assertEqual(counts, {"hit": 0, "bypass": 3})
+
+    def test_hit_in_a_transaction_that_did_not_touch_the_key_has_its_status(self):
+        sql = TEXT_READS[1]
+        via, direct = self.via.prepare(PREPARED_READ), self.direct.prepare(PREPARED_READ)
+        self.via.text(sql)  # kept in autocommit...
+        self.via.execute(via, CAMPAIGN)
+        for c in (self.via, self.direct):
+            c.text("BEGIN")
+        hits = self.count("hit")
+        # ...answered in a transaction: both EOFs carry SERVER_STATUS_IN_TRANS, as the server's do
+        self.assertEqual(self.via.text(sql), self.direct.text(sql))
+        self.assertEqual(self.via.execute(via, CAMPAIGN), self.direct.execute(direct, CAMPAIGN))
+        self.assertEqual(self.count("hit"), hits + 2)
+        for c in (self.via, self.direct):
+            c.text("ROLLBACK")
+
+    def test_prepared_hit_is_the_direct_bytes_and_follows_a_decrement(self):
+        via, direct = self.via.prepare(PREPARED_READ), self.direct.prepare(PREPARED_READ)
+        self.via.execute(via, CAMPAIGN)  # miss
+        hits = self.count("hit")
+        self.assertEqual(self.via.execute(via, CAMPAIGN), self.direct.execute(direct, CAMPAIGN))
+        self.decrement()  # through claimguard: the cache follows at once
+        cached = self.via.execute(via, CAMPAIGN)
+        self.assertEqual(cached, self.direct.execute(direct, CAMPAIGN))
+        self.assertEqual(self.count("hit"), hits + 2)
+        self.assertEqual(struct.unpack_from("<i", cached[-2][1], len(cached[-2][1]) - 4)[0], STOCK - 1)
+
+    def test_libmariadb_prepared_reads_from_the_cache(self):
+        if not ARGS.stmt_client:
+            self.skipTest("no --stmt-client")
+
+        def run(port, *statements):
+            r = subprocess.run([ARGS.stmt_client, "tcp", servers.HOST, str(port), cluster.APP_USER,
+                                cluster.APP_PASSWORD, cluster.DATABASE, *statements],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=CLIENT_TIMEOUT_S, check=False)
+            self.assertEqual(r.returncode, 0, r.stdout)
+            return r.stdout.decode().splitlines()
+
+        read = f"{PREPARED_READ}|{CAMPAIGN}"
+        hits = self.count("hit")
+        lines = run(self.proxy.port, read, read,
+                    f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = ?|{CAMPAIGN}", read)
+        self.assertEqual(lines, [f"ROWS [{CAMPAIGN},{STOCK}]", f"ROWS [{CAMPAIGN},{STOCK}]", "OK 1",
+                                 f"ROWS [{CAMPAIGN},{STOCK - 1}]"])
+        self.assertEqual(run(self.cluster.db.port, read), lines[-1:])
+        self.assertEqual(self.count("hit"), hits + 2)
+
+    def test_decrement_through_the_sidecar_seen_at_once(self):
+        sql = TEXT_READS[1]
+        self.via.text(sql)
+        selects, hits = self.db_selects(), self.count("hit")
+        for n in range(1, 4):
+            self.decrement()
+            cached = self.via.text(sql)
+            self.assertEqual(cached[-2][1], b"\x017\x01" + str(STOCK - n).encode())
+        self.assertEqual(self.count("hit"), hits + 3)
+        # the three reads never reached MariaDB (the three UPDATEs are no SELECTs)
+        self.assertEqual(self.db_selects(), selects)
+        self.assertEqual(self.via.text(sql), self.direct.text(sql))
+
+    def test_dba_restock_directly_seen_within_ttl(self):
+        sql = TEXT_READS[0]
+        self.via.text(sql)
+        self.cluster.sql(f"UPDATE coupon_stock SET remain = remain + 10 WHERE campaign_id = {CAMPAIGN};")
+        restocked = time.monotonic()
+        want = str(STOCK + 10).encode()
+        seen = itlib.wait_for(lambda: self.via.text(sql)[-2][1] == bytes([len(want)]) + want,
+                              TTL_MS / 1000.0 + 1.0, "the restock seen through claimguard")
+        self.assertTrue(seen)
+        self.assertLessEqual(time.monotonic() - restocked, TTL_MS / 1000.0 + 0.2)
+        self.assertGreaterEqual(self.count("refresh"), 1)
+
+    def test_sold_out_answers_the_floor_without_the_database(self):
+        self.cluster.reset({CAMPAIGN: 1})
+        sql = TEXT_READS[0]
+        self.via.text(sql)
+        self.decrement()
+        with self.app() as conn, conn.cursor() as cur:
+            with self.assertRaises(pymysql.MySQLError) as refused:
+                cur.execute(f"UPDATE coupon_stock SET remain = 0 WHERE campaign_id = {CAMPAIGN}")
+            self.assertEqual(refused.exception.args[0], 1644)
+        selects = self.db_selects()
+        for _ in range(5):
+            self.assertEqual(self.via.text(sql)[-2][1], b"\x010")
+        self.assertEqual(self.db_selects(), selects)
+        self.assertEqual(self.via.text(sql), self.direct.text(sql))
+
+    def test_reads_that_must_see_the_server(self):
+        bypass = self.count("bypass")
+        with self.app() as conn, conn.cursor() as cur:
+            cur.execute(f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN} FOR UPDATE")
+            cur.execute("BEGIN")
+            cur.execute(f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = {CAMPAIGN}")
+            cur.execute(f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}")
+            self.assertEqual(cur.fetchone()[0], STOCK - 1)  # its own uncommitted decrement
+            cur.execute("ROLLBACK")
+            cur.execute(f"SELECT remain, version FROM coupon_stock WHERE campaign_id = {CAMPAIGN}")  # a version
+            cur.execute(f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN} AND remain > 0")
+            cur.execute("SET autocommit = 0")  # the read would open a transaction: the server's to say
+            cur.execute(f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}")
+            cur.execute("ROLLBACK")
+        self.assertEqual(self.count("bypass"), bypass + 5)
+        # the rolled-back decrement left the cache to the server: the next read answers STOCK
+        self.assertEqual(self.via.text(TEXT_READS[0])[-2][1], b"\x01" + str(STOCK).encode())
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--claimguard", required=True)
+    parser.add_argument("--work-dir", required=True)
+    parser.add_argument("--stmt-client", default=None)
+    ARGS, rest = parser.parse_known_args()
+    if not shutil.which("mariadbd") and not os.path.exists("/usr/sbin/mariadbd"):
+        print("MariaDB is not installed", file=sys.stderr)
+        return 1
+    result = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
+    return 0 if result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+// The sidecar's read cache: TTL, the decrements, refusals and restocks it follows, concurrent
+// refreshes, its limits; templates are real MariaDB replies (tests/proxy/protocol captures).
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "proxy/engine/explain.hpp"
+#include "proxy/engine/read_cache.hpp"
+#include "proxy/protocol/capabilities.hpp"
+#include "tests/proxy/engine/engine_harness.hpp"
+#include "tests/proxy/protocol/captures_read_cache.hpp"
+#include "tests/proxy/protocol/test_support.hpp"
+
+namespace claimguard::engine {
+namespace {
+
+using namespace std::chrono_literals;
+using outcome = read_cache::outcome;
+
+constexpr auto ttl = 50ms;
+const std::string rule = "coupon_stock";
+const std::string shape = "T\nSELECT remain FROM coupon_stock WHERE campaign_id = ?";
+const key_tuple key{"7"};
+
+std::shared_ptr<const protocol::counter_reply> reply() {
+    static const auto kept = protocol::test::hex(protocol::test::read_cache::text_eof_5);
+    auto t = protocol::parse_counter_reply(kept, protocol::cap::protocol_41, 0, false, 1, "");
+    EXPECT_TRUE(t);
+    return std::make_shared<const protocol::counter_reply>(std::move(*t));
+}
+
+struct read_cache_test : testing::Test {
+    read_cache cache;
+    read_cache::clock::time_point t0 = read_cache::clock::now();
+
+    // A read that went to the server at `at` and found `value`.
+    void server_read(std::int64_t value, read_cache::clock::time_point at, const key_tuple& k = key) {
+        auto l = cache.find(rule, k, shape, ttl, at);
+        EXPECT_NE(l.what, outcome::hit);
+        cache.store(rule, k, shape, reply(), value, l.generation, at);
+    }
+};
+
+TEST_F(read_cache_test, miss_then_hit_until_the_ttl_then_refresh) {
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, t0).what, outcome::miss);
+    server_read(5, t0);
+    auto hit = cache.find(rule, key, shape, ttl, t0 + 49ms);
+    EXPECT_EQ(hit.what, outcome::hit);
+    EXPECT_EQ(hit.value, 5);
+    ASSERT_TRUE(hit.reply);
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, t0 + 50ms).what, outcome::refresh);
+    server_read(3, t0 + 60ms);
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, t0 + 61ms).value, 3);
+    // another shape of the same key has no template yet; another key nothing at all
+    EXPECT_EQ(cache.find(rule, key, shape + " ", ttl, t0 + 61ms).what, outcome::miss);
+    EXPECT_EQ(cache.find(rule, key_tuple{"8"}, shape, ttl, t0 + 61ms).what, outcome::miss);
+}
+
+TEST_F(read_cache_test, decrements_count_down_and_a_refusal_answers_the_floor) {
+    server_read(3, t0);
+    cache.on_take(rule, key, 1);
+    cache.on_take(rule, key, 2);
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, t0 + 1ms).value, 0);
+    cache.on_exhausted(rule, key, -2, t0 + 30ms);  // floor -2
+    auto sold_out = cache.find(rule, key, shape, ttl, t0 + 40ms);
+    EXPECT_EQ(sold_out.what, outcome::hit);
+    EXPECT_EQ(sold_out.value, -2);
+    // the refusal is fresh knowledge, the template is not: after the template's TTL, a refresh
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, t0 + 55ms).what, outcome::refresh);
+}
+
+TEST_F(read_cache_test, a_restock_sends_the_next_read_to_the_server) {
+    server_read(0, t0);
+    cache.invalidate(rule, key);
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, t0 + 1ms).what, outcome::refresh);
+    server_read(30, t0 + 2ms);
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, t0 + 3ms).value, 30);
+}
+
+TEST_F(read_cache_test, a_reply_older_than_a_local_change_does_not_overwrite_it) {
+    server_read(10, t0);
+    auto refresh = cache.find(rule, key, shape, ttl, t0 + 60ms);  // sent to the server...
+    ASSERT_EQ(refresh.what, outcome::refresh);
+    cache.on_take(rule, key, 1);                                                // ...a decrement lands meanwhile...
+    cache.store(rule, key, shape, reply(), 10, refresh.generation, t0 + 60ms);  // ...the reply says 10
+    // the value stays unconfirmed: the next read asks the server again rather than answer 10
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, t0 + 61ms).what, outcome::refresh);
+
+    // two refreshes in flight: the first reply counts, the second (same generation) is ignored
+    auto a = cache.find(rule, key, shape, ttl, t0 + 70ms);
+    auto b = cache.find(rule, key, shape, ttl, t0 + 70ms);
+    cache.store(rule, key, shape, reply(), 8, a.generation, t0 + 70ms);
+    cache.store(rule, key, shape, reply(), 9, b.generation, t0 + 70ms);
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, t0 + 71ms).value, 8);
+}
+
+TEST_F(read_cache_test, changes_to_a_key_never_read_are_not_invented) {
+    cache.on_take(rule, key, 1);
+    cache.invalidate(rule, key);
+    EXPECT_EQ(cache.keys(), 0u);
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, t0).what, outcome::miss);
+}
+
+TEST_F(read_cache_test, bounded_keys_and_templates_evictions_counted) {
+    for (std::size_t i = 0; i < read_cache::max_templates + 10; ++i) server_read(1, t0, key_tuple{std::to_string(i)});
+    EXPECT_EQ(cache.templates(), read_cache::max_templates);
+    EXPECT_EQ(cache.evictions(), 10u);
+    for (std::size_t i = 0; i < read_cache::max_keys + 5; ++i)
+        cache.on_exhausted(rule, key_tuple{"k" + std::to_string(i)}, 0, t0);
+    EXPECT_EQ(cache.keys(), read_cache::max_keys);
+    EXPECT_GE(cache.evictions(), 15u);
+}
+
+TEST_F(read_cache_test, a_template_too_large_is_not_kept) {
+    auto big = std::make_shared<protocol::counter_reply>(*reply());
+    big->row_after.resize(read_cache::max_template_bytes);
+    auto l = cache.find(rule, key, shape, ttl, t0);
+    cache.store(rule, key, shape, big, 5, l.generation, t0);
+    EXPECT_EQ(cache.templates(), 0u);
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, t0).what, outcome::miss);  // the value alone answers nothing
+}
+
+// `claimguard explain` says whether a read may be answered by the sidecar, from the same
+// read_cache_bypass() the session asks.
+std::string explain_with_read_cache(std::string_view sql, bool observe = false) {
+    std::string text = test::read_coupon_yaml();
+    EXPECT_TRUE(test::replace_once(text, "    units: 1 ", "    read_cache: 50ms\n    units: 1 "));
+    if (observe) {
+        EXPECT_TRUE(test::replace_once(text, "default_mode: enforce", "default_mode: observe"));
+    }
+    auto loaded = rules::load_rules({{"coupon.yaml", text}});
+    EXPECT_TRUE(loaded.rules) << (loaded.errors.empty() ? "" : loaded.errors[0].message);
+    if (!loaded.rules) return {};
+    const rules::match::rule_index index(*loaded.rules);
+    std::ostringstream out;
+    explain(index, sql, {}, out);
+    return out.str();
+}
+
+TEST(read_cache_explain, says_which_reads_the_sidecar_answers) {
+    const std::pair<std::string_view, std::string_view> cases[] = {
+        {"SELECT remain FROM coupon_stock WHERE campaign_id = 7",
+         "read cache: answered by this sidecar while its copy is at most 50ms old"},
+        {"SELECT remain FROM coupon_stock WHERE campaign_id = 7 FOR UPDATE",
+         "read cache: sent to the server: a locking read"},
+        {"SELECT remain, version FROM coupon_stock WHERE campaign_id = 7",
+         "read cache: sent to the server: not a plain read"},
+    };
+    for (const auto& [sql, want] : cases) {
+        const auto out = explain_with_read_cache(sql);
+        EXPECT_NE(out.find(want), std::string::npos) << out;
+    }
+    const auto observed = explain_with_read_cache("SELECT remain FROM coupon_stock WHERE campaign_id = 7", true);
+    EXPECT_NE(observed.find("read cache: sent to the server: observe mode"), std::string::npos) << observed;
+}
+
+}  // namespace
+}  // namespace claimguard::engine
