@@ -14,7 +14,7 @@ namespace {
 constexpr std::string_view top_fields[] = {"default_mode", "stock_rules", "claim_rules", "trusted_users"};
 constexpr std::string_view stock_fields[] = {"name",           "table", "key_columns", "counter_column",
                                              "version_column", "floor", "exhausted",   "mode",
-                                             "units",          "unmodeled"};
+                                             "units",          "unmodeled",   "defer_decrement"};
 constexpr std::string_view claim_fields[] = {"name",     "table", "idempotency_columns", "idempotency_key_column",
                                              "consumes", "redis", "duplicate",           "strictness",
                                              "mode",     "unmodeled"};
@@ -260,6 +260,11 @@ private:
             p.complete = p.complete && v.has_value();
         }
         read_unmodeled(fields, r.unmodeled, p.complete);
+        if (const auto* f = fields.get("defer_decrement")) {
+            const auto v = read_bool(file_, *f);
+            r.defer_decrement = v.value_or(false);
+            p.complete = p.complete && v.has_value();
+        }
 
         const auto table = r.table.name.empty() ? std::string("the stock") : display_table(r.table);
         r.exhausted = error_answer("claimguard: " + table + " is sold out for this key");
