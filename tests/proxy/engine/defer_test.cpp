@@ -115,8 +115,8 @@ TEST(defer, any_statement_naming_the_table_flushes) {
     session s(variant_id::defer);
     ASSERT_TRUE(s.ready()) << s.error();
     deferred_write(s);
-    auto star = s.exec("SELECT * FROM shop.coupon_stock s JOIN x ON x.id = s.campaign_id", {ok_rows(1, in_trans)},
-                       in_trans);
+    auto star =
+        s.exec("SELECT * FROM shop.coupon_stock s JOIN x ON x.id = s.campaign_id", {ok_rows(1, in_trans)}, in_trans);
     EXPECT_EQ(star.sent().front(), deferred_take_1);
     EXPECT_EQ(star.last().type, action::kind::relay);
 }
@@ -227,9 +227,11 @@ TEST(defer, string_keys_go_as_hex_never_spliced) {
     (void)s.exec("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = '7'", {}, in_trans);
     (void)s.exec("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = '007'", {}, in_trans);
     ASSERT_EQ(s.memory.deferred.size(), 3u);
-    EXPECT_NE(s.memory.deferred[0].sql.find("`campaign_id` = X'61622763' AND"), std::string::npos) << s.memory.deferred[0].sql;
+    EXPECT_NE(s.memory.deferred[0].sql.find("`campaign_id` = X'61622763' AND"), std::string::npos)
+        << s.memory.deferred[0].sql;
     EXPECT_NE(s.memory.deferred[1].sql.find("`campaign_id` = 7 AND"), std::string::npos) << s.memory.deferred[1].sql;
-    EXPECT_NE(s.memory.deferred[2].sql.find("`campaign_id` = X'303037' AND"), std::string::npos) << s.memory.deferred[2].sql;
+    EXPECT_NE(s.memory.deferred[2].sql.find("`campaign_id` = X'303037' AND"), std::string::npos)
+        << s.memory.deferred[2].sql;
 }
 
 TEST(defer, duplicate_claim_cancels_the_deferred_take_instead_of_giving_back) {
