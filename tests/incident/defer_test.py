@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """defer_decrement (issue 11 part 3): takes in transactions answered OK and sent just before COMMIT.
 
-Usage: defer_test.py --claimguard PATH --work-dir DIR [unittest args]
+Usage: defer_test.py --claimguard PATH --stmt-client PATH --work-dir DIR [unittest args]
 
 One MariaDB with the coupon schema (cluster.py). Wire: two claimguards, the example rules with
 defer_decrement on and off; PyMySQL transactions through them and a direct root connection with
 innodb_lock_wait_timeout=1 that updates the same stock row while the app transaction sits between its
 UPDATE and its COMMIT: it does not wait with defer on, it times out (1205) with defer off. Also: a read
 in the transaction sees the app's own write, sold out is reported at COMMIT (ROLLBACK + exhausted, the
-order row gone), ROLLBACK drops the take, metrics. Race: 8 sidecars with defer on, a transactional naive
+order row gone), ROLLBACK drops the take, libmariadb prepared statements with a bound key, metrics. Race: 8 sidecars with defer on, a transactional naive
 app (BEGIN; SELECT; UPDATE SET remain = <read - 1>; INSERT order; COMMIT) on many threads until sold
 out: no over-issue, initial - remain == orders, no user twice, every UPDATE answered 1 row, "sold out"
 only at COMMIT.
@@ -16,6 +16,7 @@ only at COMMIT.
 
 import argparse
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -189,6 +190,23 @@ class Defer(unittest.TestCase):
                          committed)
         self.assertEqual(self.cluster.facts(5)["remain"], 2)
 
+    def test_prepared_statements_with_bound_key(self):
+        # libmariadb COM_STMT_PREPARE/EXECUTE (tests/integration/unix/stmt_client.cpp): the kept take
+        # carries the bound key as a literal; the read after it sees the app's own write.
+        self.set_stock(6, 10)
+        statements = ["START TRANSACTION", "UPDATE coupon_stock SET remain = ? WHERE campaign_id = ?|9|6",
+                      "SELECT remain FROM coupon_stock WHERE campaign_id = ?|6",
+                      "UPDATE coupon_stock SET remain = remain - ? WHERE campaign_id = ?|1|6",
+                      "INSERT INTO coupon_order (user_id, campaign_id) VALUES (?, ?)|61|6", "COMMIT",
+                      "SELECT remain FROM coupon_stock WHERE campaign_id = ?|6"]
+        r = subprocess.run([ARGS.stmt_client, "tcp", servers.HOST, str(self.on.port), cluster.APP_USER,
+                            cluster.APP_PASSWORD, cluster.DATABASE, *statements],
+                           capture_output=True, text=True, timeout=CLIENT_TIMEOUT_S, check=False)
+        lines = r.stdout.splitlines()
+        self.assertEqual(lines, ["OK 0", "OK 1", "ROWS [9]", "OK 1", "OK 1", "OK 0", "ROWS [8]"], r.stderr)
+        facts = self.cluster.facts(6)
+        self.assertEqual((facts["remain"], facts["rows"]), (8, 1))  # two takes (one waits for its claim), one order
+
     def test_race_through_eight_sidecars(self):
         sidecars = []
         for i in range(SIDECARS):
@@ -264,6 +282,7 @@ def main():
     global ARGS
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--claimguard", required=True)
+    parser.add_argument("--stmt-client", required=True)
     parser.add_argument("--work-dir", required=True)
     ARGS, rest = parser.parse_known_args()
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
