@@ -153,7 +153,7 @@ action claim_operation::start() {
 }
 
 action claim_operation::defer_take() {
-    auto sql = match::deferred_decrement(*d_.stock, d_.key_literals, d_.units);
+    auto sql = match::deferred_decrement(*d_.stock, d_.key_literals, d_.units, database_);
     if (!sql) return {};  // relay: never happens for a take deferrable() accepted
     deferred_take t;
     t.rule = d_.stock->name;

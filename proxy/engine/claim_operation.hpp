@@ -124,6 +124,10 @@ public:
     claim_operation(const decision& d, const rules::sql::parsed_statement& st, session_memory& memory,
                     take_ledger& ledger, const operation_context& ctx);
 
+    // The session's current database (empty: not known): a take deferred to COMMIT names its
+    // table with it, so a later USE or COM_INIT_DB does not move it to another database.
+    void set_database(std::string_view database) { database_ = database; }
+
     [[nodiscard]] action start();
     [[nodiscard]] action on_reply(const reply_summary& r);
     [[nodiscard]] action on_redis(redis_reply r);
@@ -186,6 +190,7 @@ private:
     std::optional<rules::answer> refused_answer_;  // a deferred take refused at COMMIT: its rule's answer
     std::string refused_rule_;
     std::vector<std::pair<event, deferred_take>> deferred_events_;
+    std::string_view database_;
 };
 
 // The open transaction ended: `committed` takes move to the ledger; on a rollback the takes it

@@ -458,6 +458,7 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
         co_return intercepted::forward;
     engine::operation_context octx{id_, status_, redis_ != nullptr};
     engine::claim_operation op(d, st, memory_, *ctx_.ledger, octx);
+    op.set_database(database_);
     std::optional<captured_reply> kept;
     std::string token;
     // The Redis key of a claim that did not go in goes at once; one inserted in a transaction

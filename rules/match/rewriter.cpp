@@ -160,14 +160,17 @@ namespace {
 
 }  // namespace
 
-result<rewritten_sql> deferred_decrement(const stock_rule& rule, std::span<const key_literal> key, std::int64_t units) {
+result<rewritten_sql> deferred_decrement(const stock_rule& rule, std::span<const key_literal> key, std::int64_t units,
+                                         std::string_view database) {
     if (units <= 0) return errc::amount_not_positive;
     if (rule.floor > std::numeric_limits<std::int64_t>::max() - units) return errc::amount_out_of_range;
     if (key.empty() || key.size() != rule.key_columns.size()) return errc::key_not_bindable;
     static constexpr char digits[] = "0123456789ABCDEF";
     rewritten_sql out;
     const std::string counter = sql::quote_identifier(rule.counter_column);
-    out.sql = "UPDATE " + table_sql(rule.table) + " SET " + counter + " = " + counter + " - " + std::to_string(units);
+    table_name table = rule.table;
+    if (table.schema.empty()) table.schema = std::string(database);
+    out.sql = "UPDATE " + table_sql(table) + " SET " + counter + " = " + counter + " - " + std::to_string(units);
     if (rule.version_column) {
         const std::string version = sql::quote_identifier(*rule.version_column);
         out.sql += ", " + version + " = " + version + " + 1";

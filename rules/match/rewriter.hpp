@@ -60,9 +60,10 @@ struct key_literal {
 };
 
 // A take deferred to COMMIT, self-contained: UPDATE t SET c = c - N [, version = version + 1]
-// WHERE k1 = <literal> AND ... AND c >= floor + N.
+// WHERE k1 = <literal> AND ... AND c >= floor + N. `database`: the session's current database when
+// the take was deferred, for a rule table without a schema (a later USE must not move the take).
 [[nodiscard]] result<rewritten_sql> deferred_decrement(const stock_rule& rule, std::span<const key_literal> key,
-                                                       std::int64_t units);
+                                                       std::int64_t units, std::string_view database = {});
 
 // The counter of the key's row, read on the same connection after a take changed no row:
 // SELECT c FROM t WHERE k1 = <original token> AND ...

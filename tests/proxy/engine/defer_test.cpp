@@ -121,6 +121,17 @@ TEST(defer, any_statement_naming_the_table_flushes) {
     EXPECT_EQ(star.last().type, action::kind::relay);
 }
 
+TEST(defer, use_and_row_count_flush_everything) {
+    for (auto sql : {"USE other", "SELECT ROW_COUNT()", "SAVEPOINT a"}) {
+        session s(variant_id::defer);
+        ASSERT_TRUE(s.ready()) << s.error();
+        deferred_write(s);
+        auto t = s.exec(sql, {ok_rows(1, in_trans)}, in_trans);
+        EXPECT_EQ(t.d.deferred, deferred_step::flush) << sql;
+        EXPECT_EQ(t.sent(), sent{deferred_take_1}) << sql;
+    }
+}
+
 TEST(defer, refused_flush_poisons_the_transaction) {
     session s(variant_id::defer);
     ASSERT_TRUE(s.ready()) << s.error();
@@ -232,6 +243,20 @@ TEST(defer, string_keys_go_as_hex_never_spliced) {
     EXPECT_NE(s.memory.deferred[1].sql.find("`campaign_id` = 7 AND"), std::string::npos) << s.memory.deferred[1].sql;
     EXPECT_NE(s.memory.deferred[2].sql.find("`campaign_id` = X'303037' AND"), std::string::npos)
         << s.memory.deferred[2].sql;
+}
+
+TEST(defer, table_without_schema_is_pinned_to_the_current_database) {
+    session s(variant_id::defer);
+    ASSERT_TRUE(s.ready()) << s.error();
+    const auto& env = env_for(variant_id::defer);
+    statement st(absolute_write, *env.index);
+    decision d = decide(st.facts(), *env.rules, resolve_literal, s.memory);
+    take_ledger ledger;
+    claim_operation op(d, st.parsed(), s.memory, ledger, operation_context{1, in_trans, false});
+    op.set_database("shop");
+    EXPECT_EQ(op.start().type, action::kind::answer);
+    ASSERT_EQ(s.memory.deferred.size(), 1u);
+    EXPECT_EQ(s.memory.deferred[0].sql.rfind("UPDATE `shop`.`coupon_stock` SET", 0), 0u) << s.memory.deferred[0].sql;
 }
 
 TEST(defer, duplicate_claim_cancels_the_deferred_take_instead_of_giving_back) {
