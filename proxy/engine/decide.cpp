@@ -357,6 +357,13 @@ bool may_commit_implicitly(std::string_view sql) {
     };
     const auto word = first_word(sql);
     if (word.empty()) return true;
+    // Several statements in one query (CLIENT_MULTI_STATEMENTS): a later one may be COMMIT. A ';'
+    // inside a string literal only sends the takes early.
+    if (const auto semicolon = sql.find(';'); semicolon != std::string_view::npos &&
+                                              sql.find_first_not_of(" \t\r\n;", semicolon) != std::string_view::npos)
+        return true;
+    // SET autocommit in a spelling the recogniser did not take for one.
+    if (iequal(word, "SET") && mentions(sql, "autocommit")) return true;
     for (auto w : never)
         if (iequal(word, w)) return false;
     return true;

@@ -291,6 +291,10 @@ TEST(defer, implicit_commit_detection) {
     EXPECT_TRUE(may_commit_implicitly("TRUNCATE t"));
     EXPECT_TRUE(may_commit_implicitly("DROP TABLE t"));
     EXPECT_TRUE(may_commit_implicitly(""));
+    EXPECT_TRUE(may_commit_implicitly("INSERT INTO t VALUES (1); COMMIT"));
+    EXPECT_FALSE(may_commit_implicitly("INSERT INTO t VALUES (1);  "));
+    EXPECT_TRUE(may_commit_implicitly("SET @@session.autocommit = ON"));
+    EXPECT_FALSE(may_commit_implicitly("SET @a = 1"));
 }
 
 }  // namespace
