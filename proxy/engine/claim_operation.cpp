@@ -1,6 +1,7 @@
 // The claim flows as a state machine: takes, claims, give-backs, refusals, observe mode.
 #include "claim_operation.hpp"
 
+#include <algorithm>
 #include <variant>
 
 namespace claimguard::engine {
@@ -84,6 +85,12 @@ std::string_view event_name(event e) {
     case event::unmodeled_forwarded: return "forwarded-unmodeled";
     case event::would: return "would";
     case event::would_block: return "would-exhausted";
+    case event::deferred: return "deferred";
+    case event::deferred_flushed: return "deferred-flushed";
+    case event::deferred_committed: return "deferred-committed";
+    case event::deferred_refused: return "deferred-refused";
+    case event::deferred_failed: return "deferred-failed";
+    case event::deferred_dropped: return "deferred-dropped";
     }
     return "?";
 }
@@ -93,6 +100,10 @@ claim_operation::claim_operation(const decision& d, const rules::sql::parsed_sta
     : d_(d), st_(st), memory_(memory), ledger_(ledger), ctx_(ctx), in_transaction_(in_transaction(ctx.status)) {}
 
 std::vector<event> claim_operation::take_events() { return std::exchange(events_, {}); }
+
+std::vector<std::pair<event, deferred_take>> claim_operation::take_deferred_events() {
+    return std::exchange(deferred_events_, {});
+}
 
 action claim_operation::finish(action a) {
     state_ = state::done;
@@ -118,6 +129,55 @@ action claim_operation::exhausted_answer(std::uint16_t status) {
 }
 
 action claim_operation::start() {
+    // The open transaction's deferred takes this statement needs sent first, in order.
+    // (A transaction already poisoned rolls back: its deferred takes are dropped unsent.)
+    if (d_.deferred != deferred_step::none && d_.what != verdict::rollback_instead) {
+        committing_ = d_.deferred == deferred_step::commit;
+        // A take that is itself deferred joins the others instead of flushing them.
+        const bool joins = !committing_ && deferrable();
+        auto& pending = memory_.deferred;
+        for (auto it = pending.begin(); it != pending.end();) {
+            const bool wanted = committing_ || (std::find(d_.flush_rules.begin(), d_.flush_rules.end(), it->rule) !=
+                                                    d_.flush_rules.end() &&
+                                                !(joins && it->rule == d_.stock->name));
+            if (!wanted) {
+                ++it;
+                continue;
+            }
+            flushing_.push_back(std::move(*it));
+            it = pending.erase(it);
+        }
+        if (!flushing_.empty()) return send_next_deferred();
+    }
+    return start_main();
+}
+
+action claim_operation::defer_take() {
+    auto sql = match::deferred_decrement(*d_.stock, d_.key_literals, d_.units, database_);
+    if (!sql) return {};  // relay: never happens for a take deferrable() accepted
+    deferred_take t;
+    t.rule = d_.stock->name;
+    t.table = d_.stock->table.name;
+    t.key = d_.key;
+    t.key_columns = d_.stock->key_columns;
+    t.units = d_.units;
+    t.sql = std::move(sql->sql);
+    t.exhausted = d_.stock->exhausted;
+    memory_.deferred.push_back(std::move(t));
+    // Recorded as taken in this transaction: the claim that follows is backed by it; if it is
+    // refused when sent, the transaction is poisoned and its COMMIT rolls back.
+    record_take(memory_, ledger_, d_, d_.units, true, ctx_.session);
+    events_.push_back(event::deferred);
+    if (d_.app_meant) events_.push_back(event::app_meant_other);
+    action a;
+    a.type = action::kind::answer;
+    a.answer.type = rules::answer::kind::ok;
+    a.ok_rows = 1;  // the promised row (also what the app's ROW_COUNT() sees once it is sent)
+    a.status = static_cast<std::uint16_t>(ctx_.status | server_in_transaction);
+    return finish(std::move(a));
+}
+
+action claim_operation::start_main() {
     if (d_.observe) {
         // The wire stays as it is; the memory and ledger follow what enforce mode would do, so
         // the next decision is the one enforce mode would make.
@@ -152,6 +212,10 @@ action claim_operation::start() {
     }
 
     case verdict::take: {
+        if (deferrable()) {
+            action a = defer_take();
+            if (a.type == action::kind::answer) return a;
+        }
         auto rewritten = std::holds_alternative<match::counter_write>(*d_.fact)
                              ? match::rewrite_write(st_, std::get<match::counter_write>(*d_.fact), d_.units)
                              : match::rewrite_change(st_, std::get<match::counter_change>(*d_.fact), d_.units);
@@ -308,6 +372,12 @@ action claim_operation::continue_with(action next) {
 
 action claim_operation::give_back_then(action final_action) {
     if (reserved_ <= 0) return continue_with(std::move(final_action));
+    if (cancel_deferred()) {
+        events_.push_back(event::compensated);
+        memory_.entry(d_.stock->name, d_.key).credits.push_back(reserved_);  // the app's own give-back is absorbed
+        reserved_ = 0;
+        return continue_with(std::move(final_action));
+    }
     const auto* key = stock_key_of(d_);
     auto sql = key ? match::compensation(*d_.stock, *key, reserved_) : match::result<match::rewritten_sql>(match::errc::key_not_bindable);
     if (!sql) {
@@ -402,14 +472,22 @@ action claim_operation::on_reply(const reply_summary& r) {
 
     case state::rollback_sent: {
         end_transaction(memory_, ledger_, false, ctx_.session);
-        events_.push_back(event::rolled_back);
+        rolled_back_ = true;
+        const rules::answer* exhausted = refused_answer_ ? &*refused_answer_ : d_.stock ? &d_.stock->exhausted : nullptr;
+        if (refused_answer_) {
+            deferred_take which;
+            which.rule = refused_rule_;
+            deferred_events_.emplace_back(event::rolled_back, std::move(which));
+        } else {
+            events_.push_back(event::rolled_back);
+        }
         // The app asked to COMMIT and nothing was committed: never answered with an OK, even
         // when the rule answers a refused decrement with one (exhausted: {type: ok}).
         action a;
         a.type = action::kind::answer;
         a.status = r.status;
-        if (d_.stock && d_.stock->exhausted.type == rules::answer::kind::error)
-            a.answer = d_.stock->exhausted;
+        if (exhausted && exhausted->type == rules::answer::kind::error)
+            a.answer = *exhausted;
         else
             a.answer = {rules::answer::kind::error, 1644, "45000",
                         "claimguard: transaction rolled back: it holds a claim without stock"};
@@ -483,6 +561,8 @@ action claim_operation::on_reply(const reply_summary& r) {
         return finish(a);
     }
 
+    case state::deferred_sent: return after_deferred(r);
+
     case state::idle:
     case state::redis_wait:
     case state::done:
@@ -491,7 +571,9 @@ action claim_operation::on_reply(const reply_summary& r) {
     return finish({});
 }
 
-void end_transaction(session_memory& memory, take_ledger& ledger, bool committed, std::uint64_t session) {
+std::vector<deferred_take> end_transaction(session_memory& memory, take_ledger& ledger, bool committed,
+                                           std::uint64_t session) {
+    auto dropped = std::exchange(memory.deferred, {});
     memory.for_each([&](const std::string& rule, const key_tuple& key, stock_entry& e) {
         if (committed) {
             for (auto units : e.transaction_takes) ledger.add_take(rule, key, units, session);
@@ -500,6 +582,7 @@ void end_transaction(session_memory& memory, take_ledger& ledger, bool committed
         }
     });
     memory.reset();
+    return dropped;
 }
 
 }  // namespace claimguard::engine

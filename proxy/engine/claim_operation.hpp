@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "decide.hpp"
@@ -77,6 +78,13 @@ enum class event : std::uint8_t {
     unmodeled_forwarded,   // not modelled, forwarded by policy
     would,                 // observe mode: what enforce would have done (the decision's verdict)
     would_block,           // observe mode: enforce would answer this claim exhausted (no take behind it)
+    // defer_decrement (the take's rule and key in deferred_events(), except `deferred`):
+    deferred,              // a take in a transaction answered OK at once, sent later
+    deferred_flushed,      // ... sent before a statement of the transaction on its table; it took
+    deferred_committed,    // ... sent just before COMMIT; it took
+    deferred_refused,      // ... sent and found the floor (sold out at COMMIT, or the transaction poisoned)
+    deferred_failed,       // ... sent and answered with an error (the app gets it)
+    deferred_dropped,      // ... never sent: the transaction rolled back, or its claim gave the unit back
 };
 
 [[nodiscard]] std::string_view event_name(event e);
@@ -116,12 +124,20 @@ public:
     claim_operation(const decision& d, const rules::sql::parsed_statement& st, session_memory& memory,
                     take_ledger& ledger, const operation_context& ctx);
 
+    // The session's current database (empty: not known): a take deferred to COMMIT names its
+    // table with it, so a later USE or COM_INIT_DB does not move it to another database.
+    void set_database(std::string_view database) { database_ = database; }
+
     [[nodiscard]] action start();
     [[nodiscard]] action on_reply(const reply_summary& r);
     [[nodiscard]] action on_redis(redis_reply r);
 
     // Events since the last call (the session counts and audits them in order).
     [[nodiscard]] std::vector<event> take_events();
+    // Events of deferred takes since the last call, each with its take (rule, key).
+    [[nodiscard]] std::vector<std::pair<event, deferred_take>> take_deferred_events();
+    // The statement was a COMMIT that became a ROLLBACK (a deferred take refused).
+    [[nodiscard]] bool rolled_back() const { return rolled_back_; }
     // After the final action: the Redis key acquired for this claim and what becomes of it.
     [[nodiscard]] bool redis_locked() const { return redis_locked_; }
     [[nodiscard]] bool redis_release_now() const { return redis_locked_ && !inserted_; }
@@ -130,8 +146,15 @@ public:
 private:
     enum class state : std::uint8_t {
         idle, read_sent, take_sent, probe_sent, track_sent, restock_sent, rollback_sent, redis_wait,
-        claim_sent, original_sent, give_back_sent, done,
+        claim_sent, original_sent, give_back_sent, deferred_sent, done,
     };
+
+    action start_main();
+    action send_next_deferred();
+    action after_deferred(const reply_summary& r);
+    [[nodiscard]] bool deferrable() const;
+    action defer_take();
+    bool cancel_deferred();
 
     action finish(action a);
     action exhausted_answer(std::uint16_t status);
@@ -158,10 +181,22 @@ private:
     bool in_transaction_ = false;
     bool plain_first_ = false;           // REPLACE / ON DUPLICATE KEY UPDATE sent as a plain INSERT first
     std::optional<action> after_give_back_;
+
+    // deferred takes sent before this statement
+    std::vector<deferred_take> flushing_;
+    std::size_t flush_next_ = 0;
+    bool committing_ = false;
+    bool rolled_back_ = false;
+    std::optional<rules::answer> refused_answer_;  // a deferred take refused at COMMIT: its rule's answer
+    std::string refused_rule_;
+    std::vector<std::pair<event, deferred_take>> deferred_events_;
+    std::string_view database_;
 };
 
 // The open transaction ended: `committed` takes move to the ledger; on a rollback the takes it
-// borrowed go back. Then the session's transaction bookkeeping resets.
-void end_transaction(session_memory& memory, take_ledger& ledger, bool committed, std::uint64_t session);
+// borrowed go back. Then the session's transaction bookkeeping resets. Returns the deferred
+// takes that were never sent (dropped; after a commit they are a bug the session reports).
+std::vector<deferred_take> end_transaction(session_memory& memory, take_ledger& ledger, bool committed,
+                                           std::uint64_t session);
 
 }  // namespace claimguard::engine

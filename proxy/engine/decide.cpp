@@ -1,6 +1,7 @@
 // The claim engine's decisions and memory updates.
 #include "decide.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <type_traits>
@@ -26,6 +27,24 @@ std::optional<key_tuple> resolve_key(const match::small_vector<match::value_ref,
         auto r = values(v);
         if (!r) return std::nullopt;
         out.push_back(std::move(r->canonical));
+    }
+    return out;
+}
+
+// The key as literals for SQL sent after the statement is gone (a deferred take).
+std::vector<match::key_literal> key_literals_of(const match::small_vector<match::value_ref, 2>& key,
+                                                const value_resolver& values) {
+    std::vector<match::key_literal> out;
+    for (const auto& v : key) {
+        auto r = values(v);
+        if (!r) return {};
+        // A quoted '007' names a string row when the column is a string: keep its bytes; a
+        // quoted '7' is the number 7 written as text.
+        const bool quoted = v.type == match::value_ref::kind::literal && v.decoded.kind == rules::sql::literal_kind::string;
+        match::key_literal k;
+        k.integer = r->integer.has_value() && (!quoted || v.decoded.bytes == std::to_string(*r->integer));
+        k.value = k.integer ? std::to_string(*r->integer) : quoted ? v.decoded.bytes : r->canonical;
+        out.push_back(std::move(k));
     }
     return out;
 }
@@ -83,6 +102,7 @@ decision decide_write(const match::counter_write& w, const value_resolver& value
     d.what = verdict::take;
     d.units = w.rule->units;
     d.may_conflict = w.extra_conditions;
+    if (w.rule->defer_decrement) d.key_literals = key_literals_of(w.key, values);
     d.note = "absolute write of the counter: a conditional take of the rule's units";
     if (const stock_entry* e = memory.find(w.rule->name, d.key); e && e->last_read && value && value->integer) {
         const std::int64_t meant = *e->last_read - *value->integer;
@@ -127,6 +147,7 @@ decision decide_change(const match::counter_change& c, const value_resolver& val
     }
     d.what = verdict::take;
     d.note = "unguarded decrement: guard added";
+    if (c.rule->defer_decrement) d.key_literals = key_literals_of(c.key, values);
     return d;
 }
 
@@ -268,6 +289,119 @@ decision decide(const match::match_result& facts, const rules::rule_set& rules, 
         if (d.what != verdict::forward || d.unmodeled) return d;
     }
     return {};
+}
+
+namespace {
+
+bool is_ident_byte(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$' ||
+           (static_cast<unsigned char>(c) & 0x80) != 0;
+}
+
+bool iequal(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        char x = a[i], y = b[i];
+        if (x >= 'a' && x <= 'z') x = static_cast<char>(x - 32);
+        if (y >= 'a' && y <= 'z') y = static_cast<char>(y - 32);
+        if (x != y) return false;
+    }
+    return true;
+}
+
+// `name` as a whole identifier anywhere in the text (comments and strings included: a false
+// "mentions" only flushes early, which is always safe).
+bool mentions(std::string_view sql, std::string_view name) {
+    if (name.empty() || sql.size() < name.size()) return false;
+    for (std::size_t i = 0; i + name.size() <= sql.size(); ++i) {
+        if (i > 0 && is_ident_byte(sql[i - 1])) continue;
+        if (iequal(sql.substr(i, name.size()), name) && (i + name.size() == sql.size() || !is_ident_byte(sql[i + name.size()])))
+            return true;
+    }
+    return false;
+}
+
+// The first word of a statement, after whitespace, comments and opening parentheses.
+std::string_view first_word(std::string_view sql) {
+    std::size_t i = 0;
+    for (;;) {
+        while (i < sql.size() && (sql[i] == ' ' || sql[i] == '\t' || sql[i] == '\n' || sql[i] == '\r' || sql[i] == '('))
+            ++i;
+        if (sql.substr(i, 2) == "/*" && sql.substr(i, 3) != "/*!") {
+            const auto end = sql.find("*/", i + 2);
+            if (end == std::string_view::npos) return {};
+            i = end + 2;
+            continue;
+        }
+        if (sql.substr(i, 1) == "#" || sql.substr(i, 3) == "-- ") {
+            const auto end = sql.find('\n', i);
+            if (end == std::string_view::npos) return {};
+            i = end + 1;
+            continue;
+        }
+        break;
+    }
+    std::size_t j = i;
+    while (j < sql.size() && is_ident_byte(sql[j])) ++j;
+    return sql.substr(i, j - i);
+}
+
+}  // namespace
+
+bool may_commit_implicitly(std::string_view sql) {
+    // Statements that never end a transaction by themselves (COMMIT, BEGIN and SET autocommit are
+    // recognised as transaction boundaries; ROLLBACK drops the deferred takes unsent).
+    static constexpr std::string_view never[] = {
+        "SELECT", "INSERT",  "UPDATE", "DELETE", "REPLACE",  "WITH",    "SET",  "SHOW",   "DESCRIBE", "DESC",
+        "EXPLAIN", "DO",     "VALUES", "TABLE",  "HANDLER",  "HELP",    "USE",  "ROLLBACK", "SAVEPOINT", "RELEASE",
+    };
+    const auto word = first_word(sql);
+    if (word.empty()) return true;
+    // Several statements in one query (CLIENT_MULTI_STATEMENTS): a later one may be COMMIT. A ';'
+    // inside a string literal only sends the takes early.
+    if (const auto semicolon = sql.find(';'); semicolon != std::string_view::npos &&
+                                              sql.find_first_not_of(" \t\r\n;", semicolon) != std::string_view::npos)
+        return true;
+    // SET autocommit in a spelling the recogniser did not take for one.
+    if (iequal(word, "SET") && mentions(sql, "autocommit")) return true;
+    for (auto w : never)
+        if (iequal(word, w)) return false;
+    return true;
+}
+
+void plan_deferred(decision& d, const match::match_result& facts, std::string_view sql, const session_memory& memory) {
+    if (memory.deferred.empty()) return;
+    bool flush_all = false;
+    for (const auto& f : facts.facts) {
+        if (const auto* t = std::get_if<match::transaction_boundary>(&f)) {
+            using ev = match::transaction_event;
+            switch (t->event) {
+            case ev::rollback: return;  // dropped unsent when the transaction ends
+            case ev::autocommit_off: break;
+            case ev::savepoint:
+            case ev::rollback_to_savepoint:
+            case ev::release_savepoint: flush_all = true; break;  // the server's savepoints see them in order
+            case ev::begin:
+            case ev::commit:
+            case ev::autocommit_on:
+            case ev::autocommit_unknown: d.deferred = deferred_step::commit; return;
+            }
+        } else if (const auto* c = std::get_if<match::session_change>(&f);
+                   c && c->setting == match::session_setting::database) {
+            flush_all = true;  // the deferred takes name tables of the current database
+        }
+    }
+    if (may_commit_implicitly(sql)) {
+        d.deferred = deferred_step::commit;
+        return;
+    }
+    if (mentions(sql, "ROW_COUNT")) flush_all = true;  // the app asks about its own write
+    for (const auto& t : memory.deferred) {
+        if (!flush_all && !mentions(sql, t.table)) continue;
+        if (std::find(d.flush_rules.begin(), d.flush_rules.end(), t.rule) == d.flush_rules.end())
+            d.flush_rules.push_back(t.rule);
+    }
+    if (!d.flush_rules.empty()) d.deferred = deferred_step::flush;
 }
 
 }  // namespace claimguard::engine

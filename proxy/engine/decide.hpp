@@ -11,6 +11,7 @@
 
 #include "memory.hpp"
 #include "rules/match/facts.hpp"
+#include "rules/match/rewriter.hpp"
 #include "rules/model/rules.hpp"
 
 namespace claimguard::engine {
@@ -46,6 +47,13 @@ enum class verdict {
 
 [[nodiscard]] std::string_view verdict_name(verdict v);
 
+// What a statement does to the open transaction's deferred takes (defer_decrement) first.
+enum class deferred_step : std::uint8_t {
+    none,
+    flush,   // it reads or writes a table with deferred takes: send those first (a refusal poisons the transaction)
+    commit,  // it commits (COMMIT, or an implicit commit): send them all; a refusal: ROLLBACK + exhausted
+};
+
 struct decision {
     verdict what = verdict::forward;
     bool observe = false;  // the rule is in observe mode: count and log, change nothing on the wire
@@ -68,11 +76,27 @@ struct decision {
     // take of an absolute write after a read on this connection: the units the app meant
     // (read - written) differ from the rule's units. Counted and audited; the rule's units win.
     std::optional<std::int64_t> app_meant;
+    // take: the key as literals, for a take deferred to COMMIT (defer_decrement).
+    std::vector<rules::match::key_literal> key_literals;
+    // Deferred takes of the open transaction this statement sends before its own action.
+    deferred_step deferred = deferred_step::none;
+    std::vector<std::string> flush_rules;  // flush: the stock rules whose deferred takes go
 };
 
 // Decides what to do with a statement. Does not change memory except to clear a refused flag
 // that an exhausted answer used up.
 [[nodiscard]] decision decide(const rules::match::match_result& facts, const rules::rule_set& rules,
                               const value_resolver& values, session_memory& memory);
+
+// Which deferred takes of the open transaction go before this statement: all of them before
+// anything that may commit (COMMIT, BEGIN, SET autocommit = 1, DDL and other implicit commits),
+// those of a rule before a statement that names its table or changes the database, all of them
+// before ROW_COUNT() (the app's own write). Nothing when the session holds none.
+void plan_deferred(decision& d, const rules::match::match_result& facts, std::string_view sql,
+                   const session_memory& memory);
+
+// Whether a statement may end the open transaction without being COMMIT itself (DDL, LOCK
+// TABLES, CALL, ...): anything but the statements that never commit implicitly.
+[[nodiscard]] bool may_commit_implicitly(std::string_view sql);
 
 }  // namespace claimguard::engine

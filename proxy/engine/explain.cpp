@@ -60,6 +60,26 @@ void run_outcome(std::ostream& out, std::string_view label, const decision& d, c
 }
 
 
+// defer_decrement: the same take inside a transaction, and what its COMMIT then does.
+void explain_deferred(std::ostream& out, const decision& d, const rules::sql::parsed_statement& st,
+                      std::string_view sql) {
+    constexpr std::uint16_t in_transaction = 0x0003;  // SERVER_STATUS_IN_TRANS | SERVER_STATUS_AUTOCOMMIT
+    session_memory memory;
+    take_ledger ledger;
+    claim_operation op(d, st, memory, ledger, operation_context{1, in_transaction, true});
+    const action a = op.start();
+    out << "in a transaction (defer_decrement):\n  " << describe_action(a, sql, d) << "\n";
+    if (memory.deferred.empty()) {
+        out << "  (not deferred: sent in place as above)\n";
+        return;
+    }
+    out << "  kept, sent just before COMMIT (or before the transaction's next statement on "
+        << memory.deferred.front().table << "): " << memory.deferred.front().sql << "\n"
+        << "  at COMMIT, 1 row: the COMMIT goes through; 0 rows: ROLLBACK, then answer "
+        << match::describe_answer(d.stock->exhausted) << "\n"
+        << "  at ROLLBACK: dropped, never sent\n";
+}
+
 }  // namespace
 
 void explain(const match::rule_index& rules, std::string_view sql, const match::explain_options& options,
@@ -103,9 +123,11 @@ void explain(const match::rule_index& rules, std::string_view sql, const match::
     switch (d.what) {
     case verdict::take:
     case verdict::track_decrement:
+        if (d.what == verdict::take && d.stock && d.stock->defer_decrement) out << "in autocommit:\n";
         run_outcome(out, "when 1 row changes", d, st, {ok_rows(1)}, 0, sql);
         run_outcome(out, "when 0 rows change", d, st,
                     {ok_rows(0), reply_summary::counter_row(d.stock ? d.stock->floor : 0)}, 0, sql);
+        if (d.what == verdict::take && d.stock && d.stock->defer_decrement) explain_deferred(out, d, st, sql);
         break;
     case verdict::claim: {
         const auto& ins = std::get<match::claim_insert>(*d.fact);

@@ -9,10 +9,26 @@
 #include <string>
 #include <vector>
 
+#include "rules/model/rules.hpp"
+
 namespace claimguard::engine {
 
 // A key value in canonical form: numbers as canonical decimal text, strings as bytes.
 using key_tuple = std::vector<std::string>;
+
+// A take of a defer_decrement rule answered OK in a transaction and not sent yet: sent (in
+// order, each conditional) before COMMIT or before the transaction's next statement on the
+// table; dropped when the transaction rolls back. Self-contained: the rules may be reloaded and
+// the statement's bound values are gone by then.
+struct deferred_take {
+    std::string rule;
+    std::string table;                     // the rule's table name, to see statements that touch it
+    key_tuple key;                         // canonical, for metrics and the audit log
+    std::vector<std::string> key_columns;  // ... their column names
+    std::int64_t units = 0;
+    std::string sql;                       // the conditional decrement, the key as literals
+    rules::answer exhausted;               // the rule's answer when it is refused at COMMIT
+};
 
 struct stock_entry {
     std::optional<std::int64_t> last_read;  // the counter as this session last saw it (cross-check only)
@@ -38,6 +54,8 @@ struct stock_entry {
 class session_memory {
 public:
     static constexpr std::size_t max_entries = 1024;
+    // Deferred takes of one transaction; a take past this is sent in place (row lock held).
+    static constexpr std::size_t max_deferred_takes = 64;
 
     // The entry of (stock rule, key), created on first use; the oldest entry goes when full.
     stock_entry& entry(const std::string& rule, const key_tuple& key) {
@@ -71,6 +89,7 @@ public:
         }
         transaction_poisoned = false;
         poisoned_rule.clear();
+        deferred.clear();
     }
     [[nodiscard]] std::size_t size() const { return entries_.size(); }
     template <class F>
@@ -83,6 +102,8 @@ public:
     // stock, so the COMMIT becomes a ROLLBACK.
     bool transaction_poisoned = false;
     std::string poisoned_rule;  // the stock rule whose exhausted answer the COMMIT gets
+    // Takes of the open transaction not sent yet (defer_decrement), oldest first.
+    std::vector<deferred_take> deferred;
 
 private:
     std::map<std::pair<std::string, key_tuple>, stock_entry> entries_;

@@ -3,6 +3,7 @@
 // compensations), for text queries and prepared statements alike.
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <algorithm>
 #include <charconv>
 #include <spdlog/spdlog.h>
 
@@ -50,6 +51,7 @@ struct claim_metrics {
     admin::family<admin::counter>& claims;
     admin::family<admin::counter>& unbacked;
     admin::family<admin::counter>& rolled_back;
+    admin::family<admin::counter>& deferred;
 
     static claim_metrics& get() {
         auto& r = admin::default_registry();
@@ -91,6 +93,12 @@ struct claim_metrics {
                              {"rule", "in"}),
             r.counter_family("claimguard_rolled_back_commits_total",
                              "COMMITs turned into ROLLBACK because the transaction held a claim without stock", {"rule"}),
+            r.counter_family("claimguard_deferred_takes_total",
+                             "Takes in transactions deferred to COMMIT (defer_decrement), by what became of them: "
+                             "deferred (answered OK, not sent), flushed (sent before a statement on the table), "
+                             "committed (sent before COMMIT), refused (sold out when sent), failed (an error when "
+                             "sent), dropped (never sent: rolled back, or the claim gave the unit back)",
+                             {"rule", "result"}),
         };
         return m;
     }
@@ -176,7 +184,7 @@ awaitable<session::intercepted> session::intercept(const proto::packet_span& pac
         release_transaction_locks();  // the server rolls back an open transaction
         forget_statements();
         table_columns_.clear();
-        if (ctx_.ledger) engine::end_transaction(memory_, *ctx_.ledger, false, id_);
+        end_transaction_now(false);
         co_return intercepted::forward;
     default:
         co_return intercepted::forward;
@@ -209,15 +217,19 @@ void session::learn_session_changes(const match::match_result& facts) {
 
 awaitable<session::intercepted> session::intercept_query(const proto::packet_span& packet, std::string_view sql) {
     const auto& index = snapshot_->index;
-    if (index.filter().classify(sql) == sqlns::prefilter_verdict::irrelevant) co_return intercepted::forward;
+    // Deferred takes pending (defer_decrement): a statement on another table may still commit
+    // implicitly (DDL), so every statement is looked at until they are sent or dropped.
+    const bool deferred = !memory_.deferred.empty();
+    if (!deferred && index.filter().classify(sql) == sqlns::prefilter_verdict::irrelevant) co_return intercepted::forward;
     if (snapshot_->rules.is_trusted(user_)) co_return intercepted::forward;
     auto st = sqlns::parse(sql, lexer_options());
     auto matched = co_await match_statement(st);
     if (!matched) co_return intercepted::failed;
     const auto& facts = *matched;
-    if (facts.facts.empty()) co_return intercepted::forward;
+    if (facts.facts.empty() && !deferred) co_return intercepted::forward;
     learn_session_changes(facts);
     auto d = engine::decide(facts, snapshot_->rules, engine::resolve_literal, memory_);
+    engine::plan_deferred(d, facts, sql, memory_);
     co_return co_await apply(d, st, proto::com::query, client_in_.readable().first(packet.raw_size), packet.last_seq,
                              nullptr, nullptr);
 }
@@ -302,7 +314,11 @@ awaitable<session::intercepted> session::intercept_prepare(const proto::packet_s
     auto matched = co_await match_statement(ps->parsed);
     if (!matched) co_return intercepted::failed;
     ps->facts = std::move(*matched);
-    if (ps->facts.facts.empty()) co_return intercepted::forward;
+    // Kept without facts too (a SELECT * of a protected table): its execute sends the
+    // transaction's deferred takes of that table first.
+    const auto& stocks = snapshot_->rules.stocks;
+    const bool any_deferred = std::any_of(stocks.begin(), stocks.end(), [](const auto& r) { return r.defer_decrement; });
+    if (ps->facts.facts.empty() && !any_deferred) co_return intercepted::forward;
     // A statement the rules do not model: its policy applies at prepare time (refused, it never
     // gets a statement id; forwarded, it is counted at each execute).
     if (ps->parsed.kind == sqlns::statement_kind::not_ours) {
@@ -348,6 +364,7 @@ awaitable<session::intercepted> session::intercept_execute(const proto::packet_s
     };
     learn_session_changes(ps.facts);
     auto d = engine::decide(ps.facts, ps.snapshot->rules, resolver, memory_);
+    engine::plan_deferred(d, ps.facts, ps.parsed.sql, memory_);
 
     // Types the server has not seen yet (an earlier execute carrying them was answered by the
     // proxy): send this execute re-encoded with them, or the server answers ERR 1210.
@@ -403,6 +420,12 @@ void session::report_events(const std::vector<engine::event>& events, const engi
             spdlog::error("session {}: rule {}: a give-back changed no row", id_, rule);
             break;
         case event::rolled_back: m.rolled_back.with(rule).inc(); break;
+        case event::deferred: m.deferred.with(rule, "deferred").inc(); break;
+        case event::deferred_flushed:
+        case event::deferred_committed:
+        case event::deferred_refused:
+        case event::deferred_failed:
+        case event::deferred_dropped: continue;  // reported with their take by report_deferred
         case event::unmodeled_refused:
         case event::unmodeled_forwarded: {
             const bool refused = e == event::unmodeled_refused;
@@ -432,13 +455,16 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
                                                std::uint8_t command, proto::bytes_view forward_bytes,
                                                std::uint8_t last_seq, const std::vector<proto::binary_value>* params,
                                                const std::vector<proto::value_type>* types) {
-    if (d.what == verdict::forward && !d.unmodeled) co_return intercepted::forward;
-    if (d.what == verdict::remember_read && d.stock && d.stock->read_cache && ctx_.read_cache) {
+    if (d.what == verdict::forward && !d.unmodeled && d.deferred == engine::deferred_step::none)
+        co_return intercepted::forward;
+    if (d.what == verdict::remember_read && d.deferred == engine::deferred_step::none && d.stock &&
+        d.stock->read_cache && ctx_.read_cache) {
         auto served = co_await serve_counter_read(d, st, command, forward_bytes, last_seq);
         if (served) co_return *served;
     }
     engine::operation_context octx{id_, status_, redis_ != nullptr};
     engine::claim_operation op(d, st, memory_, *ctx_.ledger, octx);
+    op.set_database(database_);
     std::optional<captured_reply> kept;
     std::string token;
     // The Redis key of a claim that did not go in goes at once; one inserted in a transaction
@@ -451,6 +477,7 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
     auto act = op.start();
     for (;;) {
         report_events(op.take_events(), d, st);
+        report_deferred(op.take_deferred_events(), &st);
         switch (act.type) {
         case engine::action::kind::relay:
             co_await settle_redis();
@@ -513,7 +540,7 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
 
         case engine::action::kind::answer: {
             co_await settle_redis();
-            if (d.what == verdict::rollback_instead) release_transaction_locks();
+            if (d.what == verdict::rollback_instead || op.rolled_back()) release_transaction_locks();
             co_return co_await answer(act.answer, act.status, act.ok_rows) ? intercepted::handled : intercepted::failed;
         }
         }
@@ -713,6 +740,52 @@ void session::release_transaction_locks() {
                            asio::detached);
     }
     transaction_locks_.clear();
+}
+
+void session::report_deferred(const std::vector<std::pair<engine::event, engine::deferred_take>>& events,
+                              const sqlns::parsed_statement* st) {
+    if (events.empty()) return;
+    auto& m = claim_metrics::get();
+    for (const auto& [e, t] : events) {
+        std::string_view result;
+        switch (e) {
+        case engine::event::deferred_flushed: result = "flushed"; break;
+        case engine::event::deferred_committed: result = "committed"; break;
+        case engine::event::deferred_refused: result = "refused"; break;
+        case engine::event::deferred_failed: result = "failed"; break;
+        case engine::event::deferred_dropped: result = "dropped"; break;
+        case engine::event::rolled_back: m.rolled_back.with(t.rule).inc(); break;
+        default: break;
+        }
+        if (!result.empty()) m.deferred.with(t.rule, result).inc();
+        spdlog::debug("session {}: rule {}: {}", id_, t.rule, engine::event_name(e));
+        if (!ctx_.audit || !ctx_.audit->enabled()) continue;
+        audit_event a;
+        a.session = id_;
+        a.client = peer_;
+        a.user = user_;
+        a.rule = t.rule;
+        a.action = engine::event_name(e);
+        a.note = "take deferred to COMMIT (defer_decrement)";
+        for (std::size_t i = 0; i < t.key.size() && i < t.key_columns.size(); ++i)
+            a.keys.emplace_back(t.key_columns[i], t.key[i]);
+        std::string digest;
+        if (st) digest = statement_digest(*st);
+        a.digest = digest;
+        ctx_.audit->write(a);
+    }
+}
+
+void session::end_transaction_now(bool committed) {
+    if (!ctx_.ledger) return;
+    auto dropped = engine::end_transaction(memory_, *ctx_.ledger, committed, id_);
+    if (dropped.empty()) return;
+    if (committed)  // a commit claimguard did not see coming: its claims went in without these takes
+        spdlog::error("session {}: the transaction committed with {} deferred take(s) of rule {} never sent", id_,
+                      dropped.size(), dropped.front().rule);
+    std::vector<std::pair<engine::event, engine::deferred_take>> events;
+    for (auto& t : dropped) events.emplace_back(engine::event::deferred_dropped, std::move(t));
+    report_deferred(events, nullptr);
 }
 
 void session::audit(const engine::decision& d, std::string_view action, const sqlns::parsed_statement& st) {

@@ -115,7 +115,7 @@ awaitable<void> session::run() {
         note_orphan();  // the backend link lost inside a transaction: the server may still hold it
     }
     release_transaction_locks();  // a transaction still open dies with the connection
-    if (ctx_.ledger) engine::end_transaction(memory_, *ctx_.ledger, false, id_);
+    end_transaction_now(false);
     close();
     spdlog::debug("session {} from {}: closed", id_, peer_);
 }
@@ -612,8 +612,7 @@ void session::after_command(bool was_in_transaction, clock_type::time_point star
     // The session's transaction ended (COMMIT, ROLLBACK, an implicit commit or a rollback
     // after a deadlock): the claim bookkeeping of that transaction goes with it.
     bool ended = was_in_transaction && !(status_ & proto::status::in_trans);
-    if ((reset_after_reply_ || ended) && ctx_.ledger)
-        engine::end_transaction(memory_, *ctx_.ledger, !(rollback_requested_ || command_failed_), id_);
+    if (reset_after_reply_ || ended) end_transaction_now(!(rollback_requested_ || command_failed_));
     if (ended) {
         // A successful COMMIT (or an implicit one) keeps the claims' Redis keys; a ROLLBACK, or a
         // failure that ended the transaction (deadlock, a failed COMMIT), gives them back.

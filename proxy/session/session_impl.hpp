@@ -203,6 +203,11 @@ private:
     // Counts and audits what a claim operation reports.
     void report_events(const std::vector<engine::event>& events, const engine::decision& d,
                 const rules::sql::parsed_statement& st);
+    // ... and what became of deferred takes (defer_decrement), each under its own rule.
+    void report_deferred(const std::vector<std::pair<engine::event, engine::deferred_take>>& events,
+                         const rules::sql::parsed_statement* st);
+    // The transaction ended: its deferred takes never sent are dropped (after a commit: an error).
+    void end_transaction_now(bool committed);
     // Matches a statement; a claim INSERT without a column list first learns the table's columns
     // (information_schema, on this backend connection, once per session and table).
     awaitable<std::optional<rules::match::match_result>> match_statement(const rules::sql::parsed_statement& st);

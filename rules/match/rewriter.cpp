@@ -160,6 +160,46 @@ namespace {
 
 }  // namespace
 
+result<rewritten_sql> deferred_decrement(const stock_rule& rule, std::span<const key_literal> key, std::int64_t units,
+                                         std::string_view database) {
+    if (units <= 0) return errc::amount_not_positive;
+    if (rule.floor > std::numeric_limits<std::int64_t>::max() - units) return errc::amount_out_of_range;
+    if (key.empty() || key.size() != rule.key_columns.size()) return errc::key_not_bindable;
+    static constexpr char digits[] = "0123456789ABCDEF";
+    rewritten_sql out;
+    const std::string counter = sql::quote_identifier(rule.counter_column);
+    table_name table = rule.table;
+    if (table.schema.empty()) table.schema = std::string(database);
+    out.sql = "UPDATE " + table_sql(table) + " SET " + counter + " = " + counter + " - " + std::to_string(units);
+    if (rule.version_column) {
+        const std::string version = sql::quote_identifier(*rule.version_column);
+        out.sql += ", " + version + " = " + version + " + 1";
+    }
+    out.sql += " WHERE ";
+    for (std::size_t i = 0; i < key.size(); ++i) {
+        if (i != 0) out.sql += " AND ";
+        out.sql += sql::quote_identifier(rule.key_columns[i]) + " = ";
+        const auto& v = key[i];
+        bool canonical_integer = v.integer && !v.value.empty();
+        for (std::size_t j = 0; canonical_integer && j < v.value.size(); ++j)
+            canonical_integer = (v.value[j] >= '0' && v.value[j] <= '9') || (j == 0 && v.value[j] == '-' && v.value.size() > 1);
+        if (canonical_integer) {
+            out.sql += v.value;
+        } else if (v.value.empty()) {
+            out.sql += "''";
+        } else {
+            out.sql += "X'";
+            for (unsigned char c : v.value) {
+                out.sql.push_back(digits[c >> 4]);
+                out.sql.push_back(digits[c & 15]);
+            }
+            out.sql += "'";
+        }
+    }
+    out.sql += " AND " + counter + " >= " + std::to_string(rule.floor + units);
+    return out;
+}
+
 result<rewritten_sql> counter_probe(const stock_rule& rule, std::span<const value_ref> key) {
     rewritten_sql out;
     out.sql = "SELECT " + sql::quote_identifier(rule.counter_column) + " FROM " + table_sql(rule.table);

@@ -51,6 +51,20 @@ struct decrement_amount {
 [[nodiscard]] result<rewritten_sql> compensation(const stock_rule& rule, std::span<const value_ref> key,
                                                  std::int64_t units = 1);
 
+// A key value for SQL claimguard sends later, after the statement (and its bound values) is
+// gone: an integer in canonical decimal, anything else as a hex literal of its bytes (never
+// spliced text; it compares byte for byte, as a binary string).
+struct key_literal {
+    std::string value;  // canonical decimal, or the bytes
+    bool integer = false;
+};
+
+// A take deferred to COMMIT, self-contained: UPDATE t SET c = c - N [, version = version + 1]
+// WHERE k1 = <literal> AND ... AND c >= floor + N. `database`: the session's current database when
+// the take was deferred, for a rule table without a schema (a later USE must not move the take).
+[[nodiscard]] result<rewritten_sql> deferred_decrement(const stock_rule& rule, std::span<const key_literal> key,
+                                                       std::int64_t units, std::string_view database = {});
+
 // The counter of the key's row, read on the same connection after a take changed no row:
 // SELECT c FROM t WHERE k1 = <original token> AND ...
 [[nodiscard]] result<rewritten_sql> counter_probe(const stock_rule& rule, std::span<const value_ref> key);

@@ -14,7 +14,8 @@ namespace {
 constexpr std::string_view top_fields[] = {"default_mode", "stock_rules", "claim_rules", "trusted_users"};
 constexpr std::string_view stock_fields[] = {"name",           "table", "key_columns", "counter_column",
                                              "version_column", "floor", "exhausted",   "mode",
-                                             "units",          "unmodeled",  "read_cache"};
+                                             "units",          "unmodeled",  "read_cache",
+                                             "defer_decrement"};
 constexpr std::string_view claim_fields[] = {"name",     "table", "idempotency_columns", "idempotency_key_column",
                                              "consumes", "redis", "duplicate",           "strictness",
                                              "mode",     "unmodeled"};
@@ -260,9 +261,8 @@ private:
             p.complete = p.complete && v.has_value();
         }
         read_unmodeled(fields, r.unmodeled, p.complete);
-        if (const auto* f = fields.get("read_cache")) {
-            r.read_cache = read_duration(file_, *f, min_read_cache, max_read_cache);
-            p.complete = p.complete && r.read_cache.has_value();
+                                             "units",          "unmodeled",  "read_cache",
+                                             "defer_decrement"};
         }
 
         const auto table = r.table.name.empty() ? std::string("the stock") : display_table(r.table);

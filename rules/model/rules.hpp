@@ -53,6 +53,9 @@ struct stock_rule {
     // applied as a conditional take of this many units, whatever value it wrote.
     std::int64_t units = 1;
     std::optional<std::string> version_column;  // bumped by 1 on each rewrite
+    // In a transaction, a take is answered OK at once and sent just before COMMIT (or before the
+    // transaction's next statement on this table), so the row lock is not held across the app's work.
+    bool defer_decrement = false;
     answer exhausted;                           // the "sold out" answer
     unmodeled_policy unmodeled = unmodeled_policy::refuse;
     std::optional<mode> rule_mode;              // empty: the file's default mode

@@ -360,6 +360,18 @@ std::optional<unmodeled_policy> read_unmodeled_policy(yaml_file& file, const fie
     return std::nullopt;
 }
 
+std::optional<bool> read_bool(yaml_file& file, const field& f) {
+    const std::string* text = read_scalar(file, f, "true or false");
+    if (text == nullptr)
+        return std::nullopt;
+    if (*text == "true")
+        return true;
+    if (*text == "false")
+        return false;
+    file.error(f.value_mark(), f.name + " must be true or false, not " + quoted(*text));
+    return std::nullopt;
+}
+
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
     std::size_t digits = 0;
     while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9')

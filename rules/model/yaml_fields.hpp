@@ -81,6 +81,8 @@ struct located_name {
 [[nodiscard]] std::optional<mode> read_mode(yaml_file& file, const field& f);
 [[nodiscard]] std::optional<strictness> read_strictness(yaml_file& file, const field& f);
 [[nodiscard]] std::optional<unmodeled_policy> read_unmodeled_policy(yaml_file& file, const field& f);
+// true or false (YAML's other spellings, yes/no/on/off, are refused: one way to write it).
+[[nodiscard]] std::optional<bool> read_bool(yaml_file& file, const field& f);
 [[nodiscard]] std::optional<std::chrono::milliseconds> read_duration(yaml_file& file, const field& f);
 // The same within [min, max] (stock rule read_cache).
 [[nodiscard]] std::optional<std::chrono::milliseconds> read_duration(yaml_file& file, const field& f,

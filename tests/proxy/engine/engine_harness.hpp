@@ -27,7 +27,7 @@ namespace claimguard::engine::test {
 
 namespace match = rules::match;
 
-enum class variant_id { coupon, observe, strict, floor5, no_version, lenient, forward_unmodeled, two_units, count_ };
+enum class variant_id { coupon, observe, strict, floor5, no_version, lenient, forward_unmodeled, two_units, defer, count_ };
 
 inline const char* variant_name(variant_id v) {
     switch (v) {
@@ -39,6 +39,7 @@ inline const char* variant_name(variant_id v) {
     case variant_id::lenient: return "lenient";
     case variant_id::forward_unmodeled: return "forward_unmodeled";
     case variant_id::two_units: return "two_units";
+    case variant_id::defer: return "defer";
     case variant_id::count_: break;
     }
     return "?";
@@ -89,6 +90,7 @@ inline std::unique_ptr<rules_env> build_env(variant_id v) {
              replace_once(text, "unmodeled: refuse             # shapes", "unmodeled: forward             # shapes");
         break;
     case variant_id::two_units: ok = replace_once(text, "units: 1 ", "units: 2 "); break;
+    case variant_id::defer: ok = replace_once(text, "    units: 1 ", "    defer_decrement: true\n    units: 1 "); break;
     case variant_id::no_version: {
         const auto pos = text.find("version_column:");
         ok = pos != std::string::npos;
@@ -129,6 +131,7 @@ public:
 
     [[nodiscard]] const match::match_result& facts() const { return facts_; }
     [[nodiscard]] const rules::sql::parsed_statement& parsed() const { return parsed_; }
+    [[nodiscard]] const std::string& text() const { return text_; }
 
 private:
     std::string text_;
@@ -170,7 +173,13 @@ struct trace {
     decision d;
     std::vector<action> actions;
     std::vector<event> events;
+    std::vector<std::pair<event, deferred_take>> deferred_events;  // defer_decrement: each with its take
     [[nodiscard]] const action& last() const { return actions.back(); }
+    [[nodiscard]] std::vector<event> deferred() const {
+        std::vector<event> out;
+        for (const auto& [e, take] : deferred_events) out.push_back(e);
+        return out;
+    }
     [[nodiscard]] bool has(event e) const { return std::find(events.begin(), events.end(), e) != events.end(); }
     [[nodiscard]] std::vector<std::string> sent() const {
         std::vector<std::string> out;
@@ -215,6 +224,7 @@ public:
         statements_.push_back(std::make_unique<statement>(std::move(sql), *env_.index));
         trace t;
         t.d = decide(statements_.back()->facts(), *env_.rules, values, memory);
+        plan_deferred(t.d, statements_.back()->facts(), statements_.back()->text(), memory);
         claim_operation op(t.d, statements_.back()->parsed(), memory, *ledger_,
                            operation_context{id_, status, redis_configured});
         action a = op.start();
@@ -222,6 +232,7 @@ public:
         for (int guard = 0; guard < 16; ++guard) {
             t.actions.push_back(a);
             for (auto e : op.take_events()) t.events.push_back(e);
+            for (auto& e : op.take_deferred_events()) t.deferred_events.push_back(std::move(e));
             if (a.final()) break;
             if (a.type == action::kind::redis_acquire) {
                 a = op.on_redis(redis);
@@ -256,7 +267,7 @@ public:
     }
     decision claim(std::string_view user_sql, std::string_view key_sql) { return run(claim_sql(user_sql, key_sql)); }
 
-    void end(bool committed) { end_transaction(memory, *ledger_, committed, id_); }
+    std::vector<deferred_take> end(bool committed) { return end_transaction(memory, *ledger_, committed, id_); }
 
     [[nodiscard]] const stock_entry* entry(const key_tuple& key) const { return memory.find("coupon_stock", key); }
     [[nodiscard]] take_ledger& ledger() { return *ledger_; }

@@ -36,6 +36,24 @@ TEST(explain, incident_write_is_a_take_whatever_was_read) {
               "  answer ERROR 1644 (45000): claimguard: coupon_stock is sold out for this key\n");
 }
 
+TEST(explain, deferred_take_in_a_transaction) {
+    const auto out = run("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7", std::nullopt, variant_id::defer);
+    EXPECT_NE(out.find("in autocommit:\nwhen 1 row changes:"), std::string::npos) << out;
+    EXPECT_NE(out.find("in a transaction (defer_decrement):\n"
+                       "  answer OK (1 row affected)\n"
+                       "  kept, sent just before COMMIT (or before the transaction's next statement on coupon_stock): "
+                       "UPDATE `coupon_stock` SET `remain` = `remain` - 1, `version` = `version` + 1 WHERE "
+                       "`campaign_id` = 7 AND `remain` >= 1\n"
+                       "  at COMMIT, 1 row: the COMMIT goes through; 0 rows: ROLLBACK, then answer ERROR 1644 (45000): "
+                       "claimguard: coupon_stock is sold out for this key\n"
+                       "  at ROLLBACK: dropped, never sent\n"),
+              std::string::npos)
+        << out;
+    const auto version = run("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7 AND version = 2", std::nullopt,
+                             variant_id::defer);
+    EXPECT_NE(version.find("(not deferred: sent in place as above)"), std::string::npos) << version;
+}
+
 TEST(explain, read_is_a_cross_check) {
     const auto out = run("UPDATE coupon_stock SET remain = 90 WHERE campaign_id = 7", 100);
     EXPECT_NE(out.find("cross-check: after reading 100 the write means 10 units; the rule takes 1"), std::string::npos)

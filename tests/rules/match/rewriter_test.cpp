@@ -312,3 +312,39 @@ TEST(rewriter, compensation_needs_bindable_keys) {
 
 }  // namespace
 }  // namespace claimguard::rules::match
+
+namespace claimguard::rules::match {
+namespace {
+
+// defer_decrement: the kept take names its key as literals (integers in decimal, anything else as
+// hex of its bytes), pins a schema-less table to the session's database, and reads back as the
+// guarded decrement it is.
+TEST(rewriter, deferred_decrement_is_self_contained) {
+    const auto* coupon = index().stock_named("coupon_stock");
+    const auto* inventory = index().stock_named("inventory");
+    ASSERT_NE(coupon, nullptr);
+    ASSERT_NE(inventory, nullptr);
+    const key_literal seven[] = {{"7", true}};
+    auto out = deferred_decrement(*coupon, seven, 1, "shop");
+    ASSERT_TRUE(out) << out.error().message();
+    EXPECT_EQ(out->sql, "UPDATE `shop`.`coupon_stock` SET `remain` = `remain` - 1, `version` = `version` + 1 WHERE "
+                        "`campaign_id` = 7 AND `remain` >= 1");
+    EXPECT_TRUE(out->parameters.empty());
+    const auto again = sql::parse(out->sql, {});
+    const auto& change = only_fact<counter_change>(match(again, index()));
+    EXPECT_EQ(change.guard, guard_state::sufficient);
+    const key_literal hostile[] = {{"A'x\\\xbf\x27", false}, {"-2", true}};
+    out = deferred_decrement(*inventory, hostile, 3);
+    ASSERT_TRUE(out) << out.error().message();
+    EXPECT_EQ(out->sql, "UPDATE `shop`.`inventory` SET `qty` = `qty` - 3 WHERE `sku` = X'4127785CBF27' AND "
+                        "`warehouse` = -2 AND `qty` >= 8");
+    const key_literal not_a_number[] = {{"7; DROP", true}};  // never trusted as digits
+    out = deferred_decrement(*coupon, not_a_number, 1);
+    ASSERT_TRUE(out);
+    EXPECT_NE(out->sql.find("X'373B2044524F50'"), std::string::npos) << out->sql;
+    EXPECT_FALSE(deferred_decrement(*coupon, seven, 0));
+    EXPECT_FALSE(deferred_decrement(*inventory, seven, 1));  // one key value for two columns
+}
+
+}  // namespace
+}  // namespace claimguard::rules::match

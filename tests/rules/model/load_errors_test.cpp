@@ -5,7 +5,8 @@ namespace claimguard::rules::test {
 namespace {
 
 const std::string stock_fields_list =
-    "name, table, key_columns, counter_column, version_column, floor, exhausted, mode, units, unmodeled, read_cache";
+    "name, table, key_columns, counter_column, version_column, floor, exhausted, mode, units, unmodeled, read_cache, "
+    "defer_decrement";
 
 // Lines 1-3 of a stock rule whose line 4 is `    counter_column: <value>` (the value at column 21).
 std::string counter_is(const std::string& value) {
@@ -114,6 +115,10 @@ const error_case stock_cases[] = {
     {"floor_too_small", with_stock_lines("    floor: -9223372036854775809\n"),
      {"6:12: floor is '-9223372036854775809', outside the range -9223372036854775808 to 9223372036854775807"}},
     {"floor_mapping", with_stock_lines("    floor: {a: 1}\n"), {"6:12: floor needs a whole number such as 0, not a mapping"}},
+    {"defer_decrement_yes", with_stock_lines("    defer_decrement: yes\n"),
+     {"6:22: defer_decrement must be true or false, not 'yes'"}},
+    {"defer_decrement_list", with_stock_lines("    defer_decrement: [true]\n"),
+     {"6:22: defer_decrement needs true or false, not a list"}},
     {"mode_wrong_case", with_stock_lines("    mode: Enforce\n"), {"6:11: mode must be enforce or observe, not 'Enforce'"}},
     {"mode_boolean", with_stock_lines("    mode: true\n"), {"6:11: mode must be enforce or observe, not 'true'"}},
     {"key_columns_empty_list", keys_are("[]"), {"3:18: key_columns is an empty list; it needs at least one column"}},

@@ -36,6 +36,7 @@ const valid_case valid_cases[] = {
          EXPECT_EQ(s.floor, 0);
          EXPECT_EQ(s.units, 1);
          EXPECT_EQ(s.unmodeled, unmodeled_policy::refuse);
+         EXPECT_FALSE(s.defer_decrement);
          EXPECT_TRUE(r.trusted_users.empty());
          EXPECT_FALSE(s.version_column.has_value());
          EXPECT_EQ(s.exhausted.type, answer::kind::error);
@@ -239,6 +240,10 @@ const valid_case valid_cases[] = {
      [](const rule_set& r) { EXPECT_FALSE(claim(r).redis.has_value()); }},
     {"strictness_require_decrement", with_claim_lines("    strictness: require_decrement\n"),
      [](const rule_set& r) { EXPECT_EQ(claim(r).strict, strictness::require_decrement); }},
+    {"defer_decrement_on", with_stock_lines("    defer_decrement: true\n"),
+     [](const rule_set& r) { EXPECT_TRUE(stock(r).defer_decrement); }},
+    {"defer_decrement_off", with_stock_lines("    defer_decrement: false\n"),
+     [](const rule_set& r) { EXPECT_FALSE(stock(r).defer_decrement); }},
     {"units_and_unmodeled", with_stock_lines("    units: 3\n    unmodeled: forward\n"),
      [](const rule_set& r) {
          EXPECT_EQ(stock(r).units, 3);
