@@ -227,7 +227,16 @@ awaitable<std::pair<error_code, proto::packet_span>> session::read_backend_packe
 }
 
 awaitable<bool> session::write_client(proto::bytes_view bytes) {
-    auto [ec, n] = co_await asio::async_write(client_, asio::buffer(bytes.data(), bytes.size()), nothrow);
+    // A direct non-blocking send first (a reply usually fits the socket buffer): no suspension and
+    // no trip through the scheduler; what is left, if anything, goes asynchronously.
+    error_code ec;
+    std::size_t n = client_.non_blocking() ? client_.write_some(asio::buffer(bytes.data(), bytes.size()), ec) : 0;
+    if (ec == asio::error::would_block || ec == asio::error::try_again) ec = {};
+    if (!ec && n < bytes.size()) {
+        auto [aec, more] = co_await asio::async_write(client_, asio::buffer(bytes.data() + n, bytes.size() - n), nothrow);
+        ec = aec;
+        n += more;
+    }
     admin::metrics().bytes_backend_to_client.inc(n);
     if (ec) {
         admin::metrics().client_errors("io").inc();
@@ -319,6 +328,8 @@ awaitable<bool> session::connect_backend() {
         co_return false;
     }
     error_code ignored;
+    backend_.after_connect(ignored);  // without it the session still works, with more wake-ups
+    client_.non_blocking(true, ignored);
     backend_.socket().set_option(tcp::no_delay(true), ignored);
     backend_.set_keepalive(opt_.backend_keepalive_idle, opt_.backend_keepalive_interval, opt_.backend_keepalive_count);
     if (!client_is_unix_) {
