@@ -13,6 +13,8 @@
 #   BENCH_ROUNDS [1]  runs per cell, the three targets interleaved; the median is shown
 #   BENCH_DOC [docs/BENCHMARKS.md]
 #   BENCH_KEEP [0]   1: keep the temporary directory with all server logs
+#   BENCH_RULES [""]  a rules file claimguard loads (e.g. rules/examples/coupon.yaml: rules loaded, nothing matches)
+#   BENCH_BASELINE [""]  another claimguard binary (say, before a change) measured as a fourth interleaved target
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -34,6 +36,8 @@ build_type="$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build_dir/CMakeCache.txt
 
 keep=()
 [ "${BENCH_KEEP:-0}" = 1 ] && keep=(--keep)
+[ -n "${BENCH_RULES:-}" ] && keep+=(--rules "$(realpath "$BENCH_RULES")")
+[ -n "${BENCH_BASELINE:-}" ] && keep+=(--baseline "$(realpath "$BENCH_BASELINE")")
 
 exec "$python" "$root/tests/integration/bench_proxy.py" \
   --claimguard "$build_dir/proxy/claimguard" \

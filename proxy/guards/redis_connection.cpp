@@ -255,6 +255,21 @@ struct redis_connection::impl : std::enable_shared_from_this<impl> {
         writing = false;
     }
 
+    // Plain TCP with nothing queued before it: the call goes out with one direct non-blocking send,
+    // without spawning the writer (a coroutine and a trip through the scheduler per call). True
+    // when all of `out` went; otherwise (TLS, a full socket buffer, an error) the writer sends the
+    // rest and reports any error asynchronously, as before.
+    bool send_now() {
+        if (writing || io->tls || out.empty() || st != state::ready) return false;
+        boost::system::error_code ec;
+        if (!io->socket.non_blocking()) io->socket.non_blocking(true, ec);
+        if (ec) return false;
+        const std::size_t n = io->socket.write_some(asio::buffer(out), ec);
+        if (ec) return false;
+        out.erase(0, n);
+        return out.empty();
+    }
+
     bool ready() {
         if (st == state::ready) return true;
         if (st == state::connecting) return false;
@@ -298,7 +313,7 @@ asio::awaitable<call_outcome> redis_connection::call(std::string payload, unsign
     auto c = std::make_shared<pending_call>(s->ex, replies);
     s->pending.push_back(c);
     s->out += payload;
-    if (!s->writing) asio::co_spawn(s->ex, s->writer(s->generation), asio::detached);
+    if (!s->writing && !s->send_now()) asio::co_spawn(s->ex, s->writer(s->generation), asio::detached);
     c->timer.expires_at(deadline);
     co_await c->timer.async_wait(nothrow);
     if (!c->done) {

@@ -63,12 +63,17 @@ void audit_log::write(const audit_event& e) {
     auto line = audit_line(e);
     line += '\n';
     bool dropped = false;
+    bool wake = false;
     {
         std::lock_guard lock(mutex_);
         if (pending_.size() + line.size() > max_pending_bytes_) {
             ++dropped_;
             dropped = true;
         } else {
+            // Only the first line of a batch and the one that fills it wake the writer: the
+            // lines between find it lingering (no futex wake, no thread switch per line).
+            const bool fills = pending_.size() < batch_wake_bytes && pending_.size() + line.size() >= batch_wake_bytes;
+            wake = pending_.empty() || fills;
             pending_ += line;
         }
     }
@@ -76,7 +81,12 @@ void audit_log::write(const audit_event& e) {
         if (on_drop_) on_drop_();
         return;
     }
-    wake_.notify_one();
+    if (wake) wake_.notify_one();
+}
+
+std::uint64_t audit_log::batches() const {
+    std::lock_guard lock(mutex_);
+    return batches_;
 }
 
 std::uint64_t audit_log::dropped() const {
@@ -90,6 +100,9 @@ void audit_log::run_writer() {
     for (;;) {
         wake_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
         if (pending_.empty() && stopping_) return;
+        // Linger for more lines of this batch (not at shutdown, not when the batch is full).
+        wake_.wait_for(lock, batch_linger, [&] { return stopping_ || pending_.size() >= batch_wake_bytes; });
+        ++batches_;
         batch.clear();
         batch.swap(pending_);  // sessions queue into the (empty) other buffer meanwhile
         lock.unlock();

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 namespace claimguard::session {
 
@@ -61,7 +62,25 @@ asio::awaitable<backend_stream::result_type> backend_stream::read_some(asio::mut
 
 asio::awaitable<backend_stream::result_type> backend_stream::write(asio::const_buffer buffer) {
     if (tls_) co_return co_await asio::async_write(*tls_, buffer, nothrow);
-    co_return co_await asio::async_write(socket_, buffer, nothrow);
+    boost::system::error_code ec;
+    const std::size_t sent = socket_.non_blocking() ? socket_.write_some(buffer, ec) : 0;
+    if (ec && ec != asio::error::would_block && ec != asio::error::try_again) co_return result_type{ec, sent};
+    if (sent == buffer.size()) co_return result_type{ec, sent};
+    auto [aec, n] = co_await asio::async_write(socket_, buffer + sent, nothrow);
+    co_return result_type{aec, sent + n};
+}
+
+void backend_stream::after_connect(boost::system::error_code& ec) {
+    const auto protocol = socket_.local_endpoint(ec).protocol();
+    if (ec) return;
+    const auto fd = socket_.release(ec);
+    if (ec) return;
+    socket_.assign(protocol, fd, ec);
+    if (ec) {
+        ::close(fd);
+        return;
+    }
+    socket_.non_blocking(true, ec);
 }
 
 }  // namespace claimguard::session

@@ -25,7 +25,14 @@ public:
                                                                 const std::string& server_name,
                                                                 bool verify);
     boost::asio::awaitable<result_type> read_some(boost::asio::mutable_buffer buffer);
+    // Plain TCP: one direct non-blocking send first (a command fits the socket buffer), so the
+    // coroutine goes on without a trip through the scheduler; what is left goes asynchronously.
     boost::asio::awaitable<result_type> write(boost::asio::const_buffer buffer);
+
+    // Once connected: the socket in user non-blocking mode (direct sends never block), registered
+    // again with the reactor so that its epoll set no longer holds EPOLLOUT, which the connect
+    // added: with it, every ACK of the database and every re-arm of a read woke the I/O thread.
+    void after_connect(boost::system::error_code& ec);
 
     // SO_KEEPALIVE with these times (idle 0: the kernel's defaults). Errors are ignored: keepalive
     // only shortens how long a dead link goes unnoticed.

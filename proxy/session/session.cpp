@@ -227,6 +227,9 @@ awaitable<std::pair<error_code, proto::packet_span>> session::read_backend_packe
 }
 
 awaitable<bool> session::write_client(proto::bytes_view bytes) {
+    // Asynchronous on purpose (unlike write_backend's direct send): the trip through the scheduler
+    // gives the client time to send its next command before the session reads, so the next read
+    // seldom comes back empty (measured: a direct send here added 0.4 EAGAIN reads per statement).
     auto [ec, n] = co_await asio::async_write(client_, asio::buffer(bytes.data(), bytes.size()), nothrow);
     admin::metrics().bytes_backend_to_client.inc(n);
     if (ec) {
@@ -319,6 +322,7 @@ awaitable<bool> session::connect_backend() {
         co_return false;
     }
     error_code ignored;
+    backend_.after_connect(ignored);  // without it the session still works, with more wake-ups
     backend_.socket().set_option(tcp::no_delay(true), ignored);
     backend_.set_keepalive(opt_.backend_keepalive_idle, opt_.backend_keepalive_interval, opt_.backend_keepalive_count);
     if (!client_is_unix_) {

@@ -184,8 +184,9 @@ def render(results, args, commands, facts, started):
     lines = [BEGIN_MARKER, ""]
     lines.append(f"Measured {started:%Y-%m-%d %H:%M} UTC by `scripts/bench_proxy.sh` "
                  f"({args.duration} s per run, {args.warmup} s warm-up before each run, {args.rounds} round(s) "
-                 f"with the three targets interleaved, median shown; claimguard built "
-                 f"{args.build_type}, I/O threads: {args.claimguard_threads or 'one per core'}).")
+                 f"with the targets interleaved, median shown; claimguard built "
+                 f"{args.build_type}, I/O threads: {args.claimguard_threads or 'one per core'}"
+                 f"{', rules: ' + os.path.basename(args.rules) if args.rules else ', no rules'}).")
     lines.append("")
     lines.append(f"Machine: {facts['nproc']} CPUs ({facts['cpu']}), {facts['memory']} RAM, Linux {facts['kernel']}; "
                  f"{facts['mariadb']}; {facts['sysbench']}; {facts['haproxy']}. sysbench, MariaDB and the proxy "
@@ -240,26 +241,37 @@ def main():
     ap.add_argument("--build-type", default="unknown", help="CMAKE_BUILD_TYPE of the claimguard binary")
     ap.add_argument("--rounds", type=int, default=1, help="runs per cell (targets interleaved); the median is shown")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs) afterwards")
+    ap.add_argument("--rules", default="", help="rules file claimguard loads (its statements need not match)")
+    ap.add_argument("--baseline", default="",
+                    help="a second claimguard binary (e.g. before a change), run as one more interleaved target")
     args = ap.parse_args()
 
     started = datetime.datetime.now(datetime.timezone.utc)
     work = tempfile.mkdtemp(prefix="claimguard-bench.")
     db = servers.MariaDB(os.path.join(work, "mariadb"))
     os.makedirs(db.dir)
-    proxy = haproxy = None
+    proxy = haproxy = baseline = None
     results = []
     try:
         db.install()
         db.start()
         db.create_test_users()
         # The sysbench user may open many connections; nothing else about the server changes.
-        proxy = servers.Claimguard(args.claimguard, work, "claimguard", db.port,
-                                   extra_args=["--threads", str(args.claimguard_threads)], log_level="warn")
+        proxy_args = ["--threads", str(args.claimguard_threads)]
+        if args.rules:
+            proxy_args += ["--rules", args.rules]
+        proxy = servers.Claimguard(args.claimguard, work, "claimguard", db.port, extra_args=proxy_args,
+                                   log_level="warn")
         proxy.start()
         haproxy = HAProxy(work, db.port).start()
         targets = [("direct", db.port, None), ("claimguard", proxy.port, proxy.cpu_seconds),
                    ("haproxy", haproxy.port, haproxy.cpu_seconds)]
         commands = [f"{shlex.join(proxy.command())}", f"haproxy -db -f haproxy.cfg"]
+        if args.baseline:
+            baseline = servers.Claimguard(args.baseline, work, "baseline", db.port, extra_args=proxy_args,
+                                          log_level="warn").start()
+            targets.append(("baseline", baseline.port, baseline.cpu_seconds))
+            commands.append(f"{shlex.join(baseline.command())}   # the baseline binary")
         for workload in args.workloads.split():
             prepare = sysbench_base(workload, db.port, args) + ["prepare"]
             commands.append(shlex.join(sysbench_base(workload, "MARIADB_PORT", args) + ["prepare"]))
@@ -295,6 +307,8 @@ def main():
             haproxy.stop()
         if proxy is not None:
             proxy.stop()
+        if baseline is not None:
+            baseline.stop()
         db.stop()
         if args.keep:
             print(f"logs kept in {work}")

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <fstream>
@@ -80,6 +81,27 @@ TEST(audit_log, every_line_from_many_threads_arrives_whole_and_in_order_per_thre
         EXPECT_EQ(j.at("action"), "rewritten");
         EXPECT_EQ(j.at("rule"), "coupon_stock");
     }
+}
+
+// Lines reach the file while the log stays open (the writer lingers to batch them, it does not
+// keep them until shutdown): one line alone, then a burst of more than one batch. Bounded waits
+// only, no timing assertion; the batches are counted and never more than the lines.
+TEST(audit_log, lines_reach_the_file_while_the_log_stays_open) {
+    const auto path = temp_file("open.jsonl");
+    audit_log log(path.string());
+    auto wait_lines = [&](std::size_t n) {
+        for (int i = 0; i < 1000 && read_lines(path).size() < n; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        return read_lines(path).size();
+    };
+    log.write(event(1, "rewritten"));
+    EXPECT_EQ(wait_lines(1), 1u);
+    constexpr std::size_t burst = 2000;  // about 200 bytes each: several batch_wake_bytes
+    for (std::size_t i = 0; i < burst; ++i) log.write(event(2, "exhausted"));
+    EXPECT_EQ(wait_lines(1 + burst), 1 + burst);
+    EXPECT_EQ(log.dropped(), 0u);
+    EXPECT_GE(log.batches(), 2u);
+    EXPECT_LE(log.batches(), 1 + burst);
 }
 
 TEST(audit_log, appends_to_an_existing_file) {
