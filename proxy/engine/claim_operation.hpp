@@ -119,6 +119,10 @@ public:
     [[nodiscard]] action start();
     [[nodiscard]] action on_reply(const reply_summary& r);
     [[nodiscard]] action on_redis(redis_reply r);
+    // Instead of start(): the admission queue knows the key is sold out (a take just found the
+    // floor). A take gets the exhausted answer, the app's own guarded decrement the 0-rows OK the
+    // server would give; nothing reaches the database. The memory notes the refusal as usual.
+    [[nodiscard]] action answer_sold_out();
 
     // Events since the last call (the session counts and audits them in order).
     [[nodiscard]] std::vector<event> take_events();

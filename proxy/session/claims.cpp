@@ -434,6 +434,13 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
     if (d.what == verdict::forward && !d.unmodeled) co_return intercepted::forward;
     engine::operation_context octx{id_, status_, redis_ != nullptr};
     engine::claim_operation op(d, st, memory_, *ctx_.ledger, octx);
+    if (admission_applies(d)) {
+        // The key's turn first: at most max_in_flight of its decrements reach the database at once.
+        auto turn = co_await admit(d);
+        if (!turn) co_return intercepted::failed;
+        if (*turn != engine::admission::admitted && *turn != engine::admission::bypass)
+            co_return co_await answer_not_admitted(*turn, d, st, op);
+    }
     std::optional<captured_reply> kept;
     std::string token;
     // The Redis key of a claim that did not go in goes at once; one inserted in a transaction
@@ -445,7 +452,9 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
     };
     auto act = op.start();
     for (;;) {
-        report_events(op.take_events(), d, st);
+        auto events = op.take_events();
+        note_admission_events(events, d);
+        report_events(events, d, st);
         switch (act.type) {
         case engine::action::kind::relay:
             co_await settle_redis();

@@ -25,6 +25,7 @@
 #include "proxy/admin/admin_server.hpp"
 #include "proxy/admin/metrics.hpp"
 #include "proxy/engine/rules_snapshot.hpp"
+#include "proxy/engine/admission_gate.hpp"
 #include "proxy/engine/take_ledger.hpp"
 #include "proxy/guards/redis_guard.hpp"
 #include "proxy/schema/inspect.hpp"
@@ -64,6 +65,7 @@ struct server_state {
     std::atomic<bool> draining{false};
     engine::rules_holder rules;
     engine::take_ledger ledger;  // committed takes awaiting their claim, across the sidecar's connections
+    engine::admission_gate admission;  // per-key admission queues (stock rule admission:), across the sessions
     std::unique_ptr<audit_log> audit;
     std::vector<std::unique_ptr<guards::redis_guard>> redis;  // one per I/O thread
     session_context session_ctx;
@@ -358,6 +360,7 @@ int run_server(const config::proxy_options& options) {
         if (options.watch_rules) reloader->watch();
         state.session_ctx.rules = &state.rules;
         state.session_ctx.ledger = &state.ledger;
+        state.session_ctx.admission = &state.admission;
         try {
             auto& dropped = admin::default_registry().add_counter(
                 "claimguard_audit_dropped_lines_total",

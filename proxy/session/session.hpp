@@ -19,6 +19,7 @@ struct health_state;
 namespace claimguard::engine {
 class rules_holder;
 class take_ledger;
+class admission_gate;
 }
 namespace claimguard::guards {
 class redis_guard;
@@ -38,6 +39,7 @@ struct session_context {
     audit_log* audit = nullptr;
     const std::atomic<bool>* draining = nullptr;  // shutting down: sessions close when idle outside a transaction
     engine::take_ledger* ledger = nullptr;  // set with rules: committed takes shared by the sidecar's sessions
+    engine::admission_gate* admission = nullptr;  // set with rules: per-key admission queues of the sidecar
 };
 
 // A client connection: TCP (listen) or a unix socket (listen_unix), one session code for both.

@@ -385,13 +385,27 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
     return std::chrono::milliseconds(value * scale);
 }
 
-std::optional<std::chrono::milliseconds> read_duration(yaml_file& file, const field& f) {
+namespace {
+// 3600000 as "1h", 60000 as "1m", 2000 as "2s", 1500 as "1500ms": a limit as a DBA would write it.
+std::string format_duration(std::chrono::milliseconds d) {
+    const auto ms = d.count();
+    if (ms != 0 && ms % 3'600'000 == 0)
+        return std::to_string(ms / 3'600'000) + "h";
+    if (ms != 0 && ms % 60'000 == 0)
+        return std::to_string(ms / 60'000) + "m";
+    if (ms != 0 && ms % 1000 == 0)
+        return std::to_string(ms / 1000) + "s";
+    return std::to_string(ms) + "ms";
+}
+}  // namespace
+
+std::optional<std::chrono::milliseconds> read_duration(yaml_file& file, const field& f, std::chrono::milliseconds min,
+                                                       std::chrono::milliseconds max) {
     const std::string* text = read_scalar(file, f, "a duration such as 3000ms or 3s");
     if (text == nullptr)
         return std::nullopt;
     const auto value = parse_duration(*text);
-    const auto range = "; it must be at least " + std::to_string(min_redis_ttl.count()) + "ms and at most " +
-                       std::to_string(max_redis_ttl.count() / 3'600'000) + "h";
+    const auto range = "; it must be at least " + format_duration(min) + " and at most " + format_duration(max);
     if (!value) {
         // Well formed but too large for 64 bits is a range problem, anything else a format problem.
         const auto digits = text->find_first_not_of("0123456789");
@@ -405,7 +419,7 @@ std::optional<std::chrono::milliseconds> read_duration(yaml_file& file, const fi
                                                 "unit ms, s, m or h), not " + quoted(*text));
         return std::nullopt;
     }
-    if (*value < min_redis_ttl || *value > max_redis_ttl) {
+    if (*value < min || *value > max) {
         file.error(f.value_mark(), f.name + " is " + quoted(*text) + range);
         return std::nullopt;
     }

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rules/model/limits.hpp"
 #include "rules/model/rules.hpp"
 
 namespace claimguard::rules::detail {
@@ -81,7 +82,10 @@ struct located_name {
 [[nodiscard]] std::optional<mode> read_mode(yaml_file& file, const field& f);
 [[nodiscard]] std::optional<strictness> read_strictness(yaml_file& file, const field& f);
 [[nodiscard]] std::optional<unmodeled_policy> read_unmodeled_policy(yaml_file& file, const field& f);
-[[nodiscard]] std::optional<std::chrono::milliseconds> read_duration(yaml_file& file, const field& f);
+// A duration from `min` to `max` (the Redis ttl's range unless told).
+[[nodiscard]] std::optional<std::chrono::milliseconds> read_duration(yaml_file& file, const field& f,
+                                                                     std::chrono::milliseconds min = min_redis_ttl,
+                                                                     std::chrono::milliseconds max = max_redis_ttl);
 // An answer mapping; `defaults` supplies what the mapping leaves out.
 [[nodiscard]] std::optional<answer> read_answer(yaml_file& file, const field& f, const answer& defaults);
 
