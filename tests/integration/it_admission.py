@@ -38,6 +38,8 @@ MAX_IN_FLIGHT = 2
 QUEUE_TIMEOUT = "15s"         # above 64 x the transaction time: nobody times out in the queue
 STOCK_PLENTY = 100000
 STOCK_FEW = 5
+RESTOCK = 3
+RECHECK_S = 0.2               # above the gate's sold_out_recheck (100 ms)
 CAMPAIGN_OFF, CAMPAIGN_ON, CAMPAIGN_SOLD_OUT, CAMPAIGN_LEAK, CAMPAIGN_CLUSTER = 1, 2, 3, 4, 5
 ANSWER_TIMEOUT_S = 30         # no statement may block longer (a hang is a failure)
 SIDECARS = 8
@@ -197,6 +199,13 @@ class Admission(unittest.TestCase):
         self.assertGreater(answered, 0, "the queue answered sold out without the database")
         facts = self.assert_invariants(CAMPAIGN_SOLD_OUT, STOCK_FEW)
         self.assertEqual(facts["remain"], 0)
+        # A restock this sidecar did not see (the DBA, directly): seen within the re-check interval.
+        self.cluster.sql(f"UPDATE coupon_stock SET remain = remain + {RESTOCK} WHERE campaign_id = {CAMPAIGN_SOLD_OUT};")
+        time.sleep(RECHECK_S)
+        again, _ = herd(self.proxies["one"].port, CAMPAIGN_SOLD_OUT, clients=RESTOCK, first_user=2000)
+        self.assertEqual(again, {"ok": RESTOCK}, "the restock was seen")
+        facts = self.cluster.facts(CAMPAIGN_SOLD_OUT)
+        self.assertEqual((facts["rows"], facts["remain"]), (STOCK_FEW + RESTOCK, 0))
 
     def test_disconnects_and_session_ends_leave_no_slot_behind(self):
         proxy = self.proxies["one"]  # max_in_flight 1: one leaked slot blocks the key
