@@ -143,9 +143,10 @@ class Admission(unittest.TestCase):
             rules_on = admission_rules(os.path.join(cls.work, "admission.yaml"))
             rules_one = admission_rules(os.path.join(cls.work, "admission-one.yaml"), max_in_flight=1,
                                         queue_timeout="10s")
-            for name, rules in (("off", cluster.EXAMPLE_RULES), ("on", rules_on), ("one", rules_one)):
+            # "on" runs 2 I/O threads: a slot freed on one thread wakes a waiter on the other.
+            for name, rules, threads in (("off", cluster.EXAMPLE_RULES, 1), ("on", rules_on, 2), ("one", rules_one, 1)):
                 p = servers.Claimguard(ARGS.claimguard, cls.work, f"claimguard-{name}", cls.cluster.db.port,
-                                       extra_args=["--rules", rules,
+                                       extra_args=["--rules", rules, "--threads", str(threads),
                                                    "--audit-log", os.path.join(cls.work, f"audit-{name}.jsonl")])
                 cls.proxies[name] = p
                 p.start()
