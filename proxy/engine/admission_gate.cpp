@@ -25,8 +25,8 @@ void call_all(std::vector<admission_gate::wake_fn>& woken) {
 }  // namespace
 
 admission_gate::entry_result admission_gate::enter(const std::string& rule, const key_tuple& key,
-                                                   const rules::admission_limits& limits, wake_fn wake,
-                                                   clock::time_point now) {
+                                                   const rules::admission_limits& limits, std::int64_t units,
+                                                   wake_fn wake, clock::time_point now) {
     std::vector<wake_fn> woken;
     entry_result out;
     {
@@ -42,7 +42,7 @@ admission_gate::entry_result admission_gate::enter(const std::string& rule, cons
         }
         slot& s = it->second;
         s.max_in_flight = std::max<std::uint32_t>(1, limits.max_in_flight);  // a reload may change it
-        if (now < s.sold_out_until) {
+        if (now < s.sold_out_until && units >= s.sold_out_units) {
             out.what = admission::sold_out;
             return out;
         }
@@ -59,7 +59,7 @@ admission_gate::entry_result admission_gate::enter(const std::string& rule, cons
         }
         out.what = admission::queued;
         out.id = next_ticket_++;
-        s.queue.push_back({out.id, now + limits.queue_timeout, std::move(wake)});
+        s.queue.push_back({out.id, units, now + limits.queue_timeout, std::move(wake)});
         ++queued_;
         tickets_.emplace(out.id, ticket_state{it, admission::queued});
         grant(s, now, woken);  // a reload that raised max_in_flight frees slots only here
@@ -154,7 +154,8 @@ void admission_gate::release(ticket id, clock::time_point now) {
 
 void admission_gate::abandon(ticket id, clock::time_point now) { release(id, now); }
 
-void admission_gate::note_sold_out(const std::string& rule, const key_tuple& key, clock::time_point now) {
+void admission_gate::note_sold_out(const std::string& rule, const key_tuple& key, std::int64_t units,
+                                   clock::time_point now) {
     std::vector<wake_fn> woken;
     {
         std::lock_guard lock(mutex_);
@@ -164,13 +165,19 @@ void admission_gate::note_sold_out(const std::string& rule, const key_tuple& key
             it = slots_.emplace(key_type(rule, key), slot{}).first;
         }
         slot& s = it->second;
+        s.sold_out_units = now < s.sold_out_until ? std::min(s.sold_out_units, units) : units;
         s.sold_out_until = now + sold_out_recheck;
+        std::deque<waiter> kept;
         for (auto& w : s.queue) {
+            if (w.units < s.sold_out_units) {
+                kept.push_back(std::move(w));
+                continue;
+            }
             if (auto t = tickets_.find(w.id); t != tickets_.end()) t->second.what = admission::sold_out;
             woken.push_back(std::move(w.wake));
+            --queued_;
         }
-        queued_ -= s.queue.size();
-        s.queue.clear();
+        s.queue = std::move(kept);
     }
     call_all(woken);
 }

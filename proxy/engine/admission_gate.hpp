@@ -46,11 +46,11 @@ public:
         ticket id = 0;  // admitted, queued: the ticket to resolve / release / abandon
     };
 
-    // A decrement of (rule, key) wants to go. `wake` is called (once, from whichever thread
+    // A decrement of `units` of (rule, key) wants to go. `wake` is called (once, from whichever thread
     // changed the ticket, never under the gate's lock) when a queued ticket is admitted, answered
     // sold out or expired by a grant that found it past its deadline.
     [[nodiscard]] entry_result enter(const std::string& rule, const key_tuple& key, const rules::admission_limits& limits,
-                                     wake_fn wake, clock::time_point now = clock::now());
+                                     std::int64_t units, wake_fn wake, clock::time_point now = clock::now());
     // What became of a queued ticket: admitted, sold_out, timed_out, or still queued. A ticket
     // still queued at or past its deadline leaves the queue: timed_out.
     [[nodiscard]] admission resolve(ticket id, clock::time_point now = clock::now());
@@ -60,9 +60,11 @@ public:
     // one releases its slot, an answered one is forgotten. Any ticket, any state: never leaks.
     void abandon(ticket id, clock::time_point now = clock::now());
 
-    // A take of the key found the floor: every waiter is answered sold out, and new arrivals
-    // until sold_out_recheck has passed or note_available().
-    void note_sold_out(const std::string& rule, const key_tuple& key, clock::time_point now = clock::now());
+    // A take of `units` found the floor: every waiter for as many units or more is answered sold
+    // out, and such new arrivals until sold_out_recheck has passed or note_available(); smaller
+    // takes may still fit and keep their place.
+    void note_sold_out(const std::string& rule, const key_tuple& key, std::int64_t units,
+                       clock::time_point now = clock::now());
     // A take succeeded or a restock went through: the key is not sold out.
     void note_available(const std::string& rule, const key_tuple& key);
 
@@ -77,6 +79,7 @@ private:
     using key_type = std::pair<std::string, key_tuple>;
     struct waiter {
         ticket id = 0;
+        std::int64_t units = 1;
         clock::time_point deadline;
         wake_fn wake;
     };
@@ -85,6 +88,7 @@ private:
         std::uint32_t max_in_flight = 1;
         std::deque<waiter> queue;
         clock::time_point sold_out_until{};
+        std::int64_t sold_out_units = 0;  // takes of this many units or more are sold out until then
     };
     struct ticket_state {
         std::map<key_type, slot>::iterator key;

@@ -78,7 +78,7 @@ awaitable<std::optional<admission>> session::admit(const engine::decision& d) {
             if (auto self = weak.lock()) self->admission_timer_.cancel();
         });
     };
-    auto entry = gate.enter(d.stock->name, d.key, *d.stock->admission, std::move(wake));
+    auto entry = gate.enter(d.stock->name, d.key, *d.stock->admission, d.units, std::move(wake));
     if (entry.what == admission::admitted) admission_held_.push_back({d.stock->name, d.key, entry.id});
     if (entry.what != admission::queued) co_return entry.what;
 
@@ -164,7 +164,7 @@ awaitable<session::intercepted> session::answer_not_admitted(admission what, con
 void session::note_admission_events(const std::vector<engine::event>& events, const engine::decision& d) {
     if (!ctx_.admission || !d.stock || !d.stock->admission || d.observe) return;
     for (auto e : events) {
-        if (e == engine::event::exhausted) ctx_.admission->note_sold_out(d.stock->name, d.key);
+        if (e == engine::event::exhausted) ctx_.admission->note_sold_out(d.stock->name, d.key, d.units);
         else if (e == engine::event::took || e == engine::event::tracked || e == engine::event::restocked)
             ctx_.admission->note_available(d.stock->name, d.key);
     }

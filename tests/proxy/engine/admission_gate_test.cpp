@@ -35,16 +35,16 @@ TEST(AdmissionGate, AdmitsUpToMaxInFlightThenQueues) {
     admission_gate g;
     wakes w;
     const auto t0 = clock::now();
-    auto a = g.enter(rule, key7, limits(2), w.of(1), t0);
-    auto b = g.enter(rule, key7, limits(2), w.of(2), t0);
-    auto c = g.enter(rule, key7, limits(2), w.of(3), t0);
+    auto a = g.enter(rule, key7, limits(2), 1, w.of(1), t0);
+    auto b = g.enter(rule, key7, limits(2), 1, w.of(2), t0);
+    auto c = g.enter(rule, key7, limits(2), 1, w.of(3), t0);
     EXPECT_EQ(a.what, admission::admitted);
     EXPECT_EQ(b.what, admission::admitted);
     EXPECT_EQ(c.what, admission::queued);
     EXPECT_EQ(g.in_flight(rule, key7), 2u);
     EXPECT_EQ(g.queued(rule, key7), 1u);
     // Another key has its own slots.
-    EXPECT_EQ(g.enter(rule, key8, limits(2), w.of(4), t0).what, admission::admitted);
+    EXPECT_EQ(g.enter(rule, key8, limits(2), 1, w.of(4), t0).what, admission::admitted);
     EXPECT_TRUE(w.order.empty());
 }
 
@@ -52,10 +52,10 @@ TEST(AdmissionGate, ReleaseAdmitsWaitersFirstComeFirstServed) {
     admission_gate g;
     wakes w;
     const auto t0 = clock::now();
-    auto holder = g.enter(rule, key7, limits(1), w.of(0), t0);
+    auto holder = g.enter(rule, key7, limits(1), 1, w.of(0), t0);
     std::vector<admission_gate::ticket> queued;
     for (int i = 1; i <= 5; ++i) {
-        auto r = g.enter(rule, key7, limits(1), w.of(i), t0 + std::chrono::milliseconds(i));
+        auto r = g.enter(rule, key7, limits(1), 1, w.of(i), t0 + std::chrono::milliseconds(i));
         ASSERT_EQ(r.what, admission::queued);
         queued.push_back(r.id);
     }
@@ -79,10 +79,10 @@ TEST(AdmissionGate, ANewArrivalNeverOvertakesTheQueue) {
     admission_gate g;
     wakes w;
     const auto t0 = clock::now();
-    auto holder = g.enter(rule, key7, limits(1), w.of(0), t0);
-    auto waiter = g.enter(rule, key7, limits(1), w.of(1), t0);
+    auto holder = g.enter(rule, key7, limits(1), 1, w.of(0), t0);
+    auto waiter = g.enter(rule, key7, limits(1), 1, w.of(1), t0);
     g.release(holder.id, t0);  // the slot goes to the waiter, not to whoever comes next
-    EXPECT_EQ(g.enter(rule, key7, limits(1), w.of(2), t0).what, admission::queued);
+    EXPECT_EQ(g.enter(rule, key7, limits(1), 1, w.of(2), t0).what, admission::queued);
     EXPECT_EQ(g.resolve(waiter.id, t0), admission::admitted);
 }
 
@@ -90,9 +90,9 @@ TEST(AdmissionGate, AWaiterPastItsDeadlineTimesOutAndLeavesTheQueue) {
     admission_gate g;
     wakes w;
     const auto t0 = clock::now();
-    auto holder = g.enter(rule, key7, limits(1, 100ms), w.of(0), t0);
-    auto late = g.enter(rule, key7, limits(1, 100ms), w.of(1), t0);
-    auto next = g.enter(rule, key7, limits(1, 500ms), w.of(2), t0 + 50ms);
+    auto holder = g.enter(rule, key7, limits(1, 100ms), 1, w.of(0), t0);
+    auto late = g.enter(rule, key7, limits(1, 100ms), 1, w.of(1), t0);
+    auto next = g.enter(rule, key7, limits(1, 500ms), 1, w.of(2), t0 + 50ms);
     EXPECT_EQ(g.resolve(late.id, t0 + 99ms), admission::queued);
     EXPECT_EQ(g.resolve(late.id, t0 + 100ms), admission::timed_out);
     EXPECT_EQ(g.queued(rule, key7), 1u);
@@ -107,9 +107,9 @@ TEST(AdmissionGate, AGrantThatFindsTheWaiterExpiredGivesItNoSlot) {
     admission_gate g;
     wakes w;
     const auto t0 = clock::now();
-    auto holder = g.enter(rule, key7, limits(1, 100ms), w.of(0), t0);
-    auto expired = g.enter(rule, key7, limits(1, 100ms), w.of(1), t0);
-    auto fresh = g.enter(rule, key7, limits(1, 1000ms), w.of(2), t0 + 90ms);
+    auto holder = g.enter(rule, key7, limits(1, 100ms), 1, w.of(0), t0);
+    auto expired = g.enter(rule, key7, limits(1, 100ms), 1, w.of(1), t0);
+    auto fresh = g.enter(rule, key7, limits(1, 1000ms), 1, w.of(2), t0 + 90ms);
     g.release(holder.id, t0 + 150ms);  // the first waiter's deadline passed before its timer fired
     EXPECT_EQ(w.order, (std::vector<int>{1, 2}));
     EXPECT_EQ(g.resolve(expired.id, t0 + 150ms), admission::timed_out);
@@ -121,17 +121,17 @@ TEST(AdmissionGate, SoldOutAnswersTheWholeQueueAndLaterArrivalsUntilTheRecheck) 
     admission_gate g;
     wakes w;
     const auto t0 = clock::now();
-    auto holder = g.enter(rule, key7, limits(1), w.of(0), t0);
+    auto holder = g.enter(rule, key7, limits(1), 1, w.of(0), t0);
     std::vector<admission_gate::ticket> queued;
-    for (int i = 1; i <= 3; ++i) queued.push_back(g.enter(rule, key7, limits(1), w.of(i), t0).id);
-    g.note_sold_out(rule, key7, t0 + 1ms);  // the holder's take found the floor
+    for (int i = 1; i <= 3; ++i) queued.push_back(g.enter(rule, key7, limits(1), 1, w.of(i), t0).id);
+    g.note_sold_out(rule, key7, 1, t0 + 1ms);  // the holder's take found the floor
     EXPECT_EQ(w.order, (std::vector<int>{1, 2, 3}));  // everyone at once
     for (auto id : queued) EXPECT_EQ(g.resolve(id, t0 + 1ms), admission::sold_out);
     EXPECT_EQ(g.queued(), 0u);
     g.release(holder.id, t0 + 2ms);
-    EXPECT_EQ(g.enter(rule, key7, limits(1), w.of(9), t0 + 50ms).what, admission::sold_out);
+    EXPECT_EQ(g.enter(rule, key7, limits(1), 1, w.of(9), t0 + 50ms).what, admission::sold_out);
     // After the re-check interval one round goes to the database again (a restock must be seen).
-    auto probe = g.enter(rule, key7, limits(1), w.of(10), t0 + 1ms + admission_gate::sold_out_recheck);
+    auto probe = g.enter(rule, key7, limits(1), 1, w.of(10), t0 + 1ms + admission_gate::sold_out_recheck);
     EXPECT_EQ(probe.what, admission::admitted);
     g.release(probe.id, t0 + 200ms);
     EXPECT_EQ(g.keys(), 0u);
@@ -141,23 +141,40 @@ TEST(AdmissionGate, SoldOutAnswersTheWholeQueueAndLaterArrivalsUntilTheRecheck) 
 TEST(AdmissionGate, ATakeOrRestockEndsSoldOutAtOnce) {
     admission_gate g;
     const auto t0 = clock::now();
-    g.note_sold_out(rule, key7, t0);
-    EXPECT_EQ(g.enter(rule, key7, limits(1), {}, t0 + 1ms).what, admission::sold_out);
+    g.note_sold_out(rule, key7, 1, t0);
+    EXPECT_EQ(g.enter(rule, key7, limits(1), 1, {}, t0 + 1ms).what, admission::sold_out);
     g.note_available(rule, key7);
-    auto r = g.enter(rule, key7, limits(1), {}, t0 + 2ms);
+    auto r = g.enter(rule, key7, limits(1), 1, {}, t0 + 2ms);
     EXPECT_EQ(r.what, admission::admitted);
     g.release(r.id, t0 + 3ms);
+}
+
+TEST(AdmissionGate, SoldOutForLargerTakesLetsSmallerOnesWait) {
+    admission_gate g;
+    wakes w;
+    const auto t0 = clock::now();
+    auto holder = g.enter(rule, key7, limits(1), 5, w.of(0), t0);
+    auto big = g.enter(rule, key7, limits(1), 5, w.of(1), t0);
+    auto small = g.enter(rule, key7, limits(1), 1, w.of(2), t0);
+    g.note_sold_out(rule, key7, 5, t0);  // 5 units did not fit: 1 may still
+    EXPECT_EQ(w.order, std::vector<int>{1});
+    EXPECT_EQ(g.resolve(big.id, t0), admission::sold_out);
+    EXPECT_EQ(g.enter(rule, key7, limits(1), 7, {}, t0).what, admission::sold_out);
+    g.release(holder.id, t0);
+    EXPECT_EQ(g.resolve(small.id, t0), admission::admitted);
+    g.release(small.id, t0);
+    EXPECT_EQ(g.tickets(), 0u);
 }
 
 TEST(AdmissionGate, MaxQueueRefusesOneMore) {
     admission_gate g;
     const auto t0 = clock::now();
-    auto holder = g.enter(rule, key7, limits(1, 2000ms, 2), {}, t0);
-    auto a = g.enter(rule, key7, limits(1, 2000ms, 2), {}, t0);
-    auto b = g.enter(rule, key7, limits(1, 2000ms, 2), {}, t0);
+    auto holder = g.enter(rule, key7, limits(1, 2000ms, 2), 1, {}, t0);
+    auto a = g.enter(rule, key7, limits(1, 2000ms, 2), 1, {}, t0);
+    auto b = g.enter(rule, key7, limits(1, 2000ms, 2), 1, {}, t0);
     EXPECT_EQ(a.what, admission::queued);
     EXPECT_EQ(b.what, admission::queued);
-    EXPECT_EQ(g.enter(rule, key7, limits(1, 2000ms, 2), {}, t0).what, admission::queue_full);
+    EXPECT_EQ(g.enter(rule, key7, limits(1, 2000ms, 2), 1, {}, t0).what, admission::queue_full);
     g.abandon(a.id, t0);
     g.abandon(b.id, t0);
     g.release(holder.id, t0);
@@ -169,9 +186,9 @@ TEST(AdmissionGate, AbandonNeverLeaksASlotInAnyState) {
     admission_gate g;
     wakes w;
     const auto t0 = clock::now();
-    auto holder = g.enter(rule, key7, limits(1), w.of(0), t0);
-    auto gone = g.enter(rule, key7, limits(1), w.of(1), t0);
-    auto next = g.enter(rule, key7, limits(1), w.of(2), t0);
+    auto holder = g.enter(rule, key7, limits(1), 1, w.of(0), t0);
+    auto gone = g.enter(rule, key7, limits(1), 1, w.of(1), t0);
+    auto next = g.enter(rule, key7, limits(1), 1, w.of(2), t0);
     g.abandon(gone.id, t0);  // a client that hung up while queued: leaves the queue
     EXPECT_EQ(g.queued(rule, key7), 1u);
     g.abandon(holder.id, t0);  // a session that ended holding the slot (disconnect in a transaction)
@@ -189,9 +206,9 @@ TEST(AdmissionGate, AReloadThatRaisesMaxInFlightAdmitsWaiters) {
     admission_gate g;
     wakes w;
     const auto t0 = clock::now();
-    auto holder = g.enter(rule, key7, limits(1), w.of(0), t0);
-    auto waiter = g.enter(rule, key7, limits(1), w.of(1), t0);
-    auto third = g.enter(rule, key7, limits(3), w.of(2), t0);  // the new rules say 3
+    auto holder = g.enter(rule, key7, limits(1), 1, w.of(0), t0);
+    auto waiter = g.enter(rule, key7, limits(1), 1, w.of(1), t0);
+    auto third = g.enter(rule, key7, limits(3), 1, w.of(2), t0);  // the new rules say 3
     EXPECT_EQ(third.what, admission::queued);                  // behind the first waiter ...
     EXPECT_EQ(w.order, (std::vector<int>{1, 2}));              // ... and both get a slot at once
     EXPECT_EQ(g.resolve(waiter.id, t0), admission::admitted);
@@ -214,7 +231,7 @@ TEST(AdmissionGate, ThreadsNeverExceedMaxInFlightAndLeaveNothingBehind) {
         pool.emplace_back([&] {
             for (int i = 0; i < rounds; ++i) {
                 std::atomic<bool> woken{false};
-                auto r = g.enter(rule, key7, limits(max_in_flight, 60000ms, 1000), [&woken] { woken = true; });
+                auto r = g.enter(rule, key7, limits(max_in_flight, 60000ms, 1000), 1, [&woken] { woken = true; });
                 if (r.what == admission::queued) {
                     while (!woken) std::this_thread::yield();
                     ASSERT_EQ(g.resolve(r.id), admission::admitted);
