@@ -7,12 +7,12 @@ namespace claimguard::engine {
 
 std::string_view admission_name(admission a) {
     switch (a) {
-    case admission::admitted: return "admitted";
-    case admission::queued: return "queued";
-    case admission::sold_out: return "sold-out";
-    case admission::timed_out: return "timeout";
-    case admission::queue_full: return "queue-full";
-    case admission::bypass: return "bypass";
+        case admission::admitted: return "admitted";
+        case admission::queued: return "queued";
+        case admission::sold_out: return "sold-out";
+        case admission::timed_out: return "timeout";
+        case admission::queue_full: return "queue-full";
+        case admission::bypass: return "bypass";
     }
     return "?";
 }

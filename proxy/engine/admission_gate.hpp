@@ -49,8 +49,9 @@ public:
     // A decrement of `units` of (rule, key) wants to go. `wake` is called (once, from whichever thread
     // changed the ticket, never under the gate's lock) when a queued ticket is admitted, answered
     // sold out or expired by a grant that found it past its deadline.
-    [[nodiscard]] entry_result enter(const std::string& rule, const key_tuple& key, const rules::admission_limits& limits,
-                                     std::int64_t units, wake_fn wake, clock::time_point now = clock::now());
+    [[nodiscard]] entry_result enter(const std::string& rule, const key_tuple& key,
+                                     const rules::admission_limits& limits, std::int64_t units, wake_fn wake,
+                                     clock::time_point now = clock::now());
     // What became of a queued ticket: admitted, sold_out, timed_out, or still queued. A ticket
     // still queued at or past its deadline leaves the queue: timed_out.
     [[nodiscard]] admission resolve(ticket id, clock::time_point now = clock::now());

@@ -1,8 +1,8 @@
 // Per-key admission in the session: waiting for a key's turn in the sidecar's admission gate
 // (on this session's executor), answering what the gate refused, giving the slots back.
-#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
+#include <boost/asio/post.hpp>
 
 #include "proxy/admin/metrics.hpp"
 #include "session_impl.hpp"
@@ -164,7 +164,8 @@ awaitable<session::intercepted> session::answer_not_admitted(admission what, con
 void session::note_admission_events(const std::vector<engine::event>& events, const engine::decision& d) {
     if (!ctx_.admission || !d.stock || !d.stock->admission || d.observe) return;
     for (auto e : events) {
-        if (e == engine::event::exhausted) ctx_.admission->note_sold_out(d.stock->name, d.key, d.units);
+        if (e == engine::event::exhausted)
+            ctx_.admission->note_sold_out(d.stock->name, d.key, d.units);
         else if (e == engine::event::took || e == engine::event::tracked || e == engine::event::restocked)
             ctx_.admission->note_available(d.stock->name, d.key);
     }

@@ -124,7 +124,7 @@ TEST(AdmissionGate, SoldOutAnswersTheWholeQueueAndLaterArrivalsUntilTheRecheck) 
     auto holder = g.enter(rule, key7, limits(1), 1, w.of(0), t0);
     std::vector<admission_gate::ticket> queued;
     for (int i = 1; i <= 3; ++i) queued.push_back(g.enter(rule, key7, limits(1), 1, w.of(i), t0).id);
-    g.note_sold_out(rule, key7, 1, t0 + 1ms);  // the holder's take found the floor
+    g.note_sold_out(rule, key7, 1, t0 + 1ms);         // the holder's take found the floor
     EXPECT_EQ(w.order, (std::vector<int>{1, 2, 3}));  // everyone at once
     for (auto id : queued) EXPECT_EQ(g.resolve(id, t0 + 1ms), admission::sold_out);
     EXPECT_EQ(g.queued(), 0u);
@@ -195,8 +195,8 @@ TEST(AdmissionGate, AbandonNeverLeaksASlotInAnyState) {
     EXPECT_EQ(w.order, std::vector<int>{2});
     EXPECT_EQ(g.resolve(next.id, t0), admission::admitted);
     g.abandon(next.id, t0);
-    g.abandon(next.id, t0);       // twice: harmless
-    g.abandon(12345, t0);         // unknown: harmless
+    g.abandon(next.id, t0);  // twice: harmless
+    g.abandon(12345, t0);    // unknown: harmless
     EXPECT_EQ(g.keys(), 0u);
     EXPECT_EQ(g.tickets(), 0u);
     EXPECT_EQ(g.queued(), 0u);
@@ -209,8 +209,8 @@ TEST(AdmissionGate, AReloadThatRaisesMaxInFlightAdmitsWaiters) {
     auto holder = g.enter(rule, key7, limits(1), 1, w.of(0), t0);
     auto waiter = g.enter(rule, key7, limits(1), 1, w.of(1), t0);
     auto third = g.enter(rule, key7, limits(3), 1, w.of(2), t0);  // the new rules say 3
-    EXPECT_EQ(third.what, admission::queued);                  // behind the first waiter ...
-    EXPECT_EQ(w.order, (std::vector<int>{1, 2}));              // ... and both get a slot at once
+    EXPECT_EQ(third.what, admission::queued);                     // behind the first waiter ...
+    EXPECT_EQ(w.order, (std::vector<int>{1, 2}));                 // ... and both get a slot at once
     EXPECT_EQ(g.resolve(waiter.id, t0), admission::admitted);
     EXPECT_EQ(g.resolve(third.id, t0), admission::admitted);
     EXPECT_EQ(g.in_flight(rule, key7), 3u);
