@@ -244,8 +244,21 @@ class Admission(unittest.TestCase):
         print(f"\n    4 queued clients hung up ({errors}); after the holder's disconnect the next decrement "
               f"took {took * 1000:.0f} ms")
         self.assertLess(took, 2.0, "the key's slot was given back (no wait for queue_timeout)")
+        # ROLLBACK, and COMMIT with autocommit off (the transaction the UPDATE opened), end the turn too.
+        for end in ("ROLLBACK", "COMMIT"):
+            app = connect(proxy.port)
+            app.autocommit(False)
+            app.cursor().execute("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = %s", (CAMPAIGN_LEAK,))
+            app.cursor().execute(end)
+            began = time.monotonic()
+            after = connect(proxy.port)
+            after.cursor().execute("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = %s",
+                                   (CAMPAIGN_LEAK,))
+            self.assertLess(time.monotonic() - began, 2.0, f"{end} gave the slot back")
+            after.close()
+            app.close()
         facts = self.cluster.facts(CAMPAIGN_LEAK)
-        self.assertEqual(facts["remain"], STOCK_PLENTY - 1, "only the last decrement committed")
+        self.assertEqual(facts["remain"], STOCK_PLENTY - 4, "the autocommit decrements and the COMMIT only")
 
     def test_eight_sidecars_with_admission_some_killed_mid_race(self):
         rules = admission_rules(os.path.join(self.work, "admission-cluster.yaml"), max_in_flight=1,
