@@ -306,6 +306,20 @@ action claim_operation::start_main() {
     return finish({});
 }
 
+action claim_operation::answer_sold_out() {
+    record_refusal(memory_, d_, in_transaction_);
+    if (d_.what != verdict::take) {
+        action a;
+        a.type = action::kind::answer;
+        a.answer.type = rules::answer::kind::ok;
+        a.ok_rows = 0;
+        a.status = ctx_.status;
+        return finish(std::move(a));
+    }
+    events_.push_back(event::exhausted);
+    return exhausted_answer(ctx_.status);
+}
+
 void claim_operation::reserve_take() {
     if (in_transaction_) {
         auto& e = memory_.entry(d_.stock->name, d_.key);

@@ -121,6 +121,8 @@ struct operation_context {
 
 class claim_operation {
 public:
+    // A take this operation keeps for COMMIT instead of sending now (defer_decrement).
+    [[nodiscard]] bool deferrable() const;
     claim_operation(const decision& d, const rules::sql::parsed_statement& st, session_memory& memory,
                     take_ledger& ledger, const operation_context& ctx);
 
@@ -131,6 +133,10 @@ public:
     [[nodiscard]] action start();
     [[nodiscard]] action on_reply(const reply_summary& r);
     [[nodiscard]] action on_redis(redis_reply r);
+    // Instead of start(): the admission queue knows the key is sold out (a take just found the
+    // floor). A take gets the exhausted answer, the app's own guarded decrement the 0-rows OK the
+    // server would give; nothing reaches the database. The memory notes the refusal as usual.
+    [[nodiscard]] action answer_sold_out();
 
     // Events since the last call (the session counts and audits them in order).
     [[nodiscard]] std::vector<event> take_events();
@@ -152,7 +158,6 @@ private:
     action start_main();
     action send_next_deferred();
     action after_deferred(const reply_summary& r);
-    [[nodiscard]] bool deferrable() const;
     action defer_take();
     bool cancel_deferred();
 

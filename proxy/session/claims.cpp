@@ -465,6 +465,15 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
     engine::operation_context octx{id_, status_, redis_ != nullptr};
     engine::claim_operation op(d, st, memory_, *ctx_.ledger, octx);
     op.set_database(database_);
+    if (admission_applies(d) && !op.deferrable()) {
+        // The key's turn first: at most max_in_flight of its decrements reach the database at once.
+        // (A take deferred to COMMIT reaches nothing now: it waits for its turn when it is sent.)
+        auto turn = co_await admit(d);
+        if (!turn) co_return intercepted::failed;
+        if (*turn != engine::admission::admitted && *turn != engine::admission::bypass)
+            co_return co_await answer_not_admitted(*turn, d, st, op);
+    }
+    if (!co_await admit_deferred(d)) co_return intercepted::failed;
     std::optional<captured_reply> kept;
     std::string token;
     // The Redis key of a claim that did not go in goes at once; one inserted in a transaction
@@ -476,7 +485,9 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
     };
     auto act = op.start();
     for (;;) {
-        report_events(op.take_events(), d, st);
+        auto events = op.take_events();
+        note_admission_events(events, d);
+        report_events(events, d, st);
         report_deferred(op.take_deferred_events(), &st);
         switch (act.type) {
         case engine::action::kind::relay:

@@ -26,6 +26,7 @@
 #include "proxy/admin/metrics.hpp"
 #include "proxy/engine/rules_snapshot.hpp"
 #include "proxy/engine/read_cache.hpp"
+#include "proxy/engine/admission_gate.hpp"
 #include "proxy/engine/take_ledger.hpp"
 #include "proxy/guards/redis_guard.hpp"
 #include "proxy/schema/inspect.hpp"
@@ -66,6 +67,7 @@ struct server_state {
     engine::rules_holder rules;
     engine::take_ledger ledger;  // committed takes awaiting their claim, across the sidecar's connections
     engine::read_cache read_cache;  // counter reads answered by the sidecar (stock rule read_cache)
+    engine::admission_gate admission;  // per-key admission queues (stock rule admission:), across the sessions
     std::unique_ptr<audit_log> audit;
     std::vector<std::unique_ptr<guards::redis_guard>> redis;  // one per I/O thread
     session_context session_ctx;
@@ -361,6 +363,7 @@ int run_server(const config::proxy_options& options) {
         state.session_ctx.rules = &state.rules;
         state.session_ctx.ledger = &state.ledger;
         state.session_ctx.read_cache = &state.read_cache;
+        state.session_ctx.admission = &state.admission;
         try {
             auto& dropped = admin::default_registry().add_counter(
                 "claimguard_audit_dropped_lines_total",

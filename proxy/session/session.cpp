@@ -89,6 +89,7 @@ bool session::drain(bool everyone) {
     if (closed_) return false;
     if (everyone || (idle_ && !(status_ & proto::status::in_trans))) {
         timed_out_ = deadline_kind::drain;
+        admission_timer_.cancel();  // a statement waiting for its key's turn leaves the queue
         error_code ignored;
         client_.cancel(ignored);
         if (everyone) backend_.cancel();
@@ -116,6 +117,7 @@ awaitable<void> session::run() {
     }
     release_transaction_locks();  // a transaction still open dies with the connection
     end_transaction_now(false);
+    release_admission();  // ... and so does its turn at the hot rows
     close();
     spdlog::debug("session {} from {}: closed", id_, peer_);
 }
@@ -123,6 +125,7 @@ awaitable<void> session::run() {
 void session::close() {
     closed_ = true;
     timer_.cancel();
+    admission_timer_.cancel();
     error_code ignored;
     client_.shutdown(asio::socket_base::shutdown_both, ignored);
     client_.close(ignored);
@@ -625,6 +628,8 @@ void session::after_command(bool was_in_transaction, clock_type::time_point star
         else
             transaction_locks_.clear();
     }
+    // An autocommit decrement's turn ends with its reply; a transaction's with the transaction.
+    if (!admission_held_.empty() && !(status_ & proto::status::in_trans)) release_admission();
     reset_after_reply_ = false;
     rollback_requested_ = false;
     command_failed_ = false;

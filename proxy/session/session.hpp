@@ -20,6 +20,7 @@ namespace claimguard::engine {
 class rules_holder;
 class take_ledger;
 class read_cache;
+class admission_gate;
 }
 namespace claimguard::guards {
 class redis_guard;
@@ -40,6 +41,7 @@ struct session_context {
     const std::atomic<bool>* draining = nullptr;  // shutting down: sessions close when idle outside a transaction
     engine::take_ledger* ledger = nullptr;  // set with rules: committed takes shared by the sidecar's sessions
     engine::read_cache* read_cache = nullptr;  // set with rules: counter reads answered by the sidecar (read_cache)
+    engine::admission_gate* admission = nullptr;  // set with rules: per-key admission queues of the sidecar
 };
 
 // A client connection: TCP (listen) or a unix socket (listen_unix), one session code for both.

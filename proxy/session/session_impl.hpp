@@ -20,6 +20,7 @@
 #include "packet_buffer.hpp"
 #include "proxy/protocol/exchange.hpp"
 #include "proxy/protocol/frame.hpp"
+#include "proxy/engine/admission_gate.hpp"
 #include "proxy/engine/claim_operation.hpp"
 #include "proxy/engine/decide.hpp"
 #include "proxy/engine/rules_snapshot.hpp"
@@ -52,6 +53,7 @@ public:
         : client_(std::move(client)),
           backend_(client_.get_executor()),
           timer_(client_.get_executor()),
+          admission_timer_(client_.get_executor()),
           ctx_(ctx),
           opt_(*ctx.options),
           id_(ctx.next_session_id ? ctx.next_session_id->fetch_add(1) : 0),
@@ -221,10 +223,30 @@ private:
     void release_transaction_locks();
     [[nodiscard]] rules::sql::lexer_options lexer_options() const;
 
+    // ---- per-key admission (admission.cpp) -------------------------------------------------------
+    // Whether the decision's decrement waits its turn in the sidecar's admission gate.
+    [[nodiscard]] bool admission_applies(const engine::decision& d) const;
+    // Waits for the key's turn (a slot this session already holds in its transaction counts).
+    // nullopt: the client went away or the session is closing while it waited (the ticket is gone).
+    awaitable<std::optional<engine::admission>> admit(const engine::decision& d);
+    // The deferred takes this statement sends first (defer_decrement: at COMMIT, or before a
+    // statement on their table) wait for their keys' turns too; false: the client went away.
+    awaitable<bool> admit_deferred(const engine::decision& d);
+    // Answers a decrement the gate did not admit (sold out, timed out, queue full).
+    awaitable<intercepted> answer_not_admitted(engine::admission what, const engine::decision& d,
+                                               const rules::sql::parsed_statement& st, engine::claim_operation& op);
+    // What the database said about the key (sold out, a take or restock went through).
+    void note_admission_events(const std::vector<engine::event>& events, const engine::decision& d);
+    // Gives back every slot this session holds (outside a transaction, at the session's end).
+    void release_admission();
+    // While queued: a client that hangs up (EOF) wakes the waiter so it leaves the queue.
+    void watch_client_while_queued();
+
     client_socket client_;
     bool client_is_unix_ = false;  // came through listen_unix: no TCP options
     backend_stream backend_;
     asio::steady_timer timer_;
+    asio::steady_timer admission_timer_;  // the admission wait (woken by the gate, or its deadline)
     const session_context& ctx_;
     const config::proxy_options& opt_;
     std::uint64_t id_;
@@ -271,6 +293,14 @@ private:
     std::vector<redis_lock> transaction_locks_;  // Redis keys of claims inserted in the open transaction
     bool rollback_requested_ = false;             // the command being handled is a ROLLBACK
     bool command_failed_ = false;                 // the server answered the command being handled with ERR
+    struct admission_slot {
+        std::string rule;
+        engine::key_tuple key;
+        engine::admission_gate::ticket id = 0;
+    };
+    std::vector<admission_slot> admission_held_;  // slots held until the reply / the transaction's end
+    bool client_gone_ = false;                    // the client hung up while its statement was queued
+    std::uint64_t client_watch_ = 0;              // generation of watch_client_while_queued()'s wait
 };
 
 }  // namespace claimguard::session

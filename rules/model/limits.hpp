@@ -52,6 +52,13 @@ inline constexpr std::chrono::milliseconds max_read_cache{10 * 1000};
 inline constexpr std::int64_t max_units_per_claim = 1000000000;
 inline constexpr std::size_t max_user_name_bytes = 128;
 
+// Per-key admission (stock rule `admission:`).
+inline constexpr std::int64_t max_admission_in_flight = 4096;
+inline constexpr std::chrono::milliseconds min_admission_queue_timeout{1};
+inline constexpr std::chrono::milliseconds max_admission_queue_timeout{60 * 1000};
+inline constexpr std::int64_t default_admission_max_queue = 10000;
+inline constexpr std::int64_t max_admission_max_queue = 1000000;
+
 // DDL: MySQL index names are at most 64 characters; long ones end in a short hash.
 inline constexpr std::size_t max_index_name_chars = 64;
 inline constexpr std::size_t index_name_hash_hex_digits = 8;

@@ -15,12 +15,13 @@ constexpr std::string_view top_fields[] = {"default_mode", "stock_rules", "claim
 constexpr std::string_view stock_fields[] = {"name",           "table", "key_columns", "counter_column",
                                              "version_column", "floor", "exhausted",   "mode",
                                              "units",          "unmodeled",  "read_cache",
-                                             "defer_decrement"};
+                                             "defer_decrement", "admission"};
 constexpr std::string_view claim_fields[] = {"name",     "table", "idempotency_columns", "idempotency_key_column",
                                              "consumes", "redis", "duplicate",           "strictness",
                                              "mode",     "unmodeled"};
 constexpr std::string_view consumes_fields[] = {"rule", "columns"};
 constexpr std::string_view redis_fields[] = {"key", "ttl"};
+constexpr std::string_view admission_fields[] = {"max_in_flight", "queue_timeout", "max_queue"};
 
 std::string display_table(const table_name& t) { return t.schema.empty() ? t.name : t.schema + "." + t.name; }
 
@@ -274,8 +275,51 @@ private:
                 r.exhausted = std::move(*a);
         }
         read_rule_mode(fields, r.rule_mode, p.complete);
+        if (const auto* f = fields.get("admission"))
+            read_admission(*f, p);
         p.order = out_.stocks.size() + out_.claims.size();
         out_.stocks.push_back(std::move(p));
+    }
+
+    // admission: {max_in_flight: 4, queue_timeout: 2s, max_queue: 10000}; the first two are required.
+    void read_admission(const field& f, parsed_stock& p) {
+        if (!f.value.IsMap()) {
+            file_.error(f.value_mark(), "admission needs a mapping with max_in_flight: and queue_timeout:, not " +
+                                            std::string(describe_node(f.value)));
+            p.complete = false;
+            return;
+        }
+        const auto list = read_fields(file_, f.value, "admission", admission_fields);
+        const field_index fields(list);
+        admission_limits limits;
+        limits.max_queue = static_cast<std::uint32_t>(default_admission_max_queue);
+        bool ok = true;
+        if (const auto* n = fields.present("max_in_flight")) {
+            const auto v = read_integer(file_, *n, 1, max_admission_in_flight, "4");
+            ok = v.has_value();
+            limits.max_in_flight = static_cast<std::uint32_t>(v.value_or(1));
+        } else {
+            file_.error(f.value_mark(), "admission has no max_in_flight: (how many decrements of one key this "
+                                        "sidecar lets reach the database at once, e.g. max_in_flight: 4)");
+            ok = false;
+        }
+        if (const auto* t = fields.present("queue_timeout")) {
+            const auto v = read_duration(file_, *t, min_admission_queue_timeout, max_admission_queue_timeout);
+            ok = ok && v.has_value();
+            limits.queue_timeout = v.value_or(min_admission_queue_timeout);
+        } else {
+            file_.error(f.value_mark(), "admission has no queue_timeout: (how long a statement may wait for its "
+                                        "turn, e.g. queue_timeout: 2s)");
+            ok = false;
+        }
+        if (const auto* q = fields.get("max_queue")) {
+            const auto v = read_integer(file_, *q, 1, max_admission_max_queue, "10000");
+            ok = ok && v.has_value();
+            limits.max_queue = static_cast<std::uint32_t>(v.value_or(default_admission_max_queue));
+        }
+        p.complete = p.complete && ok;
+        if (ok)
+            p.rule.admission = limits;
     }
 
     // The name of a stock rule, implied names (any table name) included; validate_rules looks it up.

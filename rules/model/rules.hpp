@@ -42,6 +42,14 @@ struct answer {
     std::string message;      // (kind::error)
 };
 
+// Per-key admission (stock rule `admission:`): at most max_in_flight decrements of one key in
+// flight per sidecar; the rest wait first come, first served, for at most queue_timeout.
+struct admission_limits {
+    std::uint32_t max_in_flight = 1;
+    std::chrono::milliseconds queue_timeout{0};
+    std::uint32_t max_queue = 0;
+};
+
 // A stock counter: `counter` in `table`, one row per key, never below `floor`.
 struct stock_rule {
     std::string name;
@@ -62,6 +70,7 @@ struct stock_rule {
     // read_cache: counter reads answered from the sidecar's copy of the server's last reply for
     // at most this long after the server was last asked (empty: every read goes to the server).
     std::optional<std::chrono::milliseconds> read_cache;
+    std::optional<admission_limits> admission;  // empty: no admission gate (every decrement goes)
     source_pos pos;
 };
 

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rules/model/limits.hpp"
 #include "rules/model/rules.hpp"
 
 namespace claimguard::rules::detail {

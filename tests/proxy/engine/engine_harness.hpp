@@ -247,6 +247,17 @@ public:
     }
 
     // SELECT remain ... answered with `counter`.
+    // The admission queue answers the statement sold out (op.answer_sold_out() instead of start()).
+    trace sold_out(std::string sql, std::uint16_t status = autocommit) {
+        statements_.push_back(std::make_unique<statement>(std::move(sql), *env_.index));
+        trace t;
+        t.d = decide(statements_.back()->facts(), *env_.rules, resolve_literal, memory);
+        claim_operation op(t.d, statements_.back()->parsed(), memory, *ledger_, operation_context{id_, status, false});
+        t.actions.push_back(op.answer_sold_out());
+        for (auto e : op.take_events()) t.events.push_back(e);
+        return t;
+    }
+
     void read(std::string_view key_sql, std::int64_t counter) {
         auto t = exec("SELECT remain FROM coupon_stock WHERE campaign_id = " + std::string(key_sql),
                       {counter_row(counter)});

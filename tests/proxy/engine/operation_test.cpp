@@ -36,6 +36,34 @@ TEST(operation, pool_lends_a_connection_per_statement) {
     EXPECT_EQ(ledger.waiting_takes("coupon_stock", {"1"}), 0u);
 }
 
+// The admission queue answers a waiting take sold out: the exhausted answer, the refusal noted, so
+// the claim INSERT that follows never reaches the database; nothing is sent.
+TEST(operation, sold_out_answer_of_the_admission_queue_for_a_take) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    auto t = s.sold_out("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 1");
+    ASSERT_EQ(t.d.what, verdict::take);
+    EXPECT_TRUE(t.sent().empty());
+    ASSERT_EQ(t.last().type, action::kind::answer);
+    EXPECT_EQ(t.last().answer.code, 1644);
+    EXPECT_EQ(t.last().answer.message, "claimguard: coupon_stock is sold out for this key");
+    EXPECT_TRUE(t.has(event::exhausted));
+    auto claim = s.exec(s.claim_sql("5", "1"), {});
+    EXPECT_TRUE(claim.sent().empty());
+    EXPECT_TRUE(claim.has(event::blocked));
+}
+
+// ... and the app's own guarded decrement gets the 0-rows OK the server would give.
+TEST(operation, sold_out_answer_of_the_admission_queue_for_a_guarded_decrement) {
+    session s(variant_id::coupon);
+    auto t = s.sold_out("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 1 AND remain >= 1");
+    ASSERT_EQ(t.d.what, verdict::track_decrement);
+    ASSERT_EQ(t.last().type, action::kind::answer);
+    EXPECT_EQ(t.last().answer.type, rules::answer::kind::ok);
+    EXPECT_EQ(t.last().ok_rows, 0u);
+    EXPECT_FALSE(t.has(event::exhausted));  // not a take's answer: counted by the queue's metric only
+}
+
 // The same pool when sold out: the write is refused, and the INSERT that follows on another
 // connection has no take behind it, so it never reaches the database.
 TEST(operation, claim_without_a_take_is_refused_on_any_connection) {

@@ -6,7 +6,7 @@ namespace {
 
 const std::string stock_fields_list =
     "name, table, key_columns, counter_column, version_column, floor, exhausted, mode, units, unmodeled, read_cache, "
-    "defer_decrement";
+    "defer_decrement, admission";
 
 // Lines 1-3 of a stock rule whose line 4 is `    counter_column: <value>` (the value at column 21).
 std::string counter_is(const std::string& value) {
@@ -169,6 +169,22 @@ const error_case stock_cases[] = {
     {"name_too_long", name_is(std::string(65, 'n')),
      {"2:11: name '" + std::string(60, 'n') + "...' is longer than 64 characters"}},
     {"name_list", name_is("[a]"), {"2:11: name needs a rule name, not a list"}},
+    {"admission_not_a_mapping", with_stock_lines("    admission: 4\n"),
+     {"6:16: admission needs a mapping with max_in_flight: and queue_timeout:, not a single value"}},
+    {"admission_without_its_required_fields", with_stock_lines("    admission: {max_queue: 5}\n"),
+     {"6:16: admission has no max_in_flight: (how many decrements of one key this sidecar lets reach the "
+      "database at once, e.g. max_in_flight: 4)",
+      "6:16: admission has no queue_timeout: (how long a statement may wait for its turn, e.g. queue_timeout: 2s)"}},
+    {"admission_values_out_of_range",
+     with_stock_lines("    admission:\n      max_in_flight: 0\n      queue_timeout: 2m\n      max_queue: 1000001\n"),
+     {"7:22: max_in_flight is '0', outside the range 1 to 4096",
+      "8:22: queue_timeout is '2m'; it must be at least 1ms and at most 1m",
+      "9:18: max_queue is '1000001', outside the range 1 to 1000000"}},
+    {"admission_bad_duration_and_unknown_field",
+     with_stock_lines("    admission:\n      max_in_flight: 4\n      queue_timeout: soon\n      max_wait: 1s\n"),
+     {"8:22: queue_timeout must be a duration such as 3000ms or 3s (a whole number with unit ms, s, m or h), not "
+      "'soon'",
+      "9:7: unknown field 'max_wait' in admission; its fields are: max_in_flight, queue_timeout, max_queue"}},
     {"all_errors_of_a_rule_are_collected", with_stock_lines("    floor: x\n    mode: y\n    price: z\n"),
      {"6:12: floor must be a whole number such as 0, not 'x'", "7:11: mode must be enforce or observe, not 'y'",
       "8:5: unknown field 'price' in a stock rule; its fields are: " + stock_fields_list}},

@@ -257,6 +257,21 @@ const valid_case valid_cases[] = {
      [](const rule_set& r) { EXPECT_EQ(stock(r).read_cache, std::chrono::milliseconds(10000)); }},
     {"read_cache_one_ms", with_stock_lines("    read_cache: 1\n"),
      [](const rule_set& r) { EXPECT_EQ(stock(r).read_cache, std::chrono::milliseconds(1)); }},
+    {"admission", with_stock_lines("    admission:\n      max_in_flight: 4\n      queue_timeout: 2s\n"),
+     [](const rule_set& r) {
+         ASSERT_TRUE(stock(r).admission.has_value());
+         EXPECT_EQ(stock(r).admission->max_in_flight, 4u);
+         EXPECT_EQ(stock(r).admission->queue_timeout, std::chrono::milliseconds(2000));
+         EXPECT_EQ(stock(r).admission->max_queue, 10000u);  // default_admission_max_queue
+     }},
+    {"admission_with_max_queue", with_stock_lines("    admission: {max_in_flight: 1, queue_timeout: 250ms, max_queue: 7}\n"),
+     [](const rule_set& r) {
+         EXPECT_EQ(stock(r).admission->max_in_flight, 1u);
+         EXPECT_EQ(stock(r).admission->queue_timeout, std::chrono::milliseconds(250));
+         EXPECT_EQ(stock(r).admission->max_queue, 7u);
+     }},
+    {"no_admission_by_default", base_stock + base_claim,
+     [](const rule_set& r) { EXPECT_FALSE(stock(r).admission.has_value()); }},
     {"claim_unmodeled_forward", with_claim_lines("    unmodeled: forward\n"),
      [](const rule_set& r) { EXPECT_EQ(claim(r).unmodeled, unmodeled_policy::forward); }},
     {"trusted_users", "trusted_users: [stock_admin, dba]\n" + base_stock + base_claim,
