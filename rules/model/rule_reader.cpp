@@ -262,8 +262,14 @@ private:
             p.complete = p.complete && v.has_value();
         }
         read_unmodeled(fields, r.unmodeled, p.complete);
-                                             "units",          "unmodeled",  "read_cache",
-                                             "defer_decrement"};
+        if (const auto* f = fields.get("read_cache")) {
+            r.read_cache = read_duration(file_, *f, min_read_cache, max_read_cache);
+            p.complete = p.complete && r.read_cache.has_value();
+        }
+        if (const auto* f = fields.get("defer_decrement")) {
+            const auto v = read_bool(file_, *f);
+            r.defer_decrement = v.value_or(false);
+            p.complete = p.complete && v.has_value();
         }
 
         const auto table = r.table.name.empty() ? std::string("the stock") : display_table(r.table);
