@@ -30,7 +30,7 @@ read_cache::value_slot& read_cache::value_of(const std::string& rule, const key_
 }
 
 read_cache::lookup read_cache::find(const std::string& rule, const key_tuple& key, const std::string& shape,
-                                    std::chrono::milliseconds ttl, clock::time_point now) {
+                                    std::chrono::milliseconds ttl, clock::time_point now, bool may_refresh) {
     std::lock_guard lock(mutex_);
     lookup out;
     auto& v = value_of(rule, key);
@@ -38,7 +38,14 @@ read_cache::lookup read_cache::find(const std::string& rule, const key_tuple& ke
     auto t = templates_.find(std::make_pair(std::make_pair(rule, key), shape));
     if (t == templates_.end()) return out;  // miss
     out.what = outcome::refresh;
-    if (!v.valid || now - v.fetched >= ttl || now - t->second.fetched >= ttl) return out;
+    if (!v.valid || now - v.fetched >= ttl || now - t->second.fetched >= ttl) {
+        if (v.refreshing && now - *v.refreshing < max_refresh_wait) {
+            out.what = outcome::wait;
+        } else if (may_refresh) {
+            v.refreshing = now;
+        }
+        return out;
+    }
     out.what = outcome::hit;
     out.reply = t->second.reply;
     out.value = v.value;
@@ -50,6 +57,7 @@ void read_cache::store(const std::string& rule, const key_tuple& key, const std:
                        std::uint64_t generation, clock::time_point asked) {
     std::lock_guard lock(mutex_);
     auto& v = value_of(rule, key);
+    v.refreshing.reset();
     if (v.generation == generation) {
         v.value = value;
         v.valid = true;
@@ -68,6 +76,12 @@ void read_cache::store(const std::string& rule, const key_tuple& key, const std:
     }
     it->second.reply = std::move(reply);
     it->second.fetched = asked;
+}
+
+void read_cache::end_refresh(const std::string& rule, const key_tuple& key) {
+    std::lock_guard lock(mutex_);
+    auto it = values_.find(std::make_pair(rule, key));
+    if (it != values_.end()) it->second.refreshing.reset();
 }
 
 void read_cache::on_take(const std::string& rule, const key_tuple& key, std::int64_t units) {

@@ -43,7 +43,13 @@ public:
         hit,      // answered from the cache
         miss,     // nothing kept for this key and shape: the read goes to the server
         refresh,  // kept, but older than the TTL or invalidated: the read goes to the server
+        wait,     // ... and another read is asking the server right now: wait for its answer, find() again
     };
+
+    // How long one read's refresh may hold the others back (its answer, or a failure, ends it
+    // sooner); how often a waiting read looks again.
+    static constexpr std::chrono::milliseconds max_refresh_wait{250};
+    static constexpr std::chrono::milliseconds refresh_poll_interval{1};
 
     struct lookup {
         outcome what = outcome::miss;
@@ -53,9 +59,12 @@ public:
     };
 
     // A read of (rule, key) in the statement shape `shape` (the statement with its key values
-    // normalised, the protocol, what changes the reply's bytes).
+    // normalised, the protocol, what changes the reply's bytes). One refresh per key at a time:
+    // the first stale read that `may_refresh` (one whose reply can be kept: not in a transaction)
+    // goes to the server, the others get `wait` until it stored its answer (or max_refresh_wait).
     [[nodiscard]] lookup find(const std::string& rule, const key_tuple& key, const std::string& shape,
-                              std::chrono::milliseconds ttl, clock::time_point now = clock::now());
+                              std::chrono::milliseconds ttl, clock::time_point now = clock::now(),
+                              bool may_refresh = true);
     // The server answered a read sent at `asked` (after find() returned `generation`): its
     // template (null when it cannot be one) and the counter it returned. The value is kept only
     // when no decrement, refusal or restock of this sidecar changed the key in between.
@@ -63,6 +72,8 @@ public:
                std::shared_ptr<const protocol::counter_reply> reply, std::int64_t value, std::uint64_t generation,
                clock::time_point asked);
 
+    // The refresh this read started ended without store() (an error, a reply that is no template).
+    void end_refresh(const std::string& rule, const key_tuple& key);
     // This sidecar took `units` (a decrement that changed a row).
     void on_take(const std::string& rule, const key_tuple& key, std::int64_t units);
     // A take was refused at the floor: the key is sold out, as of `now`.
@@ -81,6 +92,7 @@ private:
         bool valid = false;
         clock::time_point fetched;     // when the server was last asked for it
         std::uint64_t generation = 0;  // bumped by every local change
+        std::optional<clock::time_point> refreshing;  // a read asking the server since then
     };
     struct template_slot {
         std::shared_ptr<const protocol::counter_reply> reply;

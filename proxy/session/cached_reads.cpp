@@ -107,8 +107,21 @@ awaitable<std::optional<session::intercepted>> session::serve_counter_read(const
     shape += '\n';
     shape += normalised_text(st, *r);
 
-    const auto now = engine::read_cache::clock::now();
-    auto found = cache.find(rule.name, d.key, shape, *rule.read_cache, now);
+    // A read inside a transaction may answer from an older snapshot: its reply is never kept as
+    // the key's value, so it never refreshes the cache for the others.
+    const bool in_transaction_before = (status_ & proto::status::in_trans) != 0;
+    auto now = engine::read_cache::clock::now();
+    auto found = cache.find(rule.name, d.key, shape, *rule.read_cache, now, !in_transaction_before);
+    // Another read of this key is refreshing it: its answer serves this one too (one refresh per
+    // key per TTL, however many reads arrive meanwhile). find() stops saying wait after
+    // max_refresh_wait, and then this read asks the server itself.
+    while (found.what == engine::read_cache::outcome::wait) {
+        admission_timer_.expires_after(engine::read_cache::refresh_poll_interval);
+        co_await admission_timer_.async_wait(nothrow);
+        if (closed_) co_return intercepted::failed;
+        now = engine::read_cache::clock::now();
+        found = cache.find(rule.name, d.key, shape, *rule.read_cache, now, !in_transaction_before);
+    }
     if (found.what == engine::read_cache::outcome::hit) {
         auto bytes = proto::rebuild_counter_reply(*found.reply, found.value, status_, proto::reply_seq(command_seq_));
         if (bytes) {
@@ -122,10 +135,13 @@ awaitable<std::optional<session::intercepted>> session::serve_counter_read(const
         found.what = engine::read_cache::outcome::refresh;  // the value does not fit the column: ask the server
     }
     m.reads.with(rule.name, found.what == engine::read_cache::outcome::miss ? "miss" : "refresh").inc();
-    const bool in_transaction_before = (status_ & proto::status::in_trans) != 0;
     forwarded_statement_ = true;
     auto reply = co_await roundtrip(forward_bytes, command, last_seq);
-    if (!reply) co_return intercepted::failed;
+    bool stored = false;
+    if (!reply) {
+        if (!in_transaction_before) cache.end_refresh(rule.name, d.key);
+        co_return intercepted::failed;
+    }
     if (!reply->is_err && !reply->is_ok) {
         auto kept =
             proto::parse_counter_reply(reply->raw, caps_, mariadb_caps_, binary, r->counter_position, r->counter_label);
@@ -139,12 +155,14 @@ awaitable<std::optional<session::intercepted>> session::serve_counter_read(const
             if (!in_transaction_before) {
                 cache.store(rule.name, d.key, shape, std::make_shared<const proto::counter_reply>(std::move(*kept)),
                             value, found.generation, now);
+                stored = true;
                 m.keys.set(static_cast<std::int64_t>(cache.keys()));
                 m.templates.set(static_cast<std::int64_t>(cache.templates()));
                 m.evictions.set(static_cast<std::int64_t>(cache.evictions()));
             }
         }
     }
+    if (!stored && !in_transaction_before) cache.end_refresh(rule.name, d.key);
     if (!co_await write_client(reply->raw)) co_return intercepted::failed;
     co_return intercepted::handled;
 }

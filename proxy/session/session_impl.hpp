@@ -246,7 +246,7 @@ private:
     bool client_is_unix_ = false;  // came through listen_unix: no TCP options
     backend_stream backend_;
     asio::steady_timer timer_;
-    asio::steady_timer admission_timer_;  // the admission wait (woken by the gate, or its deadline)
+    asio::steady_timer admission_timer_;  // the admission wait (woken by the gate, or its deadline); the read cache's wait for a refresh
     const session_context& ctx_;
     const config::proxy_options& opt_;
     std::uint64_t id_;

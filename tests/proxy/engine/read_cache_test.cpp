@@ -56,6 +56,31 @@ TEST_F(read_cache_test, miss_then_hit_until_the_ttl_then_refresh) {
     EXPECT_EQ(cache.find(rule, key_tuple{"8"}, shape, ttl, t0 + 61ms).what, outcome::miss);
 }
 
+TEST_F(read_cache_test, one_refresh_at_a_time_the_others_wait_for_its_answer) {
+    server_read(5, t0);
+    // The first stale read goes to the server; the herd behind it waits instead of following it.
+    auto first = cache.find(rule, key, shape, ttl, t0 + 60ms);
+    EXPECT_EQ(first.what, outcome::refresh);
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, t0 + 61ms).what, outcome::wait);
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, t0 + 62ms, false).what, outcome::wait);  // in a transaction too
+    cache.store(rule, key, shape, reply(), 4, first.generation, t0 + 60ms);
+    auto after = cache.find(rule, key, shape, ttl, t0 + 63ms);
+    EXPECT_EQ(after.what, outcome::hit);
+    EXPECT_EQ(after.value, 4);
+    // A refresh that never answers holds the others back for max_refresh_wait at most.
+    const auto stale = t0 + 60ms + ttl + 1ms;
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, stale).what, outcome::refresh);
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, stale + read_cache::max_refresh_wait - 1ms).what, outcome::wait);
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, stale + read_cache::max_refresh_wait).what, outcome::refresh);
+    // One that failed says so: the next read refreshes at once.
+    cache.end_refresh(rule, key);
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, stale + read_cache::max_refresh_wait + 1ms).what, outcome::refresh);
+    // A read that may not refresh (in a transaction) never holds the others back.
+    cache.end_refresh(rule, key);
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, stale + 400ms, false).what, outcome::refresh);
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, stale + 401ms).what, outcome::refresh);
+}
+
 TEST_F(read_cache_test, decrements_count_down_and_a_refusal_answers_the_floor) {
     server_read(3, t0);
     cache.on_take(rule, key, 1);
