@@ -76,6 +76,9 @@ class Sale:
         self.restocked = 0
         self.phase = "selling"  # selling -> restocked_during -> restocked_after -> done
         self.after_last = 0     # attempts since the last restock was sold
+        # The database said 0 for 3 TTLs in a row after that: every cache has seen it, and a unit a
+        # duplicate gave back just before (which other sidecars learn within the TTL) was sold again.
+        self.drained = False
 
     def worker(self, index):
         rng = random.Random(index)
@@ -93,7 +96,7 @@ class Sale:
                 with self.lock:
                     self.attempts += 1
                     self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
-                    if self.phase == "done":
+                    if self.phase == "done" and self.drained:
                         self.after_last += 1
                         if self.after_last >= SOLD_OUT_ATTEMPTS:
                             self.stop.set()
@@ -118,6 +121,7 @@ def main():
         sale = Sale(proxies)
         threads = [threading.Thread(target=sale.worker, args=(i,), daemon=True) for i in range(THREADS)]
         began = time.monotonic()
+        zero_since = None
         for t in threads:
             t.start()
         # The DBA, directly in MariaDB: a restock during the sale, one after it sold out.
@@ -141,7 +145,16 @@ def main():
             elif phase == "restocked_after" and remain == 0:
                 with sale.lock:
                     sale.phase = "done"
+                zero_since = time.monotonic()
                 print(f"    +{time.monotonic() - began:.2f}s the restocked units are sold")
+            elif phase == "done":
+                if remain != 0:
+                    zero_since = None  # a unit given back after a duplicate: it sells again
+                elif zero_since is None:
+                    zero_since = time.monotonic()
+                elif time.monotonic() - zero_since >= 3 * TTL_MS / 1000:
+                    with sale.lock:
+                        sale.drained = True
             time.sleep(0.02)
         sale.stop.set()
         for t in threads:
