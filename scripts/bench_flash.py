@@ -83,17 +83,6 @@ def parse_cell(name):
     return Cell(name, flow, via, tuple(sorted(features)))
 
 
-def rules_with_lines(source, lines):
-    """coupon.yaml's text with lines appended to its first stock rule (just before `claim_rules:`)."""
-    with open(source, "r", encoding="utf-8") as f:
-        text = f.read()
-    head, sep, tail = text.partition("\nclaim_rules:")
-    if not sep:
-        raise ValueError(f"{source}: no claim_rules: after the stock rules")
-    added = "".join(f"    {line}   # added by scripts/bench_flash.py\n" for line in lines)
-    return head.rstrip("\n") + "\n" + added + sep + tail
-
-
 class DurableMariaDB(servers.MariaDB):
     """The fixture's MariaDB with a binary log, sync_binlog = 1 and innodb_flush_log_at_trx_commit = 1."""
 
@@ -112,9 +101,7 @@ class FlashBench(bc.Bench):
         features = via.split("+")[1:]
         if features:
             lines = [line for f in features for line in self.args.feature_lines[f]]
-            path = os.path.join(self.work, f"rules-{via}.yaml")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(rules_with_lines(cluster.EXAMPLE_RULES, lines))
+            path = cluster.rules_with_stock_lines(os.path.join(self.work, f"rules-{via}.yaml"), lines)
             extra[extra.index(cluster.EXAMPLE_RULES)] = path
         extra[extra.index("--audit-log") + 1] = os.path.join(self.work, f"audit-{via}.jsonl")
         return extra

@@ -169,6 +169,20 @@ def serve_flags_supported(claimguard):
     return {f for f in SERVE_CLAIM_FLAGS if re.search(re.escape(f) + r"\b", text)}
 
 
+def rules_with_stock_lines(dest, lines, source=EXAMPLE_RULES):
+    """Writes a copy of a rules file with `lines` (YAML, relative to the rule's fields) added to its
+    last stock rule, just before `claim_rules:` (read_cache, admission, defer_decrement, ...)."""
+    with open(source, encoding="utf-8") as f:
+        text = f.read()
+    head, sep, tail = text.partition("\nclaim_rules:")
+    if not sep:
+        raise RuntimeError(f"{source}: no claim_rules: after the stock rules")
+    added = "".join(f"    {line}\n" for line in lines)
+    with open(dest, "w", encoding="utf-8") as f:
+        f.write(head.rstrip("\n") + "\n" + added + sep + tail)
+    return dest
+
+
 def rules_with_exhausted_ok(source, dest):
     """Writes a copy of a rules file whose stock rule answers a refused decrement with OK (0 rows)."""
     with open(source, encoding="utf-8") as f:

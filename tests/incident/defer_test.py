@@ -47,14 +47,7 @@ ARGS = None
 
 
 def rules_with_defer(dest, on):
-    with open(cluster.EXAMPLE_RULES, encoding="utf-8") as f:
-        text = f.read()
-    marker = "    units: 1 "
-    assert text.count(marker) == 1, "coupon.yaml changed: cannot add defer_decrement"
-    text = text.replace(marker, f"    defer_decrement: {'true' if on else 'false'}\n{marker}")
-    with open(dest, "w", encoding="utf-8") as f:
-        f.write(text)
-    return dest
+    return cluster.rules_with_stock_lines(dest, [f"defer_decrement: {'true' if on else 'false'}"])
 
 
 class Defer(unittest.TestCase):

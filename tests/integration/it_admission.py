@@ -59,14 +59,8 @@ ARGS = None
 
 def admission_rules(dest, max_in_flight=MAX_IN_FLIGHT, queue_timeout=QUEUE_TIMEOUT):
     """rules/examples/coupon.yaml with an admission: block in its stock rule."""
-    with open(cluster.EXAMPLE_RULES, encoding="utf-8") as f:
-        text = f.read()
-    block = (f"    admission:\n      max_in_flight: {max_in_flight}\n      queue_timeout: {queue_timeout}\n"
-             "    version_column: version")
-    assert "    version_column: version" in text
-    with open(dest, "w", encoding="utf-8") as f:
-        f.write(text.replace("    version_column: version", block, 1))
-    return dest
+    return cluster.rules_with_stock_lines(
+        dest, ["admission:", f"  max_in_flight: {max_in_flight}", f"  queue_timeout: {queue_timeout}"])
 
 
 def connect(port):

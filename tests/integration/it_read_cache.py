@@ -15,7 +15,6 @@ libmariadb's prepared statements (unix/stmt_client.cpp, with --stmt-client) read
 
 import argparse
 import os
-import re
 import shutil
 import struct
 import subprocess
@@ -50,14 +49,7 @@ ARGS = None
 
 def rules_with_read_cache(source, dest, ttl_ms):
     """A copy of the example rules whose stock rule has read_cache: <ttl_ms>ms."""
-    with open(source, encoding="utf-8") as f:
-        text = f.read()
-    new, n = re.subn(r"(?m)^([ ]+)units: 1([^\n]*)\n", rf"\1units: 1\2\n\1read_cache: {ttl_ms}ms\n", text)
-    if n != 1:
-        raise RuntimeError(f"{source}: expected one 'units: 1' line, found {n}")
-    with open(dest, "w", encoding="utf-8") as f:
-        f.write(new)
-    return dest
+    return cluster.rules_with_stock_lines(dest, [f"read_cache: {ttl_ms}ms"], source)
 
 
 class Raw(rawmysql.RawClient):
