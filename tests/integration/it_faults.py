@@ -391,7 +391,12 @@ class Faults(unittest.TestCase):
         proxy = self.start_proxy("maxpacket", "--max-packet-bytes", str(SMALL_MAX_PACKET))
         keeper = connect(proxy.port)
         client = self.raw(proxy.port)
-        client.send_packet(0, bytes([rawmysql.COM_QUERY]) + b"SELECT '" + b"z" * (SMALL_MAX_PACKET + 10) + b"'")
+        try:
+            client.send_packet(0, bytes([rawmysql.COM_QUERY]) + b"SELECT '" + b"z" * (SMALL_MAX_PACKET + 10) + b"'")
+        except (BrokenPipeError, ConnectionResetError):
+            # claimguard answers as soon as the header says too large, then closes while the rest is
+            # still on its way (as a server does); its ERR is already in our receive queue (CI saw this).
+            pass
         packets = rawmysql.read_until_closed(client, ANSWER_TIMEOUT_S)
         print(f"oversized packet: {[rawmysql.describe(p) for p in packets]}")
         self.assertTrue(packets and rawmysql.is_err_with_sqlstate(packets[-1]),
