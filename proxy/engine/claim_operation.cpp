@@ -69,6 +69,7 @@ std::string_view event_name(event e) {
     case event::tracked: return "tracked";
     case event::exhausted: return "exhausted";
     case event::conflict: return "conflict";
+    case event::not_lower: return "refused-not-lower";
     case event::app_meant_other: return "take-differs-from-write";
     case event::restocked: return "restock";
     case event::absorbed: return "absorbed-give-back";
@@ -113,9 +114,11 @@ action claim_operation::finish(action a) {
 action claim_operation::refusal(std::string_view why) {
     action a;
     a.type = action::kind::answer;
+    // A shape the rules do not model is refused by its policy; an ambiguous write is refused always.
+    const bool by_policy = d_.what != verdict::take && d_.reason != "absolute_not_lower" && d_.reason != "amount_mismatch";
     a.answer = {rules::answer::kind::error, 1644, "45000",
                 "claimguard: rule " + std::string(d_.claim ? d_.claim->name : d_.stock ? d_.stock->name : "?") +
-                    " refuses this statement (unmodeled: refuse): " + std::string(why)};
+                    " refuses this statement" + (by_policy ? " (unmodeled: refuse): " : ": ") + std::string(why)};
     a.status = ctx_.status;
     return finish(std::move(a));
 }
@@ -217,7 +220,7 @@ action claim_operation::start_main() {
             if (a.type == action::kind::answer) return a;
         }
         auto rewritten = std::holds_alternative<match::counter_write>(*d_.fact)
-                             ? match::rewrite_write(st_, std::get<match::counter_write>(*d_.fact), d_.units)
+                             ? match::rewrite_write(st_, std::get<match::counter_write>(*d_.fact), d_.units, d_.only_if_lower)
                              : match::rewrite_change(st_, std::get<match::counter_change>(*d_.fact), d_.units);
         if (!rewritten) {
             // Never forward a write the rule could not make safe.
@@ -423,7 +426,7 @@ action claim_operation::after_take(const reply_summary& r, bool rewritten) {
         a.type = action::kind::reply_client;
         return finish(a);
     }
-    if (d_.may_conflict) {
+    if (d_.may_conflict || d_.only_if_lower) {
         const auto* key = stock_key_of(d_);
         auto probe = key ? match::counter_probe(*d_.stock, *key) : match::result<match::rewritten_sql>(match::errc::key_not_bindable);
         if (probe) {
@@ -446,7 +449,7 @@ action claim_operation::on_reply(const reply_summary& r) {
     case state::read_sent: {
         if (r.counter) {
             auto& e = memory_.entry(d_.stock->name, d_.key);
-            e.last_read = *r.counter;
+            memory_.note_read(e, *r.counter, trans);
             e.refused = false;  // a new attempt starts with a read
         }
         action a;
@@ -465,6 +468,13 @@ action claim_operation::on_reply(const reply_summary& r) {
 
     case state::probe_sent: {
         if (r.counter && *r.counter >= d_.stock->floor + d_.units) {
+            if (!d_.may_conflict) {
+                // Stock is left and the write did not lower the counter: a restock or a stale write,
+                // which the sidecar cannot tell apart. Never a take, never "sold out": refused loudly.
+                events_.push_back(event::not_lower);
+                return refusal("an absolute write at or above the current counter is not a take (a restock or a "
+                               "stale write); restock as a trusted user or with SET c = c + n");
+            }
             // Stock is left: the app's own condition (AND version = ?) failed. Its zero rows stand,
             // so an optimistic app retries instead of hearing "sold out".
             events_.push_back(event::conflict);

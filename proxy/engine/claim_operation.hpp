@@ -62,6 +62,7 @@ enum class event : std::uint8_t {
     tracked,               // a guarded decrement or compare-and-set of the app took stock
     exhausted,             // a take found the floor: the exhausted answer
     conflict,              // zero rows, stock left: the app's own condition (version) did not hold
+    not_lower,             // zero rows, stock left: an absolute write at or above the counter (refused)
     app_meant_other,       // an absolute write meant other units than the rule's (read - written)
     restocked,             // an increment reached the database
     absorbed,              // the app's own give-back of units the sidecar already gave back

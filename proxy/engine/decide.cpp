@@ -69,6 +69,14 @@ decision unmodeled_decision(const rules::stock_rule* stock, const rules::claim_r
     return d;
 }
 
+// A write the engine understands and refuses whatever the rule's unmodeled policy says: what it
+// means is ambiguous (a restock or a stale decrement; an amount a fresh read contradicts).
+decision ambiguous_decision(const rules::stock_rule* stock, std::string_view note, std::string_view reason) {
+    decision d = unmodeled_decision(stock, nullptr, note, reason);
+    d.what = verdict::refuse;
+    return d;
+}
+
 decision decide_write(const match::counter_write& w, const value_resolver& values, session_memory& memory) {
     if (!w.full_key)
         return unmodeled_decision(w.rule, nullptr, "a write of the counter without an equality on every key column",
@@ -102,12 +110,35 @@ decision decide_write(const match::counter_write& w, const value_resolver& value
     d.what = verdict::take;
     d.units = w.rule->units;
     d.may_conflict = w.extra_conditions;
-    if (w.rule->defer_decrement) d.key_literals = key_literals_of(w.key, values);
     d.note = "absolute write of the counter: a conditional take of the rule's units";
-    if (const stock_entry* e = memory.find(w.rule->name, d.key); e && e->last_read && value && value->integer) {
-        const std::int64_t meant = *e->last_read - *value->integer;
-        if (meant != d.units) d.app_meant = meant;
+    const auto read = memory.fresh_read(w.rule->name, d.key);
+    if (read && value && value->integer) {
+        // The app read R on this connection just before (or in this transaction) and writes V: it
+        // means R - V units, whatever the counter is now.
+        const std::int64_t meant = *read - *value->integer;
+        if (meant <= 0)
+            return ambiguous_decision(w.rule,
+                                      "an absolute write at or above the counter this connection read: a restock or "
+                                      "a stale write, not a take (restock as a trusted user, or SET c = c + n)",
+                                      "absolute_not_lower");
+        if (meant != d.units) {
+            switch (w.rule->amount_evidence) {
+            case rules::stock_rule::evidence::refuse:
+                return ambiguous_decision(w.rule,
+                                          "an absolute write that means other units than the rule's (read - written; "
+                                          "amount_evidence: refuse)",
+                                          "amount_mismatch");
+            case rules::stock_rule::evidence::units: d.app_meant = meant; break;
+            case rules::stock_rule::evidence::read:
+                d.units = meant;
+                d.note = "absolute write of the counter: a conditional take of what the app meant (read - written)";
+                break;
+            }
+        }
+    } else if (value && value->integer && w.value.is_bindable()) {
+        d.only_if_lower = true;
     }
+    if (w.rule->defer_decrement && !d.only_if_lower) d.key_literals = key_literals_of(w.key, values);
     return d;
 }
 
@@ -147,6 +178,7 @@ decision decide_change(const match::counter_change& c, const value_resolver& val
     }
     d.what = verdict::take;
     d.note = "unguarded decrement: guard added";
+    d.may_conflict = c.extra_conditions;  // AND version = ?: zero rows with stock left is a conflict
     if (c.rule->defer_decrement) d.key_literals = key_literals_of(c.key, values);
     return d;
 }
@@ -260,7 +292,8 @@ decision decide(const match::match_result& facts, const rules::rule_set& rules, 
                 [&](const match::claim_insert& c) { return decide_claim(c, values, memory); },
                 [&](const match::transaction_boundary& t) {
                     decision d;
-                    if (t.event != match::transaction_event::commit) return d;
+                    using ev = match::transaction_event;
+                    if (t.event != ev::commit && t.event != ev::xa_prepare && t.event != ev::xa_commit) return d;
                     if (!memory.transaction_poisoned) {
                         memory.for_each([&](const std::string& rule, const key_tuple&, stock_entry& e) {
                             if (e.claims_ahead > 0 && e.strict_ahead && !memory.transaction_poisoned) {
@@ -273,6 +306,14 @@ decision decide(const match::match_result& facts, const rules::rule_set& rules, 
                         d.what = verdict::rollback_instead;
                         d.stock = rules.find_stock(memory.poisoned_rule);
                         d.note = "commit of a claim without stock (its decrement was refused or never came)";
+                        if (t.event != ev::commit) {
+                            // XA: a plain ROLLBACK cannot end it; the PREPARE or COMMIT is refused and
+                            // the app's XA ROLLBACK ends it.
+                            d.what = verdict::refuse;
+                            d.unmodeled = true;
+                            d.reason = "xa_claim_without_stock";
+                            d.note = "XA PREPARE/COMMIT of a claim without stock (its decrement was refused or never came)";
+                        }
                     }
                     return d;
                 },
@@ -376,7 +417,11 @@ void plan_deferred(decision& d, const match::match_result& facts, std::string_vi
         if (const auto* t = std::get_if<match::transaction_boundary>(&f)) {
             using ev = match::transaction_event;
             switch (t->event) {
-            case ev::rollback: return;  // dropped unsent when the transaction ends
+            case ev::rollback:
+            case ev::xa_rollback: return;  // dropped unsent when the transaction ends
+            case ev::xa_start:
+            case ev::xa_prepare:
+            case ev::xa_commit: d.deferred = deferred_step::commit; return;
             case ev::autocommit_off: break;
             case ev::savepoint:
             case ev::rollback_to_savepoint:

@@ -74,8 +74,12 @@ struct decision {
     // conflict rather than sold out, which the operation checks before answering.
     bool may_conflict = false;
     // take of an absolute write after a read on this connection: the units the app meant
-    // (read - written) differ from the rule's units. Counted and audited; the rule's units win.
+    // (read - written) differ from the rule's units. Counted and audited (amount_evidence decides).
     std::optional<std::int64_t> app_meant;
+    // take of an absolute write with no fresh read behind it: it takes only if it lowers the counter
+    // (the rewrite adds "AND counter > written"); a write at or above the counter is a restock or a
+    // stale write the sidecar cannot tell apart, refused loudly (never a take, never "sold out").
+    bool only_if_lower = false;
     // take: the key as literals, for a take deferred to COMMIT (defer_decrement).
     std::vector<rules::match::key_literal> key_literals;
     // Deferred takes of the open transaction this statement sends before its own action.

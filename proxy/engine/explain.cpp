@@ -91,7 +91,8 @@ void explain(const match::rule_index& rules, std::string_view sql, const match::
     decision d = decide(described.facts, rules.rules(), dry_run_value, memory);
     if (options.read_value && d.stock && !d.key.empty() && st.placeholder_count == 0) {
         // What the app read before, on this connection: a cross-check of absolute writes only.
-        memory.entry(d.stock->name, d.key).last_read = *options.read_value;
+        memory.note_read(memory.entry(d.stock->name, d.key), *options.read_value, false);
+        memory.next_command();  // the write comes right after the read
         d = decide(described.facts, rules.rules(), dry_run_value, memory);
     }
     out << "decision: " << verdict_name(d.what);

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rules/model/rules.hpp"
@@ -26,12 +27,14 @@ struct deferred_take {
     key_tuple key;                         // canonical, for metrics and the audit log
     std::vector<std::string> key_columns;  // ... their column names
     std::int64_t units = 0;
-    std::string sql;                       // the conditional decrement, the key as literals
-    rules::answer exhausted;               // the rule's answer when it is refused at COMMIT
+    std::string sql;          // the conditional decrement, the key as literals
+    rules::answer exhausted;  // the rule's answer when it is refused at COMMIT
 };
 
 struct stock_entry {
     std::optional<std::int64_t> last_read;  // the counter as this session last saw it (cross-check only)
+    std::uint64_t read_command = 0;         // session_memory::command() of that read
+    std::uint64_t read_transaction = 0;     // session_memory::transaction() of that read; 0: outside one
     bool refused = false;                   // the last decrement was refused: its claim must not follow
     // Open transaction: units of decrements that succeeded in it and no claim of it consumed yet
     // (each a separate take, oldest first). They commit or roll back with the transaction.
@@ -73,6 +76,43 @@ public:
         auto it = entries_.find(std::make_pair(rule, key));
         return it == entries_.end() ? nullptr : &it->second;
     }
+    // The session counts its client commands: a read is evidence about the write that comes
+    // right after it (the next command), or later in the same transaction; not across a pool's
+    // borrowers, who share the connection's memory but not its reads.
+    void next_command() { ++command_; }
+    [[nodiscard]] std::uint64_t command() const { return command_; }
+    [[nodiscard]] std::uint64_t transaction() const { return transaction_; }
+    // The counter was read (`in_transaction`: inside an open transaction).
+    void note_read(stock_entry& e, std::int64_t value, bool in_transaction) {
+        e.last_read = value;
+        e.read_command = command_;
+        e.read_transaction = in_transaction ? transaction_ : 0;
+    }
+    // What the connection read of the key, when it is evidence for the command being decided.
+    [[nodiscard]] std::optional<std::int64_t> fresh_read(const std::string& rule, const key_tuple& key) const {
+        const stock_entry* e = find(rule, key);
+        if (e == nullptr || !e->last_read) return std::nullopt;
+        if (e->read_command + 1 == command_ || (e->read_transaction != 0 && e->read_transaction == transaction_))
+            return e->last_read;
+        return std::nullopt;
+    }
+
+    // A savepoint of the open transaction: what its takes, claims and give-backs were then, and
+    // how many of the session's Redis keys it held. ROLLBACK TO SAVEPOINT puts them back.
+    struct savepoint {
+        std::string name;  // lower case
+        std::map<std::pair<std::string, key_tuple>, stock_entry> entries;
+        bool poisoned = false;
+        std::string poisoned_rule;
+        std::size_t redis_locks = 0;
+    };
+    static constexpr std::size_t max_savepoints = 64;
+    // SQL-level prepared statements (PREPARE name FROM '...') that reach protected tables, by lower
+    // case name: the rules they reach. Dropped with the server's (COM_RESET_CONNECTION, CHANGE_USER).
+    static constexpr std::size_t max_sql_prepared = 16384;  // the server's max_prepared_stmt_count is 16382
+    std::map<std::string, std::vector<std::string>> sql_prepared;
+    std::vector<savepoint> savepoints;
+
     // The transaction ended: what belonged to it goes (a refused decrement too: the next
     // attempt starts afresh); what this connection read and its autocommit claims' debts stay.
     void reset() {
@@ -84,12 +124,16 @@ public:
             e.claims_ahead = 0;
             e.strict_ahead = false;
             e.refused = false;
-            if (!e.last_read && e.unbacked_claims == 0) it = entries_.erase(it);
-            else ++it;
+            if (!e.last_read && e.unbacked_claims == 0)
+                it = entries_.erase(it);
+            else
+                ++it;
         }
         transaction_poisoned = false;
         poisoned_rule.clear();
         deferred.clear();
+        savepoints.clear();
+        ++transaction_;
     }
     [[nodiscard]] std::size_t size() const { return entries_.size(); }
     template <class F>
@@ -105,8 +149,26 @@ public:
     // Takes of the open transaction not sent yet (defer_decrement), oldest first.
     std::vector<deferred_take> deferred;
 
+    // SAVEPOINT name succeeded: the transaction's bookkeeping as it is now (a savepoint of the same
+    // name is replaced, as the server replaces it). The deferred takes were sent before it.
+    void set_savepoint(std::string name, std::size_t redis_locks);
+    // ROLLBACK TO SAVEPOINT name succeeded: the transaction's takes, claims, borrowed takes and
+    // give-backs since then are undone, as the server undid their rows. Borrowed takes since then
+    // go back to `returned` (rule, key, units) for the ledger. Returns the Redis keys the session
+    // held then (those acquired since are the rolled-back claims'); nullopt: no such savepoint.
+    struct returned_take {
+        std::string rule;
+        key_tuple key;
+        std::int64_t units = 0;
+    };
+    std::optional<std::size_t> rollback_to_savepoint(std::string_view name, std::vector<returned_take>& returned);
+    // RELEASE SAVEPOINT name: it and the later ones go; nothing is undone.
+    void release_savepoint(std::string_view name);
+
 private:
     std::map<std::pair<std::string, key_tuple>, stock_entry> entries_;
+    std::uint64_t command_ = 0;
+    std::uint64_t transaction_ = 1;
 };
 
 }  // namespace claimguard::engine

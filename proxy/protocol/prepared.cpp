@@ -189,6 +189,7 @@ result<std::uint32_t> peek_statement_id(bytes_view payload) {
     case com::stmt_reset:
     case com::stmt_fetch:
     case com::stmt_send_long_data:
+    case com::stmt_bulk_execute:
         break;
     default:
         return r.ok() ? errc::unexpected_packet : r.error();

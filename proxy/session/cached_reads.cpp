@@ -127,7 +127,7 @@ awaitable<std::optional<session::intercepted>> session::serve_counter_read(const
         if (bytes) {
             m.reads.with(rule.name, "hit").inc();
             auto& e = memory_.entry(rule.name, d.key);
-            e.last_read = found.value;
+            memory_.note_read(e, found.value, in_transaction_before);
             e.refused = false;  // a new attempt starts with a read
             if (!co_await write_client(*bytes)) co_return intercepted::failed;
             co_return intercepted::handled;
@@ -148,7 +148,7 @@ awaitable<std::optional<session::intercepted>> session::serve_counter_read(const
         if (kept) {
             const auto value = kept->value;
             auto& e = memory_.entry(rule.name, d.key);
-            e.last_read = value;
+            memory_.note_read(e, value, in_transaction_before);
             e.refused = false;
             // A read inside a transaction may answer from an older snapshot: served from the
             // kept template later, never kept as the key's value.

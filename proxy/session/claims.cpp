@@ -154,13 +154,39 @@ rules::sql::lexer_options session::lexer_options() const {
 
 void session::forget_statements() {
     prepared_.clear();
+    memory_.sql_prepared.clear();
     derived_.clear();  // the server dropped them too (COM_RESET_CONNECTION, COM_CHANGE_USER)
     last_prepared_id_ = 0;
 }
 
 awaitable<session::intercepted> session::intercept(const proto::packet_span& packet, std::uint8_t command) {
-    if (!ctx_.rules || packet.frames != 1) co_return intercepted::forward;
+    memory_.next_command();
+    if (command == proto::com::change_user) {
+        // Trust follows the session's current user: COM_CHANGE_USER names the next one (a failed
+        // change ends the connection on the server's side).
+        auto payload = proto::as_chars(packet.first_payload.subspan(1));
+        user_ = std::string(payload.substr(0, payload.find('\0')));
+    }
+    if (!ctx_.rules) co_return intercepted::forward;
     command_seq_ = packet.last_seq;
+    if (packet.frames != 1) {
+        // A packet of 16 MiB or more: looked at as a whole like any other (the recognizer refuses
+        // to read statements past its limit, and the policy of the rules it names applies).
+        if (command != proto::com::query && command != proto::com::stmt_prepare && command != proto::com::stmt_execute)
+            co_return intercepted::forward;
+        snapshot_ = engine::current_on_this_thread(*ctx_.rules);
+        if (!snapshot_) co_return intercepted::forward;
+        const auto joined = proto::join_payload(client_in_.readable().first(packet.raw_size));
+        const std::string text(proto::as_chars(proto::bytes_view(joined).subspan(1)));
+        if (command == proto::com::query) co_return co_await intercept_query(packet, text);
+        if (command == proto::com::stmt_prepare) co_return co_await intercept_prepare(packet, text);
+        auto id = proto::peek_statement_id(joined);
+        auto it = id ? prepared_.find(*id == last_prepared_statement ? last_prepared_id_ : *id) : prepared_.end();
+        if (it == prepared_.end()) co_return intercepted::forward;
+        co_return co_await unmodeled_execute(*it->second, packet, command,
+                                             "an execute of 16 MiB or more of a statement that writes the rule's table",
+                                             "large_execute");
+    }
     auto payload = packet.first_payload;
     switch (command) {
     case proto::com::query:
@@ -176,6 +202,15 @@ awaitable<session::intercepted> session::intercept(const proto::packet_span& pac
     case proto::com::stmt_close:
         if (auto id = proto::peek_statement_id(payload)) prepared_.erase(*id);
         co_return intercepted::forward;
+    case proto::com::stmt_bulk_execute: {
+        // MariaDB's array binding (Connector/J and node-mariadb batches): many rows in one command.
+        auto id = proto::peek_statement_id(payload);
+        auto it = id ? prepared_.find(*id == last_prepared_statement ? last_prepared_id_ : *id) : prepared_.end();
+        if (it == prepared_.end()) co_return intercepted::forward;
+        co_return co_await unmodeled_execute(*it->second, packet, command,
+                                             "COM_STMT_BULK_EXECUTE (array binding) of a statement that writes the rule's table",
+                                             "bulk_execute");
+    }
     case proto::com::init_db:
         if (auto db = proto::parse_init_db(payload)) database_ = std::string(*db);
         co_return intercepted::forward;
@@ -196,9 +231,17 @@ void session::learn_session_changes(const match::match_result& facts) {
         if (auto* t = std::get_if<match::transaction_boundary>(&f)) {
             using ev = match::transaction_event;
             if (t->event == ev::commit || t->event == ev::rollback || t->event == ev::autocommit_on ||
-                t->event == ev::begin)
+                t->event == ev::begin || t->event == ev::xa_commit || t->event == ev::xa_rollback)
                 reset_after_reply_ = true;
-            if (t->event == ev::rollback) rollback_requested_ = true;
+            if (t->event == ev::rollback || t->event == ev::xa_rollback) rollback_requested_ = true;
+            if (t->event == ev::xa_prepare) xa_step_ = xa_step::prepare;
+            if (t->event == ev::xa_commit || t->event == ev::xa_rollback) xa_step_ = xa_step::end;
+            if (t->event == ev::savepoint || t->event == ev::rollback_to_savepoint || t->event == ev::release_savepoint) {
+                savepoint_step_ = t->event == ev::savepoint              ? savepoint_step::set
+                                  : t->event == ev::rollback_to_savepoint ? savepoint_step::rollback_to
+                                                                           : savepoint_step::release;
+                savepoint_name_ = sqlns::unquote_identifier(t->savepoint);
+            }
         } else if (auto* c = std::get_if<match::session_change>(&f)) {
             switch (c->setting) {
             case match::session_setting::sql_mode:
@@ -230,7 +273,52 @@ awaitable<session::intercepted> session::intercept_query(const proto::packet_spa
     learn_session_changes(facts);
     auto d = engine::decide(facts, snapshot_->rules, engine::resolve_literal, memory_);
     engine::plan_deferred(d, facts, sql, memory_);
+    learn_sql_prepared(st, facts, d);
     co_return co_await apply(d, st, proto::com::query, client_in_.readable().first(packet.raw_size), packet.last_seq,
+                             nullptr, nullptr);
+}
+
+void session::learn_sql_prepared(const sqlns::parsed_statement& st, const match::match_result& facts,
+                                 const engine::decision& d) {
+    const auto use = match::sql_prepared_of(st);
+    if (use.what == match::sql_prepared_use::kind::none || use.what == match::sql_prepared_use::kind::execute) return;
+    memory_.sql_prepared.erase(use.name);  // DEALLOCATE, or a PREPARE replacing the name
+    if (use.what != match::sql_prepared_use::kind::prepare || (d.what == verdict::refuse && !d.observe)) return;
+    std::vector<std::string> reached;
+    for (const auto& f : facts.facts)
+        if (const auto* u = std::get_if<match::unmodeled>(&f); u && !u->prepared_name.empty())
+            reached.emplace_back(u->claim ? u->claim->name : u->stock->name);
+    if (reached.empty()) return;
+    if (memory_.sql_prepared.size() >= engine::session_memory::max_sql_prepared) {
+        // Past the server's own default limit (max_prepared_stmt_count): it refuses the PREPARE.
+        spdlog::warn("session {}: more than {} SQL-level prepared statements on protected tables; the oldest is "
+                     "no longer tracked", id_, engine::session_memory::max_sql_prepared);
+        memory_.sql_prepared.erase(memory_.sql_prepared.begin());
+    }
+    memory_.sql_prepared[use.name] = std::move(reached);
+}
+
+const std::vector<std::string>* session::sql_prepared_of(const void* self, std::string_view name) {
+    const auto* s = static_cast<const session*>(self);
+    auto it = s->memory_.sql_prepared.find(std::string(name));
+    return it == s->memory_.sql_prepared.end() ? nullptr : &it->second;
+}
+
+awaitable<session::intercepted> session::unmodeled_execute(const prepared_statement& ps, const proto::packet_span& packet,
+                                                           std::uint8_t command, std::string_view why,
+                                                           std::string_view code) {
+    if (!ps.snapshot) co_return intercepted::forward;
+    match::match_result facts;
+    for (const auto& f : ps.facts.facts) {
+        if (const auto* w = std::get_if<match::counter_write>(&f)) facts.facts.emplace_back(match::unmodeled{w->rule, nullptr, why, code});
+        else if (const auto* c = std::get_if<match::counter_change>(&f)) facts.facts.emplace_back(match::unmodeled{c->rule, nullptr, why, code});
+        else if (const auto* i = std::get_if<match::claim_insert>(&f)) facts.facts.emplace_back(match::unmodeled{nullptr, i->rule, why, code});
+        else if (const auto* u = std::get_if<match::unmodeled>(&f)) facts.facts.emplace_back(match::unmodeled{u->stock, u->claim, why, code});
+    }
+    if (facts.facts.empty()) co_return intercepted::forward;
+    snapshot_ = ps.snapshot;
+    auto d = engine::decide(facts, ps.snapshot->rules, engine::resolve_literal, memory_);
+    co_return co_await apply(d, ps.parsed, command, client_in_.readable().first(packet.raw_size), packet.last_seq,
                              nullptr, nullptr);
 }
 
@@ -245,6 +333,7 @@ awaitable<std::optional<match::match_result>> session::match_statement(const sql
     if (!database_.empty()) mctx.current_database = database_;
     mctx.table_columns = &session::columns_of;
     mctx.table_columns_owner = this;
+    mctx.sql_prepared = &session::sql_prepared_of;
     auto facts = match::match(st, snapshot_->index, mctx);
     const match::claim_insert* unresolved = nullptr;
     for (const auto& f : facts.facts)
@@ -335,7 +424,20 @@ awaitable<session::intercepted> session::intercept_prepare(const proto::packet_s
         auto id = reply->exchange.statement_id();
         ps->params = reply->exchange.param_count();
         last_prepared_id_ = id;
-        if (prepared_.size() >= max_tracked_statements) prepared_.erase(prepared_.begin());
+        if (prepared_.size() >= max_tracked_statements) {
+            // Never forget one: an execute of a statement the session no longer knows would pass
+            // unseen. The prepare is undone on the server and refused (a named, enforced limit).
+            proto::byte_buffer close_payload;
+            proto::serialize(proto::stmt_close{id}, close_payload);
+            proto::byte_buffer close;
+            std::uint8_t seq = 0;
+            proto::write_packet(close, seq, close_payload);
+            if (!co_await write_backend(close)) co_return intercepted::failed;  // COM_STMT_CLOSE has no reply
+            co_await answer_error(proto::reply_seq(packet.last_seq), 1461, "42000",
+                                  "claimguard: this connection holds " + std::to_string(max_tracked_statements) +
+                                      " prepared statements on protected tables (max_tracked_statements); close some");
+            co_return intercepted::handled;
+        }
         prepared_[id] = std::move(ps);
     }
     co_return co_await write_client(reply->raw) ? intercepted::handled : intercepted::failed;
@@ -352,7 +454,11 @@ awaitable<session::intercepted> session::intercept_execute(const proto::packet_s
     if (!exec) co_return intercepted::forward;  // the server will answer it
     if (exec->new_params_bound) ps.types = exec->param_types;
     for (const auto& p : exec->params)
-        if (std::holds_alternative<proto::long_data_value>(p)) co_return intercepted::forward;
+        if (std::holds_alternative<proto::long_data_value>(p))
+            co_return co_await unmodeled_execute(ps, packet, proto::com::stmt_execute,
+                                                 "an execute whose values came by COM_STMT_SEND_LONG_DATA, of a "
+                                                 "statement that writes the rule's table",
+                                                 "long_data_execute");
     snapshot_ = ps.snapshot;
     const auto& params = exec->params;
     engine::value_resolver resolver = [&](const match::value_ref& v) -> std::optional<engine::resolved_value> {
@@ -405,6 +511,7 @@ void session::report_events(const std::vector<engine::event>& events, const engi
         case event::tracked: m.tracked.with(rule).inc(); break;
         case event::exhausted: m.exhausted.with(rule).inc(); break;
         case event::conflict: m.conflicts.with(rule).inc(); break;
+        case event::not_lower: m.unmodeled.with(rule, "absolute_not_lower", "refuse").inc(); break;
         case event::app_meant_other: m.take_differs.with(rule).inc(); break;
         case event::restocked: m.restocks.with(rule).inc(); break;
         case event::absorbed: m.absorbed.with(rule).inc(); break;
@@ -743,6 +850,32 @@ awaitable<void> release_lock(guards::redis_guard* redis, std::string key, std::s
     (void)co_await redis->release(key, token);
 }
 }  // namespace
+
+void session::apply_savepoint_step() {
+    switch (savepoint_step_) {
+    case savepoint_step::none: return;
+    case savepoint_step::set: memory_.set_savepoint(savepoint_name_, transaction_locks_.size()); return;
+    case savepoint_step::release: memory_.release_savepoint(savepoint_name_); return;
+    case savepoint_step::rollback_to: {
+        std::vector<engine::session_memory::returned_take> returned;
+        const auto locks = memory_.rollback_to_savepoint(savepoint_name_, returned);
+        // Takes borrowed from the ledger by claims the rollback undid back them no more.
+        for (const auto& t : returned) ctx_.ledger->return_take(t.rule, t.key, t.units, id_);
+        if (!locks) return;
+        // The claims inserted since the savepoint are gone: their Redis keys too.
+        if (*locks < transaction_locks_.size()) {
+            std::vector<redis_lock> undone(transaction_locks_.begin() + static_cast<std::ptrdiff_t>(*locks),
+                                           transaction_locks_.end());
+            transaction_locks_.resize(*locks);
+            if (redis_)
+                for (auto& lock : undone)
+                    asio::co_spawn(client_.get_executor(), release_lock(redis_, std::move(lock.key), std::move(lock.token)),
+                                   asio::detached);
+        }
+        return;
+    }
+    }
+}
 
 void session::release_transaction_locks() {
     if (redis_) {

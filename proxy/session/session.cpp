@@ -618,7 +618,19 @@ awaitable<bool> session::relay_reply(proto::command_exchange& exchange) {
 void session::after_command(bool was_in_transaction, clock_type::time_point started) {
     // The session's transaction ended (COMMIT, ROLLBACK, an implicit commit or a rollback
     // after a deadlock): the claim bookkeeping of that transaction goes with it.
+    if (savepoint_step_ != savepoint_step::none && !command_failed_) apply_savepoint_step();
+    savepoint_step_ = savepoint_step::none;
     bool ended = was_in_transaction && !(status_ & proto::status::in_trans);
+    if (xa_step_ == xa_step::prepare) {
+        // XA PREPARE: the transaction leaves the session (the status flags may say it ended) and
+        // commits or rolls back only with XA COMMIT / XA ROLLBACK.
+        if (!command_failed_) xa_prepared_ = true;
+        ended = false;
+    } else if (xa_step_ == xa_step::end) {
+        ended = ended || xa_prepared_;
+        if (!command_failed_) xa_prepared_ = false;
+    }
+    xa_step_ = xa_step::none;
     if (reset_after_reply_ || ended) end_transaction_now(!(rollback_requested_ || command_failed_));
     if (ended) {
         // A successful COMMIT (or an implicit one) keeps the claims' Redis keys; a ROLLBACK, or a

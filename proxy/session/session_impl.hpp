@@ -217,6 +217,17 @@ private:
     void learn_session_changes(const rules::match::match_result& facts);
     void audit(const engine::decision& d, std::string_view action, const rules::sql::parsed_statement& st);
     void forget_statements();
+    // SQL-level PREPARE / DEALLOCATE: which names reach protected tables (for EXECUTE).
+    void learn_sql_prepared(const rules::sql::parsed_statement& st, const rules::match::match_result& facts,
+                            const engine::decision& d);
+    static const std::vector<std::string>* sql_prepared_of(const void* self, std::string_view name);
+    // A command that carries a prepared statement's rows outside COM_STMT_EXECUTE's values
+    // (COM_STMT_BULK_EXECUTE, an execute with COM_STMT_SEND_LONG_DATA parameters): when the
+    // statement writes a protected table, its rules' unmodeled policy applies.
+    awaitable<intercepted> unmodeled_execute(const prepared_statement& ps, const proto::packet_span& packet,
+                                             std::uint8_t command, std::string_view why, std::string_view code);
+    // Applies the command's savepoint step once the server answered OK.
+    void apply_savepoint_step();
     // The open transaction ended without committing: its claims' Redis keys go (compare-and-delete,
     // in the background), or a user whose claim was rolled back would hear "already claimed" for
     // the key's ttl. The database's unique index stays the guarantee either way.
@@ -292,6 +303,16 @@ private:
     };
     std::vector<redis_lock> transaction_locks_;  // Redis keys of claims inserted in the open transaction
     bool rollback_requested_ = false;             // the command being handled is a ROLLBACK
+    // What the command being handled does to the transaction's savepoints, applied once the server
+    // said OK (the transaction's bookkeeping follows what the server undid).
+    enum class savepoint_step : std::uint8_t { none, set, rollback_to, release };
+    savepoint_step savepoint_step_ = savepoint_step::none;
+    std::string savepoint_name_;
+    // XA: PREPARE detaches the transaction from the session (its takes stay pending); XA COMMIT
+    // or XA ROLLBACK ends it, whatever the status flags say.
+    enum class xa_step : std::uint8_t { none, prepare, end };
+    xa_step xa_step_ = xa_step::none;
+    bool xa_prepared_ = false;                    // an XA transaction of this session is prepared, not ended
     bool command_failed_ = false;                 // the server answered the command being handled with ERR
     struct admission_slot {
         std::string rule;

@@ -46,6 +46,10 @@ namespace {
         case transaction_event::autocommit_on: return "autocommit on";
         case transaction_event::autocommit_off: return "autocommit off";
         case transaction_event::autocommit_unknown: return "autocommit changed (value known only to the server)";
+        case transaction_event::xa_start: return "XA start";
+        case transaction_event::xa_prepare: return "XA prepare";
+        case transaction_event::xa_commit: return "XA commit";
+        case transaction_event::xa_rollback: return "XA rollback";
     }
     return "?";
 }

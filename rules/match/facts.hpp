@@ -86,6 +86,9 @@ struct counter_change {
     value_ref amount;                   // N
     std::optional<std::int64_t> delta;  // signed change when N is an integer literal (remain - 2: -2)
     guard_state guard = guard_state::none;
+    // The WHERE clause says more than the key and the counter's own bounds (AND version = ?):
+    // zero rows may be the app's own conflict rather than sold out.
+    bool extra_conditions = false;
     std::optional<value_ref> guard_bound;  // the strongest "counter >= B" / "counter > B" of the WHERE clause
     bool guard_strict = false;             // ">" rather than ">="
     std::uint32_t assignment = 0;
@@ -122,6 +125,10 @@ enum class transaction_event : std::uint8_t {
     autocommit_on,
     autocommit_off,
     autocommit_unknown,  // SET autocommit = <expression or placeholder>
+    xa_start,            // XA START / XA BEGIN
+    xa_prepare,          // XA PREPARE: the transaction is no longer the session's, its end is still to come
+    xa_commit,           // XA COMMIT (ONE PHASE or after PREPARE)
+    xa_rollback,         // XA ROLLBACK
 };
 
 struct transaction_boundary {
@@ -129,6 +136,7 @@ struct transaction_boundary {
     bool chain = false;    // AND CHAIN: a new transaction starts at once
     bool release = false;  // RELEASE: the server closes the connection
     bool read_only = false;
+    std::string_view savepoint;  // SAVEPOINT / ROLLBACK TO / RELEASE: the name as written
 };
 
 enum class session_setting : std::uint8_t {
@@ -152,6 +160,9 @@ struct unmodeled {
     const claim_rule* claim = nullptr;
     std::string_view reason;  // a sentence for logs and the refusal
     std::string_view code;    // a short label for the metric (several_statements, unsupported_syntax, ...)
+    // PREPARE name FROM '...': the SQL-level statement's name (views the statement), so that a
+    // forwarded PREPARE makes each later EXECUTE name get the same policy.
+    std::string_view prepared_name = {};
 };
 
 using fact = std::variant<counter_read, counter_write, counter_change, claim_insert, transaction_boundary,

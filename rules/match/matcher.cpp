@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "rules/sql/parser.hpp"
 #include "rules/sql/prefilter.hpp"
 #include "rules/sql/text.hpp"
 
@@ -125,6 +126,21 @@ void match_select(const parsed_statement& st, const rule_index& rules, const mat
     }
 }
 
+// Whether a WHERE clause has a condition on something other than the key columns and the
+// counter (AND version = ?, AND status = 'ON'): then zero rows may be that condition failing.
+[[nodiscard]] bool says_more_than_key_and_counter(const parsed_statement& st, const where_clause& w,
+                                                  const table_ref& t, const stock_rule& rule) {
+    for (const auto& p : w.predicates) {
+        if (p.kind == predicate_kind::constant) continue;
+        if (column_is(st, p.column, rule.counter_column, t)) continue;
+        bool on_key = false;
+        for (const auto& kc : rule.key_columns)
+            if (column_is(st, p.column, kc, t)) on_key = true;
+        if (!on_key) return true;
+    }
+    return false;
+}
+
 // The strongest lower bound the WHERE clause puts on the counter, and how it compares to
 // floor + units.
 void find_guard(const parsed_statement& st, const sql::update_statement& u, const stock_rule& rule,
@@ -172,6 +188,7 @@ void match_update(const parsed_statement& st, const rule_index& rules, const mat
         std::optional<std::uint32_t> counter;
         std::optional<std::uint32_t> version;
         int counter_count = 0;
+        bool key_assigned = false;
         for (std::uint32_t i = 0; i < u.assignments.size(); ++i) {
             const auto& a = u.assignments[i];
             if (column_is(st, a.column, rule.counter_column, u.table)) {
@@ -180,6 +197,16 @@ void match_update(const parsed_statement& st, const rule_index& rules, const mat
             } else if (rule.version_column && column_is(st, a.column, *rule.version_column, u.table)) {
                 version = i;
             }
+        }
+        for (const auto& a : u.assignments) {
+            for (const auto& kc : rule.key_columns)
+                if (column_is(st, a.column, kc, u.table)) key_assigned = true;
+        }
+        if (key_assigned) {
+            // The stock moves to another key (or a new row appears under it): not a take or a restock
+            // the engine can follow.
+            out.facts.emplace_back(unmodeled{&rule, nullptr, "a key column of the stock row is assigned", "key_column_assigned"});
+            continue;
         }
         if (!counter) continue;
         if (counter_count > 1) {
@@ -227,6 +254,7 @@ void match_update(const parsed_statement& st, const rule_index& rules, const mat
                 c.delta = a.sign == '-' ? -*c.amount.decoded.integer : *c.amount.decoded.integer;
             c.assignment = *counter;
             c.version_assignment = version;
+            c.extra_conditions = says_more_than_key_and_counter(st, u.where, u.table, rule);
             find_guard(st, u, rule, c);
             out.facts.emplace_back(std::move(c));
         }
@@ -250,6 +278,16 @@ void match_update(const parsed_statement& st, const rule_index& rules, const mat
 
 void match_insert(const parsed_statement& st, const rule_index& rules, const match_context& ctx, match_result& out) {
     const auto& ins = std::get<sql::insert_statement>(st.body);
+    // REPLACE or INSERT ... ON DUPLICATE KEY UPDATE of a stock row overwrites an existing counter
+    // (Sequelize's upsert, framework saves): neither a take nor a restock the engine can follow.
+    // A plain INSERT of a stock row only creates one (it fails on an existing key).
+    if (ins.replace || !ins.on_duplicate.empty()) {
+        for (const auto& rule : rules.rules().stocks)
+            if (table_matches(st, ins.table, rule.table, ctx))
+                out.facts.emplace_back(unmodeled{&rule, nullptr,
+                                                 "REPLACE or INSERT ... ON DUPLICATE KEY UPDATE of a stock row",
+                                                 "stock_row_upsert"});
+    }
     for (const auto& rule : rules.rules().claims) {
         if (!table_matches(st, ins.table, rule.table, ctx)) continue;
         claim_insert ci;
@@ -301,6 +339,7 @@ void match_transaction(const parsed_statement& st, match_result& out) {
     b.chain = t.chain == sql::tristate::yes;
     b.release = t.release == sql::tristate::yes;
     b.read_only = t.read_only;
+    if (t.savepoint != no_token) b.savepoint = st.text(t.savepoint);
     out.facts.emplace_back(b);
 }
 
@@ -321,6 +360,18 @@ void match_transaction(const parsed_statement& st, match_result& out) {
     return transaction_event::autocommit_unknown;
 }
 
+// Whether `sql` contains `name` as a whole word, ignoring ASCII case.
+[[nodiscard]] bool mentions(std::string_view sql, std::string_view name) {
+    if (name.empty() || sql.size() < name.size()) return false;
+    for (std::size_t i = 0; i + name.size() <= sql.size(); ++i) {
+        if (i > 0 && sql::is_ident_byte(sql[i - 1])) continue;
+        if (sql::iequals(sql.substr(i, name.size()), name) &&
+            (i + name.size() == sql.size() || !sql::is_ident_byte(sql[i + name.size()])))
+            return true;
+    }
+    return false;
+}
+
 // A character set named by a word, quoted name or string.
 [[nodiscard]] std::optional<sql::charset> charset_of(const parsed_statement& st, const sql::operand& v) {
     if (v.kind == operand_kind::word) return sql::charset_from_name(sql::unquote_identifier(st.text(v.column.name)));
@@ -331,7 +382,7 @@ void match_transaction(const parsed_statement& st, match_result& out) {
     return std::nullopt;
 }
 
-void match_set(const parsed_statement& st, match_result& out) {
+void match_set(const parsed_statement& st, const rule_index& rules, match_result& out) {
     const auto& s = std::get<sql::set_statement>(st.body);
     for (const auto& item : s.items) {
         if (item.target != sql::set_target::variable) {
@@ -343,7 +394,23 @@ void match_set(const parsed_statement& st, match_result& out) {
             out.facts.emplace_back(std::move(c));
             continue;
         }
-        if (item.scope != sql::variable_scope::session) continue;  // GLOBAL/PERSIST/user variables
+        if (item.scope == sql::variable_scope::user) {
+            // SQL text kept in a user variable for PREPARE ... FROM @v: the statement it becomes is
+            // out of sight, so the text naming a protected table gets the policy now.
+            if (item.value.kind != operand_kind::literal) continue;
+            const auto d = sql::decode_literal(st, item.value);
+            if (d.kind != sql::literal_kind::string) continue;
+            for (const auto& r : rules.rules().stocks)
+                if (mentions(d.bytes, r.table.name))
+                    out.facts.emplace_back(unmodeled{&r, nullptr, "SQL text naming the rule's table kept in a user variable",
+                                                     "sql_in_variable"});
+            for (const auto& r : rules.rules().claims)
+                if (mentions(d.bytes, r.table.name))
+                    out.facts.emplace_back(unmodeled{nullptr, &r, "SQL text naming the rule's table kept in a user variable",
+                                                     "sql_in_variable"});
+            continue;
+        }
+        if (item.scope != sql::variable_scope::session) continue;  // GLOBAL/PERSIST
         const std::string name = sql::unquote_identifier(item.name);
         if (sql::iequals(name, "autocommit")) {
             transaction_boundary b;
@@ -366,18 +433,6 @@ void match_set(const parsed_statement& st, match_result& out) {
             out.facts.emplace_back(std::move(c));
         }
     }
-}
-
-// Whether `sql` contains `name` as a whole word, ignoring ASCII case.
-[[nodiscard]] bool mentions(std::string_view sql, std::string_view name) {
-    if (name.empty() || sql.size() < name.size()) return false;
-    for (std::size_t i = 0; i + name.size() <= sql.size(); ++i) {
-        if (i > 0 && sql::is_ident_byte(sql[i - 1])) continue;
-        if (sql::iequals(sql.substr(i, name.size()), name) &&
-            (i + name.size() == sql.size() || !sql::is_ident_byte(sql[i + name.size()])))
-            return true;
-    }
-    return false;
 }
 
 // A single statement that only reads (SELECT with a join, IN list or function; SHOW, ...): the
@@ -404,7 +459,67 @@ void match_set(const parsed_statement& st, match_result& out) {
     }
 }
 
-void match_not_ours(const parsed_statement& st, const rule_index& rules, match_result& out) {
+// XA START / PREPARE / COMMIT / ROLLBACK: the session's transaction boundaries in XA form.
+[[nodiscard]] bool match_xa(const parsed_statement& st, match_result& out) {
+    if (st.tokens.size() < 2 || !sql::iequals(st.text(0), "XA")) return false;
+    const std::string_view verb = st.text(1);
+    transaction_boundary b;
+    if (sql::iequals(verb, "START") || sql::iequals(verb, "BEGIN")) b.event = transaction_event::xa_start;
+    else if (sql::iequals(verb, "PREPARE")) b.event = transaction_event::xa_prepare;
+    else if (sql::iequals(verb, "COMMIT")) b.event = transaction_event::xa_commit;
+    else if (sql::iequals(verb, "ROLLBACK")) b.event = transaction_event::xa_rollback;
+    else return true;  // XA END, XA RECOVER: nothing ends or starts
+    out.facts.emplace_back(b);
+    return true;
+}
+
+void unmodeled_for_rule_names(const rule_index& rules, const std::vector<std::string>& names, std::string_view why,
+                              std::string_view code, match_result& out) {
+    for (const auto& r : rules.rules().stocks)
+        if (std::find(names.begin(), names.end(), r.name) != names.end()) out.facts.emplace_back(unmodeled{&r, nullptr, why, code});
+    for (const auto& r : rules.rules().claims)
+        if (std::find(names.begin(), names.end(), r.name) != names.end()) out.facts.emplace_back(unmodeled{nullptr, &r, why, code});
+}
+
+// PREPARE name FROM '<text>': the text is parsed and matched as the statement it becomes; every
+// rule it would write (or that refuses it) gets the policy now, and the name is kept so that each
+// EXECUTE of it gets the policy too. EXECUTE name: the rules its PREPARE reached.
+[[nodiscard]] bool match_sql_prepared(const parsed_statement& st, const rule_index& rules, const match_context& ctx,
+                                      match_result& out) {
+    const sql_prepared_use use = sql_prepared_of(st);
+    if (use.what == sql_prepared_use::kind::execute) {
+        const std::vector<std::string>* reached = ctx.sql_prepared ? ctx.sql_prepared(ctx.table_columns_owner, use.name) : nullptr;
+        if (reached)
+            unmodeled_for_rule_names(rules, *reached, "EXECUTE of a statement prepared in SQL that writes the rule's table",
+                                     "sql_execute", out);
+        return true;
+    }
+    if (use.what != sql_prepared_use::kind::prepare) return use.what != sql_prepared_use::kind::none;
+    if (st.tokens.size() < 4 || st.tokens[3].kind != sql::token_kind::string) return false;  // FROM @v: see match_set
+    const std::string text = sql::decode_string(st.text(3), st.options);
+    const auto inner = sql::parse(text, st.options);
+    const auto facts = match(inner, rules, ctx);
+    std::vector<std::string> reached;
+    for (const auto& f : facts.facts) {
+        std::string_view rule;
+        if (const auto* w = std::get_if<counter_write>(&f)) rule = w->rule->name;
+        else if (const auto* c = std::get_if<counter_change>(&f)) rule = c->rule->name;
+        else if (const auto* i = std::get_if<claim_insert>(&f)) rule = i->rule->name;
+        else if (const auto* u = std::get_if<unmodeled>(&f)) rule = u->claim ? u->claim->name : u->stock ? u->stock->name : "";
+        if (!rule.empty() && std::find(reached.begin(), reached.end(), rule) == reached.end()) reached.emplace_back(rule);
+    }
+    const std::size_t first = out.facts.size();
+    unmodeled_for_rule_names(rules, reached, "a statement prepared in SQL (PREPARE ... FROM) that writes the rule's table",
+                             "sql_prepare", out);
+    for (std::size_t i = first; i < out.facts.size(); ++i) std::get<unmodeled>(out.facts[i]).prepared_name = st.text(1);
+    return true;
+}
+
+void match_not_ours(const parsed_statement& st, const rule_index& rules, const match_context& ctx, match_result& out) {
+    if (st.reason == sql::not_ours_reason::other_statement) {
+        if (match_xa(st, out)) return;
+        if (match_sql_prepared(st, rules, ctx, out)) return;
+    }
     if (rules.filter().classify(st.sql) != sql::prefilter_verdict::candidate) return;
     if (only_reads(st)) return;
     const std::string_view why = sql::not_ours_reason_text(st.reason);
@@ -416,6 +531,29 @@ void match_not_ours(const parsed_statement& st, const rule_index& rules, match_r
 }
 
 }  // namespace
+
+sql_prepared_use sql_prepared_of(const parsed_statement& st) {
+    sql_prepared_use out;
+    if (st.tokens.size() < 2) return out;
+    auto name_at = [&](std::uint32_t i) {
+        std::string n = sql::unquote_identifier(st.text(i));
+        for (auto& ch : n) ch = sql::ascii_lower(ch);
+        return n;
+    };
+    const std::string_view first = st.text(0);
+    if (sql::iequals(first, "PREPARE") && st.tokens.size() >= 4 && sql::iequals(st.text(2), "FROM")) {
+        out.what = sql_prepared_use::kind::prepare;
+        out.name = name_at(1);
+    } else if (sql::iequals(first, "EXECUTE")) {
+        out.what = sql_prepared_use::kind::execute;
+        out.name = name_at(1);
+    } else if ((sql::iequals(first, "DEALLOCATE") || sql::iequals(first, "DROP")) && st.tokens.size() >= 3 &&
+               sql::iequals(st.text(1), "PREPARE")) {
+        out.what = sql_prepared_use::kind::deallocate;
+        out.name = name_at(2);
+    }
+    return out;
+}
 
 value_ref make_value(const parsed_statement& st, const sql::operand& op) {
     value_ref v;
@@ -455,7 +593,7 @@ match_result match(const parsed_statement& st, const rule_index& rules, const ma
         case sql::statement_kind::update: match_update(st, rules, context, out); break;
         case sql::statement_kind::insert: match_insert(st, rules, context, out); break;
         case sql::statement_kind::transaction: match_transaction(st, out); break;
-        case sql::statement_kind::set: match_set(st, out); break;
+        case sql::statement_kind::set: match_set(st, rules, out); break;
         case sql::statement_kind::use: {
             session_change c;
             c.setting = session_setting::database;
@@ -463,7 +601,7 @@ match_result match(const parsed_statement& st, const rule_index& rules, const ma
             out.facts.emplace_back(std::move(c));
             break;
         }
-        case sql::statement_kind::not_ours: match_not_ours(st, rules, out); break;
+        case sql::statement_kind::not_ours: match_not_ours(st, rules, context, out); break;
     }
     return out;
 }

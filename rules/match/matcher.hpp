@@ -20,7 +20,18 @@ struct match_context {
     // an empty result: not known (the insert stays unmodeled until they are).
     const std::vector<std::string>* (*table_columns)(const void* owner, const claim_rule& rule) = nullptr;
     const void* table_columns_owner = nullptr;
+    // The stock and claim rules a SQL-level prepared statement of this session reaches (PREPARE
+    // name FROM '...' forwarded earlier), by name as the server compares it; null: none.
+    const std::vector<std::string>* (*sql_prepared)(const void* owner, std::string_view name) = nullptr;
 };
+
+// PREPARE / EXECUTE / DEALLOCATE PREPARE (DROP PREPARE) of a SQL-level prepared statement.
+struct sql_prepared_use {
+    enum class kind : std::uint8_t { none, prepare, execute, deallocate };
+    kind what = kind::none;
+    std::string name;  // unquoted, lower case (the server compares these names without case)
+};
+[[nodiscard]] sql_prepared_use sql_prepared_of(const sql::parsed_statement& st);
 
 // Facts about `st` under `rules`. Pure; the facts view `st.sql` and the rules.
 [[nodiscard]] match_result match(const sql::parsed_statement& st, const rule_index& rules,

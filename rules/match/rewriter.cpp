@@ -112,6 +112,14 @@ result<rewritten_sql> conditional_decrement(const sql::parsed_statement& st, con
     } else {
         w.text(std::to_string(rule.floor + amount.units));
     }
+    if (amount.lower_than) {
+        w.text(" AND ");
+        counter_ref();
+        w.text(" > ");
+        if (amount.lower_than->type == value_ref::kind::placeholder) w.placeholder(amount.lower_than->placeholder_index);
+        else if (amount.lower_than->type == value_ref::kind::literal) w.text(amount.lower_than->text);
+        else return errc::not_an_update;
+    }
     if (!u->limit.empty()) {
         w.text(" ");
         w.copy(u->limit);
@@ -119,9 +127,11 @@ result<rewritten_sql> conditional_decrement(const sql::parsed_statement& st, con
     return out;
 }
 
-result<rewritten_sql> rewrite_write(const sql::parsed_statement& st, const counter_write& fact, std::int64_t units) {
+result<rewritten_sql> rewrite_write(const sql::parsed_statement& st, const counter_write& fact, std::int64_t units,
+                                    bool only_if_lower) {
     if (fact.rule == nullptr) return errc::not_an_update;
-    return conditional_decrement(st, *fact.rule, fact.assignment, fact.version_assignment, {units, std::nullopt});
+    decrement_amount amount{units, std::nullopt, only_if_lower ? &fact.value : nullptr};
+    return conditional_decrement(st, *fact.rule, fact.assignment, fact.version_assignment, amount);
 }
 
 result<rewritten_sql> rewrite_change(const sql::parsed_statement& st, const counter_change& fact,

@@ -27,6 +27,9 @@ struct rewritten_sql {
 struct decrement_amount {
     std::int64_t units = 0;
     std::optional<std::uint32_t> placeholder;
+    // Also "AND c > <this value as the app wrote it>": the take happens only if the app's absolute
+    // write lowers the counter (a literal's original token, or the app's bound "?").
+    const value_ref* lower_than = nullptr;
 };
 
 // UPDATE <table as written> SET c = c - N [, version = version + 1] WHERE <the original
@@ -37,8 +40,9 @@ struct decrement_amount {
                                                           const decrement_amount& amount);
 
 // The incident's absolute write (SET remain = V after reading R) as a decrement of R - V units.
+// `only_if_lower`: the take also requires the counter above the written value.
 [[nodiscard]] result<rewritten_sql> rewrite_write(const sql::parsed_statement& st, const counter_write& fact,
-                                                  std::int64_t units);
+                                                  std::int64_t units, bool only_if_lower = false);
 
 // A relative decrement (SET remain = remain - N) with the guard added. `units`: the amount
 // when the caller knows it (a bound placeholder at COM_STMT_EXECUTE); it is then printed as a

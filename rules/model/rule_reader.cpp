@@ -15,7 +15,7 @@ constexpr std::string_view top_fields[] = {"default_mode", "stock_rules", "claim
 constexpr std::string_view stock_fields[] = {"name",           "table", "key_columns", "counter_column",
                                              "version_column", "floor", "exhausted",   "mode",
                                              "units",          "unmodeled",  "read_cache",
-                                             "defer_decrement", "admission"};
+                                             "defer_decrement", "admission", "amount_evidence"};
 constexpr std::string_view claim_fields[] = {"name",     "table", "idempotency_columns", "idempotency_key_column",
                                              "consumes", "redis", "duplicate",           "strictness",
                                              "mode",     "unmodeled"};
@@ -262,6 +262,19 @@ private:
             p.complete = p.complete && v.has_value();
         }
         read_unmodeled(fields, r.unmodeled, p.complete);
+        if (const auto* f = fields.get("amount_evidence")) {
+            if (const std::string* text = read_scalar(file_, *f, "refuse, units or read")) {
+                if (*text == "refuse") r.amount_evidence = stock_rule::evidence::refuse;
+                else if (*text == "units") r.amount_evidence = stock_rule::evidence::units;
+                else if (*text == "read") r.amount_evidence = stock_rule::evidence::read;
+                else {
+                    file_.error(f->value_mark(), "amount_evidence must be refuse, units or read, not " + quoted(*text));
+                    p.complete = false;
+                }
+            } else {
+                p.complete = false;
+            }
+        }
         if (const auto* f = fields.get("read_cache")) {
             r.read_cache = read_duration(file_, *f, min_read_cache, max_read_cache);
             p.complete = p.complete && r.read_cache.has_value();

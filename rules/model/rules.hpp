@@ -60,6 +60,11 @@ struct stock_rule {
     // Units one claim takes. An absolute write of the counter (SET remain = 99) by the app is
     // applied as a conditional take of this many units, whatever value it wrote.
     std::int64_t units = 1;
+    // An absolute write right after this connection read the counter (read R, write V) says the
+    // app meant R - V units. When that is not `units`: refuse the write (the default: the sidecar
+    // cannot tell an order of several units from a stale read), take `units` anyway, or take R - V.
+    enum class evidence : std::uint8_t { refuse, units, read };
+    evidence amount_evidence = evidence::refuse;
     std::optional<std::string> version_column;  // bumped by 1 on each rewrite
     // In a transaction, a take is answered OK at once and sent just before COMMIT (or before the
     // transaction's next statement on this table), so the row lock is not held across the app's work.

@@ -115,44 +115,17 @@ prefilter_verdict prefilter::classify(std::string_view sql) const noexcept {
     std::size_t end = start;
     while (end < sql.size() && is_word_byte(sql[end])) ++end;
     const std::string_view word = sql.substr(start, end - start);
-    switch (word.size()) {
-        case 3:
-            if (iequals(word, "SET") || iequals(word, "USE")) return prefilter_verdict::session;
-            break;
-        case 4:
-            // LOAD DATA ... INTO TABLE t, DROP TABLE t: writes the engine does not model, which
-            // the rule's unmodeled policy must see.
-            if (iequals(word, "LOAD") || iequals(word, "DROP"))
-                return mentions_table(sql, end) ? prefilter_verdict::candidate : prefilter_verdict::irrelevant;
-            break;
-        case 5:
-            if (iequals(word, "BEGIN") || iequals(word, "START")) return prefilter_verdict::session;
-            if (iequals(word, "ALTER"))
-                return mentions_table(sql, end) ? prefilter_verdict::candidate : prefilter_verdict::irrelevant;
-            break;
-        case 6:
-            if (iequals(word, "SELECT") || iequals(word, "UPDATE") || iequals(word, "INSERT") || iequals(word, "DELETE") ||
-                iequals(word, "RENAME"))
-                return mentions_table(sql, end) ? prefilter_verdict::candidate : prefilter_verdict::irrelevant;
-            if (iequals(word, "COMMIT")) return prefilter_verdict::session;
-            break;
-        case 7:
-            if (iequals(word, "REPLACE"))
-                return mentions_table(sql, end) ? prefilter_verdict::candidate : prefilter_verdict::irrelevant;
-            if (iequals(word, "RELEASE")) return prefilter_verdict::session;
-            break;
-        case 8:
-            if (iequals(word, "ROLLBACK")) return prefilter_verdict::session;
-            if (iequals(word, "TRUNCATE"))
-                return mentions_table(sql, end) ? prefilter_verdict::candidate : prefilter_verdict::irrelevant;
-            break;
-        case 9:
-            if (iequals(word, "SAVEPOINT")) return prefilter_verdict::session;
-            break;
-        default:
-            break;
-    }
-    return prefilter_verdict::irrelevant;
+    // Statements that change what later statements mean (transactions, session settings, SQL-level
+    // prepared statements: EXECUTE names no table) are always parsed.
+    static constexpr std::string_view session_words[] = {
+        "SET", "USE", "XA", "BEGIN", "START", "COMMIT", "ROLLBACK", "RELEASE", "SAVEPOINT", "EXECUTE", "DEALLOCATE",
+    };
+    for (auto w : session_words)
+        if (word.size() == w.size() && iequals(word, w)) return prefilter_verdict::session;
+    // Anything else is a candidate as soon as it names a protected table, whatever its first word:
+    // a list of statement kinds that may write (UPDATE, CALL, WITH ... UPDATE, PREPARE ... FROM,
+    // HANDLER, DO, a parenthesised SELECT) is how writes were missed. The parser sorts out reads.
+    return mentions_table(sql, end) ? prefilter_verdict::candidate : prefilter_verdict::irrelevant;
 }
 
 }  // namespace claimguard::rules::sql

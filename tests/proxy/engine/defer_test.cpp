@@ -11,7 +11,9 @@ namespace {
 const std::string deferred_take_1 =
     "UPDATE `coupon_stock` SET `remain` = `remain` - 1, `version` = `version` + 1 WHERE `campaign_id` = 1 AND "
     "`remain` >= 1";
-const std::string absolute_write = "UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 1";
+// An unguarded decrement: deferred whatever was read. (An absolute write is deferred only after a
+// read in the transaction: without one it must lower the counter, which only the database can tell.)
+const std::string absolute_write = "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 1";
 const std::string read_counter = "SELECT remain FROM coupon_stock WHERE campaign_id = 1";
 using events = std::vector<event>;
 using sent = std::vector<std::string>;
@@ -26,6 +28,24 @@ trace deferred_write(session& s, std::uint16_t status = in_trans) {
     EXPECT_EQ(t.last().ok_rows, 1u);
     EXPECT_TRUE(t.has(event::deferred));
     return t;
+}
+
+TEST(defer, absolute_write_is_deferred_after_a_read_in_the_transaction) {
+    session s(variant_id::defer);
+    ASSERT_TRUE(s.ready()) << s.error();
+    (void)s.exec(read_counter, {counter_row(100, in_trans)}, in_trans);
+    auto t = s.exec("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 1", {}, in_trans);
+    EXPECT_TRUE(t.has(event::deferred));
+    EXPECT_TRUE(t.sent().empty());
+}
+
+TEST(defer, absolute_write_without_a_read_is_sent_in_place) {
+    session s(variant_id::defer);
+    ASSERT_TRUE(s.ready()) << s.error();
+    auto t = s.exec("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 1", {ok_rows(1, in_trans)}, in_trans);
+    EXPECT_FALSE(t.has(event::deferred));
+    ASSERT_EQ(t.sent().size(), 1u);
+    EXPECT_NE(t.sent()[0].find("remain > 99"), std::string::npos) << t.sent()[0];
 }
 
 TEST(defer, take_in_a_transaction_is_answered_at_once_and_kept) {
@@ -222,7 +242,7 @@ TEST(defer, version_conditioned_writes_stay_in_place) {
 TEST(defer, prepared_statement_keeps_its_bound_key_as_a_literal) {
     session s(variant_id::defer);
     ASSERT_TRUE(s.ready()) << s.error();
-    auto t = s.exec("UPDATE coupon_stock SET remain = ? WHERE campaign_id = ?", {}, in_trans, bound_integers({99, 42}));
+    auto t = s.exec("UPDATE coupon_stock SET remain = remain - ? WHERE campaign_id = ?", {}, in_trans, bound_integers({1, 42}));
     EXPECT_TRUE(t.has(event::deferred));
     ASSERT_EQ(s.memory.deferred.size(), 1u);
     EXPECT_EQ(s.memory.deferred[0].sql,

@@ -27,7 +27,9 @@ namespace claimguard::engine::test {
 
 namespace match = rules::match;
 
-enum class variant_id { coupon, observe, strict, floor5, no_version, lenient, forward_unmodeled, two_units, defer, count_ };
+enum class variant_id {
+    coupon, observe, strict, floor5, no_version, lenient, forward_unmodeled, two_units, defer, evidence_read, count_
+};
 
 inline const char* variant_name(variant_id v) {
     switch (v) {
@@ -40,6 +42,7 @@ inline const char* variant_name(variant_id v) {
     case variant_id::forward_unmodeled: return "forward_unmodeled";
     case variant_id::two_units: return "two_units";
     case variant_id::defer: return "defer";
+    case variant_id::evidence_read: return "evidence_read";
     case variant_id::count_: break;
     }
     return "?";
@@ -91,6 +94,7 @@ inline std::unique_ptr<rules_env> build_env(variant_id v) {
         break;
     case variant_id::two_units: ok = replace_once(text, "units: 1 ", "units: 2 "); break;
     case variant_id::defer: ok = replace_once(text, "    units: 1 ", "    defer_decrement: true\n    units: 1 "); break;
+    case variant_id::evidence_read: ok = replace_once(text, "    units: 1 ", "    amount_evidence: read\n    units: 1 "); break;
     case variant_id::no_version: {
         const auto pos = text.find("version_column:");
         ok = pos != std::string::npos;
@@ -212,6 +216,7 @@ public:
     [[nodiscard]] const std::string& error() const { return env_.error; }
 
     decision run(std::string sql, const value_resolver& values = resolve_literal) {
+        memory.next_command();  // the session counts every client command
         statements_.push_back(std::make_unique<statement>(std::move(sql), *env_.index));
         return decide(statements_.back()->facts(), *env_.rules, values, memory);
     }
@@ -221,6 +226,7 @@ public:
     trace exec(std::string sql, std::vector<reply_summary> replies, std::uint16_t status = autocommit,
                const value_resolver& values = resolve_literal, redis_reply redis = redis_reply::unavailable,
                bool redis_configured = false) {
+        memory.next_command();  // the session counts every client command
         statements_.push_back(std::make_unique<statement>(std::move(sql), *env_.index));
         trace t;
         t.d = decide(statements_.back()->facts(), *env_.rules, values, memory);
@@ -249,6 +255,7 @@ public:
     // SELECT remain ... answered with `counter`.
     // The admission queue answers the statement sold out (op.answer_sold_out() instead of start()).
     trace sold_out(std::string sql, std::uint16_t status = autocommit) {
+        memory.next_command();  // the session counts every client command
         statements_.push_back(std::make_unique<statement>(std::move(sql), *env_.index));
         trace t;
         t.d = decide(statements_.back()->facts(), *env_.rules, resolve_literal, memory);

@@ -29,15 +29,16 @@ TEST(explain, incident_write_is_a_take_whatever_was_read) {
               "decision: take (absolute write of the counter: a conditional take of the rule's units); 1 unit\n"
               "mode: enforce\n"
               "when 1 row changes:\n"
-              "  send: UPDATE coupon_stock SET remain = remain - 1, `version` = `version` + 1 WHERE campaign_id = 7 AND remain >= 1\n"
+              "  send: UPDATE coupon_stock SET remain = remain - 1, `version` = `version` + 1 WHERE campaign_id = 7 AND remain >= 1 AND remain > 99\n"
               "  answer with the server's reply\n"
               "when 0 rows change:\n"
-              "  send: UPDATE coupon_stock SET remain = remain - 1, `version` = `version` + 1 WHERE campaign_id = 7 AND remain >= 1\n"
+              "  send: UPDATE coupon_stock SET remain = remain - 1, `version` = `version` + 1 WHERE campaign_id = 7 AND remain >= 1 AND remain > 99\n"
+              "  send: SELECT `remain` FROM `coupon_stock` WHERE `campaign_id` = 7\n"
               "  answer ERROR 1644 (45000): claimguard: coupon_stock is sold out for this key\n");
 }
 
 TEST(explain, deferred_take_in_a_transaction) {
-    const auto out = run("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7", std::nullopt, variant_id::defer);
+    const auto out = run("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7", std::nullopt, variant_id::defer);
     EXPECT_NE(out.find("in autocommit:\nwhen 1 row changes:"), std::string::npos) << out;
     EXPECT_NE(out.find("in a transaction (defer_decrement):\n"
                        "  answer OK (1 row affected)\n"
@@ -49,15 +50,17 @@ TEST(explain, deferred_take_in_a_transaction) {
                        "  at ROLLBACK: dropped, never sent\n"),
               std::string::npos)
         << out;
-    const auto version = run("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7 AND version = 2", std::nullopt,
+    const auto version = run("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7 AND version = 2", std::nullopt,
                              variant_id::defer);
     EXPECT_NE(version.find("(not deferred: sent in place as above)"), std::string::npos) << version;
 }
 
 TEST(explain, read_is_a_cross_check) {
     const auto out = run("UPDATE coupon_stock SET remain = 90 WHERE campaign_id = 7", 100);
-    EXPECT_NE(out.find("cross-check: after reading 100 the write means 10 units; the rule takes 1"), std::string::npos)
+    EXPECT_NE(out.find("decision: refuse (an absolute write that means other units than the rule's"), std::string::npos)
         << out;
+    const auto read = run("UPDATE coupon_stock SET remain = 90 WHERE campaign_id = 7", 90 + 2, variant_id::evidence_read);
+    EXPECT_NE(read.find("; 2 units"), std::string::npos) << read;
 }
 
 TEST(explain, version_write_probes_before_sold_out) {

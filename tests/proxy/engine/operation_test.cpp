@@ -13,26 +13,26 @@ const std::string give_back_one =
     "UPDATE `coupon_stock` SET `remain` = `remain` + 1, `version` = `version` + 1 WHERE `campaign_id` = 1";
 
 // R1: A reads 100; B and C each write the stale "remain = 99"; D and E insert. Directly: remain 99
-// and 2 orders. Each write is a conditional take of one unit whoever read what.
+// and 2 orders. With no read on their own connections, each write takes one unit only if it lowers
+// the counter: B's does; C's (99 at 99) is a stale write, refused, so E's claim has no take behind it.
 TEST(operation, pool_lends_a_connection_per_statement) {
     take_ledger ledger;
     session a(variant_id::coupon, &ledger, 1), b(variant_id::coupon, &ledger, 2), c(variant_id::coupon, &ledger, 3),
         d(variant_id::coupon, &ledger, 4), e(variant_id::coupon, &ledger, 5);
     ASSERT_TRUE(a.ready()) << a.error();
     a.read("1", 100);
-    for (auto* s : {&b, &c}) {
-        auto t = s->exec("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 1", {ok_rows(1)});
-        ASSERT_EQ(t.sent(), std::vector<std::string>{conditional_take});
-        EXPECT_EQ(t.last().type, action::kind::reply_client);
-        EXPECT_TRUE(t.has(event::took));
-    }
-    EXPECT_EQ(ledger.waiting_takes("coupon_stock", {"1"}), 2u);
-    for (auto* s : {&d, &e}) {
-        auto t = s->exec(s->claim_sql(std::to_string(reinterpret_cast<std::uintptr_t>(s) % 1000), "1"), {ok_rows(1)});
-        EXPECT_EQ(t.sent(), std::vector<std::string>{"<statement>"});
-        EXPECT_TRUE(t.has(event::claim_inserted));
-        EXPECT_FALSE(t.has(event::claim_unbacked));
-    }
+    auto tb = b.exec("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 1", {ok_rows(1)});
+    ASSERT_EQ(tb.sent(), std::vector<std::string>{conditional_take + " AND remain > 99"});
+    EXPECT_EQ(tb.last().type, action::kind::reply_client);
+    EXPECT_TRUE(tb.has(event::took));
+    auto tc = c.exec("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 1", {ok_rows(0), counter_row(99)});
+    EXPECT_TRUE(tc.has(event::not_lower));
+    EXPECT_EQ(tc.last().type, action::kind::answer);
+    EXPECT_EQ(ledger.waiting_takes("coupon_stock", {"1"}), 1u);
+    auto td = d.exec(d.claim_sql("4", "1"), {ok_rows(1)});
+    EXPECT_TRUE(td.has(event::claim_inserted));
+    auto te = e.exec(e.claim_sql("5", "1"), {});
+    EXPECT_TRUE(te.has(event::blocked));
     EXPECT_EQ(ledger.waiting_takes("coupon_stock", {"1"}), 0u);
 }
 
@@ -70,7 +70,7 @@ TEST(operation, claim_without_a_take_is_refused_on_any_connection) {
     take_ledger ledger;
     session b(variant_id::coupon, &ledger, 2), c(variant_id::coupon, &ledger, 3);
     ASSERT_TRUE(b.ready()) << b.error();
-    auto t = b.exec("UPDATE coupon_stock SET remain = 0 WHERE campaign_id = 1", {ok_rows(0)});
+    auto t = b.exec("UPDATE coupon_stock SET remain = 0 WHERE campaign_id = 1", {ok_rows(0), counter_row(0)});
     EXPECT_EQ(t.last().type, action::kind::answer);
     EXPECT_EQ(t.last().answer.code, 1644);
     EXPECT_TRUE(t.has(event::exhausted));
@@ -143,9 +143,9 @@ TEST(operation, prepared_version_write_keeps_the_app_predicate) {
     ASSERT_EQ(t.actions.front().type, action::kind::send_sql);
     EXPECT_EQ(t.actions.front().sql.sql,
               "UPDATE coupon_stock SET remain = remain - 1, version = version + 1 WHERE campaign_id = ? AND "
-              "version = ? AND remain >= 1");
+              "version = ? AND remain >= 1 AND remain > ?");
     EXPECT_EQ(std::vector<std::uint32_t>(t.actions.front().sql.parameters.begin(), t.actions.front().sql.parameters.end()),
-              (std::vector<std::uint32_t>{2, 3}));
+              (std::vector<std::uint32_t>{2, 3, 0}));
 }
 
 // Node mysql2 binds JS numbers as DOUBLE: 1.0 is the key 1 and the amount 2.0 is 2 units.
@@ -173,17 +173,16 @@ TEST(operation, mysql2_double_binds) {
     EXPECT_FALSE(claim.has(event::claim_unbacked));
 }
 
-// A stale read on a reused connection (100 long ago, the app writes 90): the rule's one unit is
-// taken, not ten, and the difference is counted.
-TEST(operation, stale_read_takes_the_rule_units) {
+// The read right before says 100 and the app writes 90: it means ten units, the rule one; the
+// sidecar cannot tell an order of ten from a stale read: refused by default (amount_evidence).
+TEST(operation, read_contradicting_the_rule_units_is_refused) {
     session s(variant_id::coupon);
     ASSERT_TRUE(s.ready()) << s.error();
     s.read("1", 100);
-    auto t = s.exec("UPDATE coupon_stock SET remain = 90 WHERE campaign_id = 1", {ok_rows(1)});
-    EXPECT_EQ(t.sent(), std::vector<std::string>{conditional_take});
-    EXPECT_TRUE(t.has(event::app_meant_other));
-    ASSERT_TRUE(t.d.app_meant.has_value());
-    EXPECT_EQ(*t.d.app_meant, 10);
+    auto t = s.exec("UPDATE coupon_stock SET remain = 90 WHERE campaign_id = 1", {});
+    EXPECT_TRUE(t.sent().empty());
+    EXPECT_EQ(t.d.reason, "amount_mismatch");
+    EXPECT_TRUE(t.has(event::unmodeled_refused));
 }
 
 // A plain duplicate: the database's 1062 becomes "already claimed" and the unit goes back.
@@ -354,7 +353,8 @@ TEST(operation, refusal_ends_with_the_transaction) {
     session s(variant_id::coupon);
     ASSERT_TRUE(s.ready()) << s.error();
     (void)s.exec(s.claim_sql("7", "1"), {ok_rows(1, in_trans)}, in_trans);
-    auto refused = s.exec("UPDATE coupon_stock SET remain = 0 WHERE campaign_id = 1", {ok_rows(0, in_trans)}, in_trans);
+    auto refused = s.exec("UPDATE coupon_stock SET remain = 0 WHERE campaign_id = 1",
+                          {ok_rows(0, in_trans), counter_row(0, in_trans)}, in_trans);
     EXPECT_TRUE(refused.has(event::exhausted));
     (void)s.exec("COMMIT", {ok_rows(0)}, in_trans);
     auto next = s.exec(s.claim_sql("8", "1"), {ok_rows(1, in_trans)}, in_trans);

@@ -6,7 +6,7 @@ namespace {
 
 const std::string stock_fields_list =
     "name, table, key_columns, counter_column, version_column, floor, exhausted, mode, units, unmodeled, read_cache, "
-    "defer_decrement, admission";
+    "defer_decrement, admission, amount_evidence";
 
 // Lines 1-3 of a stock rule whose line 4 is `    counter_column: <value>` (the value at column 21).
 std::string counter_is(const std::string& value) {
