@@ -76,7 +76,7 @@ public:
         auto it = entries_.find(std::make_pair(rule, key));
         return it == entries_.end() ? nullptr : &it->second;
     }
-    // The session counts its client commands: a read is evidence about the write that comes
+    // The session counts its statements (not prepares or closes): a read is evidence about the write that comes
     // right after it (the next command), or later in the same transaction; not across a pool's
     // borrowers, who share the connection's memory but not its reads.
     void next_command() { ++command_; }

@@ -160,7 +160,11 @@ void session::forget_statements() {
 }
 
 awaitable<session::intercepted> session::intercept(const proto::packet_span& packet, std::uint8_t command) {
-    memory_.next_command();
+    // A read is evidence for the statement that comes next: statements and session changes count,
+    // preparing, closing or fetching one does not.
+    if (command == proto::com::query || command == proto::com::stmt_execute || command == proto::com::stmt_bulk_execute ||
+        command == proto::com::init_db || command == proto::com::change_user || command == proto::com::reset_connection)
+        memory_.next_command();
     if (command == proto::com::change_user) {
         // Trust follows the session's current user: COM_CHANGE_USER names the next one (a failed
         // change ends the connection on the server's side).

@@ -108,6 +108,7 @@ class Defer(unittest.TestCase):
         self.set_stock(1, 10)
         with self.app(proxy) as a, a.cursor() as cur:
             cur.execute("BEGIN")
+            cur.execute("SELECT remain FROM coupon_stock WHERE campaign_id = 1")  # the read its write comes from
             self.assertEqual(cur.execute("UPDATE coupon_stock SET remain = 9 WHERE campaign_id = 1"), 1)
             waited, err = self.other_writer()
             cur.execute("INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 1)")
@@ -148,6 +149,7 @@ class Defer(unittest.TestCase):
         with self.app(self.on) as a, self.app(self.on) as b, a.cursor() as ca, b.cursor() as cb:
             for cur, user in ((ca, 31), (cb, 32)):
                 cur.execute("BEGIN")
+                cur.execute("SELECT remain FROM coupon_stock WHERE campaign_id = 3")  # the read its write comes from
                 self.assertEqual(cur.execute("UPDATE coupon_stock SET remain = 0 WHERE campaign_id = 3"), 1)
                 cur.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES ({user}, 3)")
             cb.execute("COMMIT")  # b takes the last coupon first
@@ -165,6 +167,7 @@ class Defer(unittest.TestCase):
         dropped = itlib.metric(self.on.admin_port, DEFERRED, {"rule": "coupon_stock", "result": "dropped"})
         with self.app(self.on) as a, a.cursor() as cur:
             cur.execute("BEGIN")
+            cur.execute("SELECT remain FROM coupon_stock WHERE campaign_id = 4")  # the read its write comes from
             self.assertEqual(cur.execute("UPDATE coupon_stock SET remain = 4 WHERE campaign_id = 4"), 1)
             cur.execute("INSERT INTO coupon_order (user_id, campaign_id) VALUES (4, 4)")
             cur.execute("ROLLBACK")
