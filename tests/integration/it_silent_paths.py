@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Issue 17's reproducers R6-R11 through one claimguard sidecar, a real MariaDB and PyMySQL.
+
+Usage: it_silent_paths.py --claimguard PATH --work-dir DIR [unittest args]
+
+Each case sets campaign 77 as the reproducer says, sends the app's statements through the sidecar and
+checks what the database holds and what the app was told: a version conflict is not "sold out" (R6),
+an absolute write above the counter is refused and takes nothing (R7), an amount a fresh read
+contradicts is refused (R8), a take undone by ROLLBACK TO SAVEPOINT backs no claim (R10), SQL-level
+PREPARE/EXECUTE of a write is refused by the rule's policy (R11), and every refusal is counted.
+MariaDB and the coupon schema come from tests/incident/cluster.py (rules/examples/coupon.yaml).
+"""
+
+import argparse
+import os
+import re
+import sys
+import unittest
+
+import pymysql
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "incident"))
+import cluster  # noqa: E402
+import itlib  # noqa: E402
+import servers  # noqa: E402
+
+ER_CLAIMGUARD = 1644
+CAMPAIGN = 77
+ARGS = None
+
+
+def unmodeled(proxy, reason):
+    status, body = servers.http_get(proxy.admin_port, "/metrics")
+    assert status == 200
+    total = 0.0
+    for m in re.finditer(r'^claimguard_unmodeled_total\{([^}]*)\} (\S+)$', body, re.M):
+        if f'reason="{reason}"' in m.group(1):
+            total += float(m.group(2))
+    return total
+
+
+class SilentPaths(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.work = itlib.fresh_work_dir(ARGS.work_dir)
+        cls.cluster = cluster.Cluster(cls.work)
+        try:
+            cls.cluster.start_db(unique_index=True)
+            cls.proxy = cls.cluster.start_proxies(ARGS.claimguard, 1)[0]
+        except BaseException:
+            cls.cluster.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.stop()
+
+    def connect(self):
+        return pymysql.connect(host=servers.HOST, port=self.proxy.port, user=cluster.APP_USER,
+                               password=cluster.APP_PASSWORD, database=cluster.DATABASE, autocommit=True,
+                               read_timeout=20, write_timeout=20)
+
+    def set_stock(self, remain, version=0):
+        self.cluster.sql(f"TRUNCATE TABLE coupon_order; DELETE FROM coupon_stock; "
+                         f"INSERT INTO coupon_stock VALUES ({CAMPAIGN}, {remain}, {version});")
+
+    def stock(self):
+        return self.cluster.facts(CAMPAIGN)
+
+    def test_r6_version_conflict_of_a_relative_write_is_not_sold_out(self):
+        self.set_stock(99, version=1)
+        with self.connect() as c, c.cursor() as cur:
+            rows = cur.execute("UPDATE coupon_stock SET remain = remain - 1, version = version + 1 "
+                               f"WHERE campaign_id = {CAMPAIGN} AND version = 0")
+            self.assertEqual(rows, 0)  # the server's 0 rows: the app retries; no ERR
+        self.assertEqual(self.stock()["remain"], 99)
+
+    def test_r7_absolute_write_above_the_counter_is_refused(self):
+        self.set_stock(99)
+        before = unmodeled(self.proxy, "absolute_not_lower")
+        with self.connect() as c, c.cursor() as cur:
+            with self.assertRaises(pymysql.MySQLError) as ctx:
+                cur.execute(f"UPDATE coupon_stock SET remain = 150 WHERE campaign_id = {CAMPAIGN}")
+            self.assertEqual(ctx.exception.args[0], ER_CLAIMGUARD)
+            self.assertIn("not a take", ctx.exception.args[1])
+            self.assertNotIn("sold out", ctx.exception.args[1])
+        self.assertEqual(self.stock()["remain"], 99)
+        self.assertEqual(unmodeled(self.proxy, "absolute_not_lower"), before + 1)
+
+    def test_r8_amount_a_fresh_read_contradicts_is_refused(self):
+        self.set_stock(98)
+        before = unmodeled(self.proxy, "amount_mismatch")
+        with self.connect() as c, c.cursor() as cur:
+            cur.execute(f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}")
+            self.assertEqual(cur.fetchone()[0], 98)
+            with self.assertRaises(pymysql.MySQLError) as ctx:
+                cur.execute(f"UPDATE coupon_stock SET remain = 96 WHERE campaign_id = {CAMPAIGN}")
+            self.assertEqual(ctx.exception.args[0], ER_CLAIMGUARD)
+        self.assertEqual(self.stock()["remain"], 98)
+        self.assertEqual(unmodeled(self.proxy, "amount_mismatch"), before + 1)
+
+    def test_incident_write_after_a_fresh_read_takes_one(self):
+        self.set_stock(10)
+        with self.connect() as c, c.cursor() as cur:
+            cur.execute(f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}")
+            self.assertEqual(cur.execute(f"UPDATE coupon_stock SET remain = 9 WHERE campaign_id = {CAMPAIGN}"), 1)
+            cur.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, {CAMPAIGN})")
+        facts = self.stock()
+        self.assertEqual((facts["remain"], facts["rows"]), (9, 1))
+
+    def test_r10_savepoint_rollback_undoes_the_take(self):
+        self.set_stock(99)
+        with self.connect() as a, self.connect() as b, a.cursor() as ca, b.cursor() as cb:
+            ca.execute("START TRANSACTION")
+            ca.execute("SAVEPOINT s")
+            ca.execute(f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}")
+            self.assertEqual(ca.execute(f"UPDATE coupon_stock SET remain = 98 WHERE campaign_id = {CAMPAIGN}"), 1)
+            ca.execute("ROLLBACK TO SAVEPOINT s")
+            ca.execute("COMMIT")
+            with self.assertRaises(pymysql.MySQLError) as ctx:
+                cb.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (50, {CAMPAIGN})")
+            self.assertEqual(ctx.exception.args[0], ER_CLAIMGUARD)
+        facts = self.stock()
+        self.assertEqual((facts["remain"], facts["rows"]), (99, 0))
+
+    def test_r11_sql_prepare_of_a_write_is_refused(self):
+        self.set_stock(99)
+        before = unmodeled(self.proxy, "sql_prepare")
+        with self.connect() as c, c.cursor() as cur:
+            with self.assertRaises(pymysql.MySQLError) as ctx:
+                cur.execute("PREPARE u FROM 'UPDATE coupon_stock SET remain = ? WHERE campaign_id = ?'")
+            self.assertEqual(ctx.exception.args[0], ER_CLAIMGUARD)
+            cur.execute(f"SET @r = 99, @c = {CAMPAIGN}")
+            for _ in range(2):
+                with self.assertRaises(pymysql.MySQLError):
+                    cur.execute("EXECUTE u USING @r, @c")  # never prepared on the server
+            cur.execute("PREPARE r FROM 'SELECT remain FROM coupon_stock WHERE campaign_id = ?'")
+            cur.execute("EXECUTE r USING @c")  # a read is never refused
+            self.assertEqual(cur.fetchone()[0], 99)
+        self.assertEqual(self.stock()["remain"], 99)
+        self.assertEqual(unmodeled(self.proxy, "sql_prepare"), before + 1)
+
+    def test_stock_row_upsert_is_refused(self):
+        self.set_stock(99)
+        with self.connect() as c, c.cursor() as cur:
+            with self.assertRaises(pymysql.MySQLError) as ctx:
+                cur.execute(f"INSERT INTO coupon_stock (campaign_id, remain) VALUES ({CAMPAIGN}, 5) "
+                            "ON DUPLICATE KEY UPDATE remain = VALUES(remain)")
+            self.assertEqual(ctx.exception.args[0], ER_CLAIMGUARD)
+        self.assertEqual(self.stock()["remain"], 99)
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--claimguard", required=True)
+    ap.add_argument("--work-dir", required=True)
+    ARGS, rest = ap.parse_known_args()
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+if __name__ == "__main__":
+    main()
