@@ -122,7 +122,8 @@ prefilter_verdict prefilter::classify(std::string_view sql) const noexcept {
         case 4:
             // LOAD DATA ... INTO TABLE t, DROP TABLE t: writes the engine does not model, which
             // the rule's unmodeled policy must see.
-            if (iequals(word, "LOAD") || iequals(word, "DROP"))
+            // CALL p(...): a procedure that reaches a protected table (its name is among the names).
+            if (iequals(word, "LOAD") || iequals(word, "DROP") || iequals(word, "CALL"))
                 return mentions_table(sql, end) ? prefilter_verdict::candidate : prefilter_verdict::irrelevant;
             break;
         case 5:
