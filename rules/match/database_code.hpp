@@ -21,6 +21,7 @@ struct code_object {
     std::string table;  // trigger: the table it fires on (EVENT_OBJECT_TABLE); empty otherwise
     std::string rule;   // the stock or claim rule whose table it reaches
     std::string via;    // the name in its text that reaches it: the rule's table, or a view/routine/table that does
+    friend bool operator==(const code_object&, const code_object&) = default;
 };
 
 // "procedure", "function", "view", "trigger", "event": for reports.
