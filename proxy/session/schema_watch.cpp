@@ -191,6 +191,7 @@ bool schema_watch::check_once() {
         spdlog::warn("schema check could not run: {} (retrying)", report.error);
         if (refuse_) block("the schema check could not run (schema_check: refuse): " + report.error);
         last_logged_.clear();
+        passing_ = false;
         return false;
     }
     if (!timeouts_logged_) {
@@ -201,14 +202,16 @@ bool schema_watch::check_once() {
         spdlog::warn("schema check: database code: {}", report.database_code_error);
     publish_code(snapshot, report.database_code);
     if (report.ok()) {
-        if (!last_logged_.empty() || health_.schema_blocked.load() || !refuse_)
+        if (!passing_)
             spdlog::info(
                 "schema check: every rule's table and columns exist and every claim rule is backed by a "
                 "unique index");
+        passing_ = true;
         last_logged_.clear();
         unblock();
         return true;
     }
+    passing_ = false;
     const auto lines = problem_lines(report);
     std::string joined;
     for (const auto& l : lines) joined += l + "\n";

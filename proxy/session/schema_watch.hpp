@@ -69,6 +69,7 @@ private:
     bool enabled_ = false;
     bool refuse_ = false;
     bool timeouts_logged_ = false;
+    bool passing_ = false;     // the last check passed (logged once, not after every reload)
     std::string last_logged_;  // the problems last logged: a failing check repeats them only when they change
 
     std::mutex mutex_;
