@@ -216,7 +216,8 @@ std::vector<setting> make_settings() {
     add("log_format", "text or json (one JSON object per line)",
         [](o& x, std::string_view v) { x.log_format = one_of(v, {"text", "json"}); },
         [](const o& x) { return x.log_format; });
-    add("schema_check", "Check the rules against the database (tables, columns, unique indexes, database code): off, warn, refuse",
+    add("schema_check",
+        "Check the rules against the database (tables, columns, unique indexes, database code): off, warn, refuse",
         [](o& x, std::string_view v) { x.schema_check = one_of(v, {"off", "warn", "refuse"}); },
         [](const o& x) { return x.schema_check; });
     add("schema_check_user", "Database user for the schema check (without it, the check does not run)",
