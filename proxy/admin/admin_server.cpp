@@ -342,8 +342,12 @@ asio::awaitable<verdict> admin_server::impl::readiness() {
         co_return verdict{false, "starting up"};
     if (health_.shutting_down.load())
         co_return verdict{false, "shutting down"};
-    if (health_.schema_blocked.load())
-        co_return verdict{false, "claim rules lack their unique index (schema_check: refuse); see claimguard check"};
+    if (health_.schema_blocked.load()) {
+        const auto reason = health_.schema_reason.load();
+        co_return verdict{false, reason ? *reason
+                                        : std::string("claim rules lack their unique index (schema_check: refuse); "
+                                                      "see claimguard check")};
+    }
     const std::int64_t last_ok = health_.last_backend_ok_ms.load(std::memory_order_relaxed);
     if (last_ok != 0 && steady_now_ms() - last_ok <= options_.backend_ok_window.count())
         co_return verdict{true, "ok"};

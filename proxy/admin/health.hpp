@@ -4,6 +4,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <string>
 
 namespace claimguard::admin {
 
@@ -14,10 +16,11 @@ inline std::int64_t steady_now_ms() noexcept {
 }
 
 struct health_state {
-    std::atomic<bool> started{false};        // set once the proxy listener is bound: /startup turns 200
-    std::atomic<bool> shutting_down{false};  // set on SIGTERM: /readiness turns 503
-    std::atomic<std::int64_t> last_backend_ok_ms{0};
-    std::atomic<bool> schema_blocked{false};  // the start-up schema check failed and is set to refuse  // steady_now_ms() of the last backend handshake; 0 = never
+    std::atomic<bool> started{false};                 // set once the proxy listener is bound: /startup turns 200
+    std::atomic<bool> shutting_down{false};           // set on SIGTERM: /readiness turns 503
+    std::atomic<std::int64_t> last_backend_ok_ms{0};  // steady_now_ms() of the last backend handshake; 0 = never
+    std::atomic<bool> schema_blocked{false};          // the latest schema check failed and schema_check is refuse
+    std::atomic<std::shared_ptr<const std::string>> schema_reason;  // why, for /readiness (set before the flag)
 
     // Sessions call this after a backend connection completed its handshake.
     void mark_backend_ok() noexcept { last_backend_ok_ms.store(steady_now_ms(), std::memory_order_relaxed); }

@@ -216,15 +216,16 @@ std::vector<setting> make_settings() {
     add("log_format", "text or json (one JSON object per line)",
         [](o& x, std::string_view v) { x.log_format = one_of(v, {"text", "json"}); },
         [](const o& x) { return x.log_format; });
-    add("schema_check", "Check the claim rules' unique indexes at start-up: off, warn, refuse",
+    add("schema_check",
+        "Check the rules against the database (tables, columns, unique indexes, database code): off, warn, refuse",
         [](o& x, std::string_view v) { x.schema_check = one_of(v, {"off", "warn", "refuse"}); },
         [](const o& x) { return x.schema_check; });
-    add("schema_check_user", "Database user for the start-up schema check",
+    add("schema_check_user", "Database user for the schema check (without it, the check does not run)",
         [](o& x, std::string_view v) { x.schema_check_user = v; }, [](const o& x) { return x.schema_check_user; });
     add("schema_check_password", "Its password (prefer the environment variable)",
         [](o& x, std::string_view v) { x.schema_check_password = v; },
         [](const o& x) { return x.schema_check_password.empty() ? std::string() : std::string("(set)"); });
-    add("schema_check_database", "Database the claim tables live in, when the rules do not say",
+    add("schema_check_database", "Database the rules' tables live in, when the rules do not say",
         [](o& x, std::string_view v) { x.schema_check_database = v; },
         [](const o& x) { return x.schema_check_database; });
     return s;

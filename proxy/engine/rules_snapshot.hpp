@@ -13,11 +13,14 @@
 namespace claimguard::engine {
 
 struct rules_snapshot {
-    explicit rules_snapshot(rules::rule_set r) : rules(std::move(r)), index(rules) {}
+    // `database_code`: what the schema check found reaching the rules' tables (empty: not looked).
+    explicit rules_snapshot(rules::rule_set r, std::vector<rules::match::code_object> code = {})
+        : rules(std::move(r)), database_code(std::move(code)), index(rules, database_code) {}
     rules_snapshot(const rules_snapshot&) = delete;
     rules_snapshot& operator=(const rules_snapshot&) = delete;
 
     const rules::rule_set rules;
+    const std::vector<rules::match::code_object> database_code;
     const rules::match::rule_index index;  // views `rules`
     std::vector<std::string> files;
 };
@@ -42,6 +45,14 @@ public:
     void replace(std::shared_ptr<const rules_snapshot> next) {
         current_.store(std::move(next));
         version_.fetch_add(1, std::memory_order_release);
+    }
+    // Publishes `next` only while `expected` is still current (the schema check's refreshed
+    // snapshot must not undo a reload that came in meanwhile). False: something else was published.
+    bool replace_if(const std::shared_ptr<const rules_snapshot>& expected, std::shared_ptr<const rules_snapshot> next) {
+        auto want = expected;
+        if (!current_.compare_exchange_strong(want, std::move(next))) return false;
+        version_.fetch_add(1, std::memory_order_release);
+        return true;
     }
     // How many replace() calls have completed.
     [[nodiscard]] std::uint64_t version() const { return version_.load(std::memory_order_acquire); }

@@ -31,7 +31,8 @@ std::string resolve_password(const std::optional<std::string>& flag, const env_l
 }
 
 CLI::App* add_check_command(CLI::App& app, check_options& o) {
-    auto* cmd = app.add_subcommand("check", "Check that a UNIQUE index on the database backs every claim rule");
+    auto* cmd = app.add_subcommand(
+        "check", "Check the rules against the database: tables, columns, UNIQUE indexes, and database code");
     cmd->add_option("--rules", o.rules_files, "Rules files (repeatable)")->required();
     cmd->add_option("--backend", o.backend, "The MySQL/MariaDB server (host:port)")->required();
     cmd->add_option("--user", o.user, "Database user (needs SELECT on the claim tables)")->required();
@@ -85,12 +86,13 @@ int run_check(const check_options& options, std::ostream& out, std::ostream& err
         return usage(err, "the rules files have errors (see above); nothing was checked");
     }
     if (const auto unnamed = rules_without_schema(*loaded.rules, conn.database); !unnamed.empty())
-        return usage(err, "claim rule '" + rules::printable(unnamed.front()) +
+        return usage(err, "rule '" + rules::printable(unnamed.front()) +
                               "' names its table without a schema: pass --database (the application's database)");
 
     const auto report =
         check_schema(*loaded.rules, conn, options.skip_duplicates ? duplicate_scan::skip : duplicate_scan::count);
     if (!report.error.empty()) err << "claimguard check: " << rules::printable(report.error) << "\n";
+    for (const auto& e : report.rule_errors) err << rules::printable(format_rule_error(e)) << "\n";
     if (options.json)
         out << to_json(report).dump(json_indent, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else if (report.error.empty())

@@ -22,12 +22,27 @@ constexpr const char* connection_charset = "utf8mb4";
 // Values are parameters of prepared statements; only backtick-quoted identifiers are ever
 // part of the SQL text.
 constexpr const char* columns_sql =
-    "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, IS_NULLABLE FROM information_schema.COLUMNS "
+    "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, IS_NULLABLE, DATA_TYPE, COLUMN_TYPE FROM information_schema.COLUMNS "
     "WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION";
 constexpr const char* statistics_sql =
     "SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, NON_UNIQUE, SEQ_IN_INDEX, COLUMN_NAME, SUB_PART "
     "FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? "
     "ORDER BY TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX";
+
+// The database code of one schema (issue 17): each query gives schema, name, the trigger's
+// table (or NULL) and the text; ROUTINE_TYPE tells procedures from functions.
+constexpr const char* routines_sql =
+    "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, ROUTINE_DEFINITION FROM information_schema.ROUTINES "
+    "WHERE ROUTINE_SCHEMA = ? ORDER BY ROUTINE_NAME";
+constexpr const char* triggers_sql =
+    "SELECT TRIGGER_SCHEMA, TRIGGER_NAME, EVENT_OBJECT_TABLE, ACTION_STATEMENT FROM information_schema.TRIGGERS "
+    "WHERE TRIGGER_SCHEMA = ? ORDER BY TRIGGER_NAME";
+constexpr const char* views_sql =
+    "SELECT TABLE_SCHEMA, TABLE_NAME, NULL, VIEW_DEFINITION FROM information_schema.VIEWS "
+    "WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME";
+constexpr const char* events_sql =
+    "SELECT EVENT_SCHEMA, EVENT_NAME, NULL, EVENT_DEFINITION FROM information_schema.EVENTS "
+    "WHERE EVENT_SCHEMA = ? ORDER BY EVENT_NAME";
 
 using row = std::vector<std::optional<std::string>>;
 
@@ -52,7 +67,7 @@ struct stmt_closer {
 // Runs `sql` as a prepared statement with string parameters; every result column comes back as
 // text (NULL as nullopt). At most max_metadata_rows rows, values at most max_metadata_value_bytes.
 db_result<std::vector<row>> query(MYSQL* m, std::string_view sql, const std::vector<std::string>& params,
-                                  const std::string& doing) {
+                                  const std::string& doing, std::size_t max_value_bytes = max_metadata_value_bytes) {
     std::unique_ptr<MYSQL_STMT, stmt_closer> stmt(mysql_stmt_init(m));
     if (!stmt) return connection_error(m, doing);
     if (mysql_stmt_prepare(stmt.get(), sql.data(), sql.size()) != 0) return statement_error(stmt.get(), doing);
@@ -71,7 +86,7 @@ db_result<std::vector<row>> query(MYSQL* m, std::string_view sql, const std::vec
 
     const auto n = mysql_stmt_field_count(stmt.get());
     std::vector<MYSQL_BIND> out(n);
-    std::vector<std::string> buffers(n, std::string(max_metadata_value_bytes, '\0'));
+    std::vector<std::string> buffers(n, std::string(max_value_bytes, '\0'));
     std::vector<unsigned long> lengths(n);
     std::vector<my_bool> nulls(n), truncated(n);
     for (unsigned i = 0; i < n; ++i) {
@@ -90,8 +105,7 @@ db_result<std::vector<row>> query(MYSQL* m, std::string_view sql, const std::vec
         if (rc == MYSQL_NO_DATA) break;
         if (rc == 1) return statement_error(stmt.get(), doing);
         if (rc == MYSQL_DATA_TRUNCATED)
-            return db_error{0, "",
-                            doing + ": a value is longer than " + std::to_string(max_metadata_value_bytes) + " bytes"};
+            return db_error{0, "", doing + ": a value is longer than " + std::to_string(max_value_bytes) + " bytes"};
         if (rows.size() == max_metadata_rows)
             return db_error{0, "", doing + ": more than " + std::to_string(max_metadata_rows) + " rows"};
         row r(n);
@@ -186,7 +200,8 @@ db_result<schema_metadata> inspector::read_metadata(const std::vector<rules::tab
         if (!columns) return columns.error();
         for (const auto& r : *columns) {
             if (!r[0] || !r[1] || !r[2]) continue;
-            table_for(md, *r[0], *r[1]).columns.push_back({*r[2], r[3].value_or("") == "YES"});
+            table_for(md, *r[0], *r[1])
+                .columns.push_back({*r[2], r[3].value_or("") == "YES", r[4].value_or(""), r[5].value_or("")});
         }
         auto parts = query(mysql_.get(), statistics_sql, params, where(t) + " from information_schema.STATISTICS");
         if (!parts) return parts.error();
@@ -210,6 +225,45 @@ db_result<schema_metadata> inspector::read_metadata(const std::vector<rules::tab
     return md;
 }
 
+db_result<database_code_read> inspector::read_database_code(const std::vector<std::string>& schemas) {
+    using rules::match::code_kind;
+    database_code_read out;
+    struct source_query {
+        const char* sql;
+        const char* table;
+        code_kind kind;  // routines: by ROUTINE_TYPE
+    };
+    constexpr source_query queries[] = {{routines_sql, "ROUTINES", code_kind::procedure},
+                                        {triggers_sql, "TRIGGERS", code_kind::trigger},
+                                        {views_sql, "VIEWS", code_kind::view},
+                                        {events_sql, "EVENTS", code_kind::event}};
+    for (const auto& schema : schemas) {
+        for (const auto& q : queries) {
+            auto rows = query(mysql_.get(), q.sql, {schema},
+                              "reading " + schema + "'s code from information_schema." + q.table, max_code_text_bytes);
+            if (!rows) return rows.error();
+            for (const auto& r : *rows) {
+                if (!r[0] || !r[1]) continue;
+                code_source src;
+                src.kind = q.kind;
+                if (q.kind == code_kind::procedure && r[2] && *r[2] == "FUNCTION") src.kind = code_kind::function;
+                src.schema = *r[0];
+                src.name = *r[1];
+                if (q.kind == code_kind::trigger) src.table = r[2].value_or("");
+                // Hidden from this user: a routine's text is NULL, a view's empty (SHOW VIEW missing).
+                if (!r[3] || r[3]->empty()) {
+                    out.hidden.push_back(std::string(rules::match::to_string(src.kind)) + " " + src.schema + "." +
+                                         src.name);
+                    continue;
+                }
+                src.body = *r[3];
+                out.sources.push_back(std::move(src));
+            }
+        }
+    }
+    return out;
+}
+
 db_result<duplicate_count> inspector::count_duplicates(const rules::unique_index& index) {
     const auto doing = "counting duplicates in " + index.table.schema + "." + index.table.name;
     auto rows = query(mysql_.get(), duplicate_count_query(index), {}, doing);
@@ -225,9 +279,9 @@ schema_report check_schema(const rules::rule_set& rules, const connection_option
     schema_report report;
     report.server = options.host + ":" + std::to_string(options.port);
     report.database = options.database;
-    if (rules.claims.empty()) return report;
+    if (rules.claims.empty() && rules.stocks.empty()) return report;
     if (const auto unnamed = rules_without_schema(rules, options.database); !unnamed.empty()) {
-        report.error = "claim rule '" + unnamed.front() +
+        report.error = "rule '" + unnamed.front() +
                        "' names its table without a schema and no database was given: pass the application's "
                        "database";
         return report;
@@ -245,6 +299,17 @@ schema_report check_schema(const rules::rule_set& rules, const connection_option
     auto built = build_report(rules, *md, options.database);
     built.server = std::move(report.server);
     built.tls_cipher = conn->tls_cipher();
+    if (auto code = conn->read_database_code(schemas_to_inspect(rules, options.database))) {
+        built.database_code = find_database_code(rules, code->sources);
+        if (!code->hidden.empty()) {
+            built.database_code_error = "the check's user cannot see the text of ";
+            for (std::size_t i = 0; i < code->hidden.size(); ++i)
+                built.database_code_error += (i ? ", " : "") + code->hidden[i];
+            built.database_code_error += " (grant it the privileges docs/OPERATIONS.md lists)";
+        }
+    } else {
+        built.database_code_error = code.error().message;
+    }
     if (auto t = conn->read_timeouts())
         built.timeouts = *t;
     else

@@ -28,6 +28,15 @@ inline constexpr std::chrono::seconds default_write_timeout{30};
 inline constexpr std::size_t max_metadata_rows = 16384;
 // A metadata value (a name, a number) longer than this is refused, not truncated.
 inline constexpr std::size_t max_metadata_value_bytes = 1024;
+// A routine's, trigger's, view's or event's text longer than this is refused, not truncated (a
+// truncated text could hide the table it names).
+inline constexpr std::size_t max_code_text_bytes = 1024 * 1024;
+
+// The database code read from information_schema, and what the check's user may not read.
+struct database_code_read {
+    std::vector<code_source> sources;
+    std::vector<std::string> hidden;  // "procedure shop.claim_coupon": listed, its text not shown to this user
+};
 
 struct tls_options {
     bool enabled = false;   // require TLS (the connection fails if the server does not offer it)
@@ -77,6 +86,9 @@ public:
 
     // information_schema.COLUMNS and STATISTICS for each table (schema already resolved).
     [[nodiscard]] db_result<schema_metadata> read_metadata(const std::vector<rules::table_name>& tables);
+
+    // information_schema.ROUTINES, TRIGGERS, VIEWS and EVENTS of each schema.
+    [[nodiscard]] db_result<database_code_read> read_database_code(const std::vector<std::string>& schemas);
 
     // Runs duplicate_count_query(index).
     [[nodiscard]] db_result<duplicate_count> count_duplicates(const rules::unique_index& index);

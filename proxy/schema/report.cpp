@@ -2,6 +2,7 @@
 #include "proxy/schema/report.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include "rules/model/text.hpp"
 
@@ -85,18 +86,29 @@ std::vector<std::string> rules_without_schema(const rules::rule_set& rules, std:
     if (!default_schema.empty()) return out;
     for (const auto& claim : rules.claims)
         if (claim.table.schema.empty()) out.push_back(claim.name);
+    for (const auto& stock : rules.stocks)
+        if (stock.table.schema.empty()) out.push_back(stock.name);
     return out;
 }
 
 std::vector<rules::table_name> tables_to_inspect(const rules::rule_set& rules, std::string_view default_schema) {
     std::vector<rules::table_name> out;
-    for (const auto& claim : rules.claims) {
-        rules::table_name t{effective_schema(claim.table, default_schema), claim.table.name};
+    const auto add = [&](const rules::table_name& table) {
+        rules::table_name t{effective_schema(table, default_schema), table.name};
         const bool seen = std::any_of(out.begin(), out.end(), [&](const rules::table_name& o) {
             return o.schema == t.schema && o.name == t.name;
         });
         if (!seen) out.push_back(std::move(t));
-    }
+    };
+    for (const auto& claim : rules.claims) add(claim.table);
+    for (const auto& stock : rules.stocks) add(stock.table);
+    return out;
+}
+
+std::vector<std::string> schemas_to_inspect(const rules::rule_set& rules, std::string_view default_schema) {
+    std::vector<std::string> out;
+    for (const auto& t : tables_to_inspect(rules, default_schema))
+        if (!t.schema.empty() && std::find(out.begin(), out.end(), t.schema) == out.end()) out.push_back(t.schema);
     return out;
 }
 
@@ -164,7 +176,145 @@ schema_report build_report(const rules::rule_set& rules, const schema_metadata& 
         required.table.schema = effective_schema(required.table, default_schema);
         report.checks.push_back(check_index(required, find_table(metadata, required.table)));
     }
+    report.rule_errors = check_rule_names(rules, metadata, default_schema);
     return report;
+}
+
+bool is_integer_type(std::string_view data_type) {
+    constexpr std::string_view integers[] = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint"};
+    return std::any_of(std::begin(integers), std::end(integers),
+                       [&](std::string_view t) { return rules::iequals(t, data_type); });
+}
+
+namespace {
+
+std::string display(const rules::table_name& t) { return t.schema.empty() ? t.name : t.schema + "." + t.name; }
+
+std::string column_list(const table_info& table) {
+    std::string out;
+    for (const auto& c : table.columns) out += (out.empty() ? "" : ", ") + c.name;
+    return out;
+}
+
+// The rule's columns as written; rules built in code (not read from a file) have none recorded,
+// so their fields are listed at the rule's position.
+std::vector<rules::column_ref> named_columns(const rules::stock_rule& r) {
+    if (!r.columns_named.empty()) return r.columns_named;
+    std::vector<rules::column_ref> out;
+    for (const auto& k : r.key_columns) out.push_back({"key_columns", k, r.pos});
+    out.push_back({"counter_column", r.counter_column, r.pos});
+    if (r.version_column) out.push_back({"version_column", *r.version_column, r.pos});
+    return out;
+}
+
+std::vector<rules::column_ref> named_columns(const rules::claim_rule& r) {
+    std::vector<rules::column_ref> out = r.columns_named;
+    if (out.empty()) {
+        for (const auto& c : r.idempotency_columns) out.push_back({"idempotency_columns", c, r.pos});
+        if (r.idempotency_key_column) out.push_back({"idempotency_key_column", *r.idempotency_key_column, r.pos});
+    }
+    // consumes without columns: the claim table holds each stock key column under its own name.
+    const auto& at = r.consumes_pos.line > 0 ? r.consumes_pos : r.pos;
+    for (const auto& [claim_column, stock_column] : r.stock_key_mapping) {
+        const bool listed = std::any_of(out.begin(), out.end(), [&](const rules::column_ref& c) {
+            return c.field == "consumes.columns" && rules::iequals(c.name, claim_column);
+        });
+        if (!listed) out.push_back({"consumes", claim_column, at});
+    }
+    return out;
+}
+
+template <class Rule>
+void check_names(const Rule& rule, const std::vector<rules::column_ref>& columns, const schema_metadata& metadata,
+                 std::string_view default_schema, std::vector<rule_error>& out) {
+    const rules::table_name resolved{effective_schema(rule.table, default_schema), rule.table.name};
+    const auto* table = find_table(metadata, resolved);
+    const auto& table_pos = rule.table_pos.line > 0 ? rule.table_pos : rule.pos;
+    if (table == nullptr) {
+        out.push_back({rule.name, table_pos, "table",
+                       display(rule.table) + ": no such table in database " + resolved.schema +
+                           " (or the check's user has no privilege on it)"});
+        return;
+    }
+    for (const auto& c : columns) {
+        if (find_column(*table, c.name) != nullptr) continue;
+        out.push_back({rule.name, c.pos, c.field,
+                       display(rule.table) + "." + c.name + ": no such column (columns: " + column_list(*table) + ")"});
+    }
+}
+
+}  // namespace
+
+std::vector<rule_error> check_rule_names(const rules::rule_set& rules, const schema_metadata& metadata,
+                                         std::string_view default_schema) {
+    std::vector<rule_error> out;
+    for (const auto& s : rules.stocks) {
+        const auto columns = named_columns(s);
+        const auto before = out.size();
+        check_names(s, columns, metadata, default_schema, out);
+        if (out.size() != before) continue;  // the table or a column is missing: that is the error
+        const auto* table = find_table(metadata, {effective_schema(s.table, default_schema), s.table.name});
+        const auto* counter = table ? find_column(*table, s.counter_column) : nullptr;
+        if (counter == nullptr || counter->data_type.empty() || is_integer_type(counter->data_type)) continue;
+        const auto it = std::find_if(columns.begin(), columns.end(),
+                                     [](const rules::column_ref& c) { return c.field == "counter_column"; });
+        out.push_back({s.name, it != columns.end() ? it->pos : s.pos, "counter_column",
+                       display(s.table) + "." + counter->name + ": the counter is " +
+                           (counter->column_type.empty() ? counter->data_type : counter->column_type) +
+                           ", not an integer type (TINYINT, SMALLINT, MEDIUMINT, INT or BIGINT): claimguard takes "
+                           "whole units from it"});
+    }
+    for (const auto& c : rules.claims) check_names(c, named_columns(c), metadata, default_schema, out);
+    return out;
+}
+
+std::string format_rule_error(const rule_error& e) {
+    return rules::format_diagnostic({e.pos, "rule " + e.rule + ", " + e.field + ": " + e.message});
+}
+
+std::vector<rules::match::code_object> find_database_code(const rules::rule_set& rules,
+                                                          const std::vector<code_source>& sources) {
+    using rules::match::code_kind;
+    struct reach {
+        std::string name;  // a name whose use reaches `rule`
+        std::string rule;
+    };
+    std::vector<reach> reaches;
+    for (const auto& s : rules.stocks) reaches.push_back({s.table.name, s.name});
+    for (const auto& c : rules.claims) reaches.push_back({c.table.name, c.name});
+
+    struct hit {
+        std::size_t source;
+        rules::match::code_object object;
+    };
+    std::vector<hit> hits;
+    const auto done = [&](std::size_t i, const std::string& rule) {
+        return std::any_of(hits.begin(), hits.end(),
+                           [&](const hit& h) { return h.source == i && h.object.rule == rule; });
+    };
+    // Until nothing new: each object found adds the name that reaches it (a view, a routine, a
+    // trigger's table) for the objects that use it. At most one hit per (object, rule): it ends.
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (std::size_t i = 0; i < sources.size(); ++i) {
+            const auto& src = sources[i];
+            for (std::size_t r = 0; r < reaches.size(); ++r) {
+                const auto name = reaches[r].name;
+                const auto rule = reaches[r].rule;
+                if (done(i, rule) || !rules::match::names_identifier(src.body, name)) continue;
+                hits.push_back({i, {src.kind, src.schema, src.name, src.table, rule, name}});
+                changed = true;
+                if (src.kind == code_kind::trigger)
+                    reaches.push_back({src.table, rule});
+                else if (src.kind != code_kind::event)
+                    reaches.push_back({src.name, rule});
+            }
+        }
+    }
+    std::stable_sort(hits.begin(), hits.end(), [](const hit& a, const hit& b) { return a.source < b.source; });
+    std::vector<rules::match::code_object> out;
+    for (auto& h : hits) out.push_back(std::move(h.object));
+    return out;
 }
 
 std::string duplicate_count_query(const rules::unique_index& index) {
@@ -188,7 +338,7 @@ index_status rule_status(const schema_report& report, std::string_view rule) {
 
 int exit_code(const schema_report& report) {
     if (!report.error.empty()) return 2;
-    return report.all_covered() ? 0 : 1;
+    return report.ok() ? 0 : 1;
 }
 
 }  // namespace claimguard::schema

@@ -10,8 +10,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "rules/model/ddl.hpp"
 #include "proxy/schema/timeouts.hpp"
+#include "rules/match/database_code.hpp"
+#include "rules/model/ddl.hpp"
 #include "rules/model/rules.hpp"
 
 namespace claimguard::schema {
@@ -20,7 +21,9 @@ namespace claimguard::schema {
 
 struct column_info {
     std::string name;
-    bool nullable = false;  // IS_NULLABLE = 'YES'
+    bool nullable = false;    // IS_NULLABLE = 'YES'
+    std::string data_type;    // DATA_TYPE ("int", "varchar"); empty: not read
+    std::string column_type;  // COLUMN_TYPE ("int(11) unsigned"), for messages
 };
 
 struct index_info {
@@ -43,6 +46,49 @@ struct table_info {
 struct schema_metadata {
     std::vector<table_info> tables;
 };
+
+// --- the rules against the tables -------------------------------------------------------------------
+
+// A rule that names a table or column the database lacks, or a counter that is not an integer:
+// an error (exit 1, readiness refused with schema_check: refuse, a reload rejected).
+struct rule_error {
+    std::string rule;
+    rules::source_pos pos;  // where the rules file names it
+    std::string field;      // "table", "counter_column", "key_columns", ...
+    std::string message;    // "coupon_stock.remainder: no such column (columns: campaign_id, remain, version)"
+};
+
+// Integer column types (DATA_TYPE) a counter may have.
+[[nodiscard]] bool is_integer_type(std::string_view data_type);
+
+// Every table and column each rule names, checked against `metadata` (tables resolved with
+// `default_schema`), in rule order: stock rules, then claim rules.
+[[nodiscard]] std::vector<rule_error> check_rule_names(const rules::rule_set& rules, const schema_metadata& metadata,
+                                                       std::string_view default_schema);
+
+// "file:line:column: error: rule coupon_stock: counter_column: ...", as lint prints.
+[[nodiscard]] std::string format_rule_error(const rule_error& e);
+
+// --- database code ----------------------------------------------------------------------------------
+
+// One routine, view, trigger or event as information_schema gives it.
+struct code_source {
+    rules::match::code_kind kind = rules::match::code_kind::procedure;
+    std::string schema;
+    std::string name;
+    std::string table;  // trigger: EVENT_OBJECT_TABLE
+    std::string body;   // ROUTINE_DEFINITION, ACTION_STATEMENT, VIEW_DEFINITION, EVENT_DEFINITION
+};
+
+// The objects whose text names a rule's table, or names an object that does (a view over a view,
+// a procedure calling a procedure, a routine writing a table whose trigger writes the stock),
+// one entry per object and rule reached, in `sources` order.
+[[nodiscard]] std::vector<rules::match::code_object> find_database_code(const rules::rule_set& rules,
+                                                                        const std::vector<code_source>& sources);
+
+// The schemas the rules' tables are in (resolved), each once: where database code is read.
+[[nodiscard]] std::vector<std::string> schemas_to_inspect(const rules::rule_set& rules,
+                                                          std::string_view default_schema);
 
 inline constexpr std::string_view primary_key_name = "PRIMARY";
 
@@ -92,10 +138,15 @@ struct index_check {
 };
 
 struct schema_report {
-    std::string server;               // host:port, for messages
-    std::string database;             // the schema of rule tables named without one
-    std::string tls_cipher;           // the connection's TLS cipher; empty: not encrypted (or not connected)
-    std::vector<index_check> checks;  // in rule order, as rules::required_unique_indexes
+    std::string server;                   // host:port, for messages
+    std::string database;                 // the schema of rule tables named without one
+    std::string tls_cipher;               // the connection's TLS cipher; empty: not encrypted (or not connected)
+    std::vector<index_check> checks;      // in rule order, as rules::required_unique_indexes
+    std::vector<rule_error> rule_errors;  // tables and columns the rules name that the database lacks
+    // Routines, views, triggers and events reaching a rule's table (warnings: statements that reach
+    // them get the rule's unmodeled policy in the proxy).
+    std::vector<rules::match::code_object> database_code;
+    std::string database_code_error;  // it could not be read (the check's privileges); a warning
     std::string error;                // the database could not be reached or read; `checks` is empty then
     // The timeouts that bound an orphaned transaction's row locks (advisory: never changes the exit code).
     std::optional<server_timeouts> timeouts;
@@ -104,17 +155,19 @@ struct schema_report {
     [[nodiscard]] std::size_t count(index_status s) const;
     // Reached, read, and every claim rule backed by a UNIQUE index.
     [[nodiscard]] bool all_covered() const;
+    // Reached, read, every name in the rules found, and every claim rule backed: exit 0.
+    [[nodiscard]] bool ok() const { return all_covered() && rule_errors.empty(); }
 };
 
 // The schema a rule table is looked up in: the rule's own, or `default_schema`.
 [[nodiscard]] std::string effective_schema(const rules::table_name& table, std::string_view default_schema);
 
-// Claim rules whose table names no schema, when `default_schema` is empty too (a usage error:
-// the check cannot know where to look).
+// Claim rules, then stock rules, whose table names no schema, when `default_schema` is empty too
+// (a usage error: the check cannot know where to look).
 [[nodiscard]] std::vector<std::string> rules_without_schema(const rules::rule_set& rules,
                                                             std::string_view default_schema);
 
-// The distinct tables of the claim rules, schema resolved, in rule order.
+// The distinct tables of the claim rules, then of the stock rules, schema resolved, in rule order.
 [[nodiscard]] std::vector<rules::table_name> tables_to_inspect(const rules::rule_set& rules,
                                                                std::string_view default_schema);
 
@@ -126,7 +179,7 @@ struct schema_report {
 // Column names compare without regard to ASCII case, as MySQL compares them.
 [[nodiscard]] index_check check_index(const rules::unique_index& required, const table_info* table);
 
-// Every claim rule's required indexes checked against `metadata`.
+// Every claim rule's required indexes and every rule's names checked against `metadata`.
 [[nodiscard]] schema_report build_report(const rules::rule_set& rules, const schema_metadata& metadata,
                                          std::string_view default_schema);
 
@@ -140,7 +193,8 @@ struct schema_report {
 // covered_stricter > covered).
 [[nodiscard]] index_status rule_status(const schema_report& report, std::string_view rule);
 
-// 0: every claim rule covered; 1: something missing; 2: the database could not be reached or read.
+// 0: every claim rule covered and every name found; 1: something missing; 2: the database could
+// not be reached or read. Database code is a warning and never changes it.
 [[nodiscard]] int exit_code(const schema_report& report);
 
 // Lines a DBA reads: per claim rule the status, why, existing duplicates and the DDL that fixes it.

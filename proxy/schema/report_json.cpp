@@ -9,6 +9,10 @@
 //   "timeouts": null | {"values": {"wait_timeout": 28800 | null, ...}, "orphan_lock_bound_s": n | null,
 //                       "advice": [{"variable", "value", "ok", "advice"}]},
 //   "timeouts_error": null | "why they were not read",
+//   "rule_errors": [{"rule", "field", "file", "line", "column", "message"}],
+//   "database_code": [{"kind": "procedure" | "function" | "view" | "trigger" | "event", "schema", "name",
+//                      "table": null | "the trigger's table", "rule", "via"}],
+//   "database_code_error": null | "why it was not read",
 //   "rules": [{"rule": "coupon_order", "status": <worst of its indexes>, "indexes": [{
 //       "purpose": "idempotency_columns" | "idempotency_key_column",
 //       "schema": "app", "table": "coupon_order", "columns": ["user_id", "campaign_id"],
@@ -80,7 +84,9 @@ nlohmann::json to_json(const schema_report& report) {
                     {"covered_stricter", report.count(index_status::covered_stricter)},
                     {"missing", report.count(index_status::missing)},
                     {"table_missing", report.count(index_status::table_missing)},
-                    {"column_missing", report.count(index_status::column_missing)}};
+                    {"column_missing", report.count(index_status::column_missing)},
+                    {"rule_errors", report.rule_errors.size()},
+                    {"database_code", report.database_code.size()}};
     auto rules_json = nlohmann::json::array();
     for (const auto& c : report.checks) {
         const auto& rule = c.required.rule;
@@ -91,16 +97,41 @@ nlohmann::json to_json(const schema_report& report) {
         rules_json.back()["indexes"].push_back(check_json(c));
     }
     j["rules"] = std::move(rules_json);
-    j["timeouts_error"] = report.timeouts_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.timeouts_error);
+    auto errors = nlohmann::json::array();
+    for (const auto& e : report.rule_errors)
+        errors.push_back({{"rule", e.rule},
+                          {"field", e.field},
+                          {"file", e.pos.file},
+                          {"line", e.pos.line},
+                          {"column", e.pos.column},
+                          {"message", e.message}});
+    j["rule_errors"] = std::move(errors);
+    auto code = nlohmann::json::array();
+    for (const auto& o : report.database_code)
+        code.push_back(
+            {{"kind", rules::match::to_string(o.kind)},
+             {"schema", o.schema},
+             {"name", o.name},
+             {"table", o.kind == rules::match::code_kind::trigger ? nlohmann::json(o.table) : nlohmann::json(nullptr)},
+             {"rule", o.rule},
+             {"via", o.via}});
+    j["database_code"] = std::move(code);
+    j["database_code_error"] =
+        report.database_code_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.database_code_error);
+    j["timeouts_error"] =
+        report.timeouts_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.timeouts_error);
     j["timeouts"] = nullptr;
     if (report.timeouts) {
-        const auto number = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+        const auto number = [](const std::optional<double>& v) {
+            return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+        };
         nlohmann::json t;
         auto& values = t["values"] = nlohmann::json::object();
         auto advice = nlohmann::json::array();
         for (const auto& a : advise_timeouts(*report.timeouts)) {
             values[a.variable] = number(a.value);
-            advice.push_back({{"variable", a.variable}, {"value", number(a.value)}, {"ok", a.ok}, {"advice", a.advice}});
+            advice.push_back(
+                {{"variable", a.variable}, {"value", number(a.value)}, {"ok", a.ok}, {"advice", a.advice}});
         }
         t["advice"] = std::move(advice);
         t["orphan_lock_bound_s"] = number(orphan_lock_bound_s(*report.timeouts));

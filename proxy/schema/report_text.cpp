@@ -154,6 +154,51 @@ void summary(const schema_report& report, std::string& out) {
                                 : ". Claims are NOT safe from duplicates until this is fixed.\n";
 }
 
+// Tables and columns the rules name that the database lacks: each at its place in the rules file.
+void rule_errors(const schema_report& report, std::string& out) {
+    if (report.rule_errors.empty()) return;
+    out += "\nRules naming what the database lacks (" + plural(report.rule_errors.size(), "error", "errors") +
+           "; a rule that names a missing column protects nothing):\n";
+    for (const auto& e : report.rule_errors) out += indent + rules::printable(format_rule_error(e)) + "\n";
+}
+
+std::string describe_code(const rules::match::code_object& o) {
+    std::string out = std::string(rules::match::to_string(o.kind)) + " " + rules::printable(o.schema) + "." +
+                      rules::printable(o.name);
+    if (o.kind == rules::match::code_kind::trigger) out += " on " + rules::printable(o.table);
+    return out;
+}
+
+// What reaches that statement flows the sidecar sees: a routine's, view's, trigger's or event's
+// text names a protected table (or something that does).
+std::string code_consequence(const rules::match::code_object& o) {
+    switch (o.kind) {
+        case rules::match::code_kind::procedure:
+            return "CALL " + rules::printable(o.name) + " gets the rule's unmodeled policy";
+        case rules::match::code_kind::function:
+            return "every statement calling " + rules::printable(o.name) + " gets the rule's unmodeled policy";
+        case rules::match::code_kind::view:
+            return "writes through " + rules::printable(o.name) +
+                   " get the rule's unmodeled policy (reads are forwarded)";
+        case rules::match::code_kind::trigger:
+            return "writes of " + rules::printable(o.table) + " get the rule's unmodeled policy";
+        case rules::match::code_kind::event:
+            return "it runs on the server's schedule: claimguard never sees what it changes";
+    }
+    return {};
+}
+
+void database_code(const schema_report& report, std::string& out) {
+    if (!report.database_code_error.empty())
+        out += "\nDatabase code: not read (" + rules::printable(report.database_code_error) + ").\n";
+    if (report.database_code.empty()) return;
+    out += "\nDatabase code reaching protected tables (" + plural(report.database_code.size(), "warning", "warnings") +
+           "; docs/RULES.md \"Database code\" says what to do instead):\n";
+    for (const auto& o : report.database_code)
+        out += std::string(indent) + "WARNING: " + describe_code(o) + " reaches rule " + rules::printable(o.rule) +
+               " (its text names " + rules::printable(o.via) + "): " + code_consequence(o) + ".\n";
+}
+
 // The timeouts that decide how long a transaction whose client is gone keeps the hot row locked.
 void timeouts(const schema_report& report, std::string& out) {
     if (!report.timeouts_error.empty()) {
@@ -175,18 +220,19 @@ std::string render_text(const schema_report& report) {
     out += "\n";
     if (!report.error.empty()) return out + "ERROR: " + rules::printable(report.error) + "\n";
     if (report.checks.empty()) {
-        out += "The rule set has no claim rules, so there is nothing to check.\n";
-        timeouts(report, out);
-        return out;
+        out += "The rule set has no claim rules, so no UNIQUE index is needed.\n";
+    } else {
+        out += "\n";
+        for (const auto& c : report.checks) {
+            headline(c, out);
+            if (!is_covered(c.status)) near_misses(c, out);
+            nullable(c, out);
+            duplicates_and_fix(c, out);
+        }
+        summary(report, out);
     }
-    out += "\n";
-    for (const auto& c : report.checks) {
-        headline(c, out);
-        if (!is_covered(c.status)) near_misses(c, out);
-        nullable(c, out);
-        duplicates_and_fix(c, out);
-    }
-    summary(report, out);
+    rule_errors(report, out);
+    database_code(report, out);
     timeouts(report, out);
     return out;
 }

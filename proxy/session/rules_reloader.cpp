@@ -79,7 +79,30 @@ std::pair<bool, std::string> rules_reloader::reload(std::string_view trigger) {
         m.reloads.with("failure").inc();
         return {false, all};
     }
-    auto snapshot = std::make_shared<engine::rules_snapshot>(std::move(*loaded.rules));
+    std::vector<rules::match::code_object> code;
+    if (auto current = holder_.current(); current && vet_) {
+        // The first load is checked by the schema watch once the proxy runs (readiness waits for it
+        // in refuse mode); a reload is checked before it replaces rules that work.
+        auto vetting = vet_(*loaded.rules, current->database_code);
+        if (!vetting.accept) {
+            std::string all;
+            for (std::size_t at = 0; at < vetting.why.size();) {
+                const auto nl = vetting.why.find('\n', at);
+                const auto line = vetting.why.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+                spdlog::error("rules {} rejected by the schema check: {}", trigger, line);
+                all += line + "\n";
+                at = nl == std::string::npos ? vetting.why.size() : nl + 1;
+            }
+            spdlog::error("rules {} failed: they name what the database lacks (schema_check: refuse); the previous "
+                          "rules (version {}) stay active",
+                          trigger, current->rules.version_hash);
+            m.last_successful.set(0);
+            m.reloads.with("failure").inc();
+            return {false, all};
+        }
+        code = std::move(vetting.database_code);
+    }
+    auto snapshot = std::make_shared<engine::rules_snapshot>(std::move(*loaded.rules), std::move(code));
     snapshot->files = paths;
     auto summary = fmt::format("rules {}: {} stock rules, {} claim rules (version {})", trigger,
                                snapshot->rules.stocks.size(), snapshot->rules.claims.size(),
@@ -92,6 +115,7 @@ std::pair<bool, std::string> rules_reloader::reload(std::string_view trigger) {
     m.last_success_time.set(loaded_at_);
     m.reloads.with("success").inc();
     spdlog::info("{}", summary);
+    if (applied_) applied_();
     return {true, summary};
 }
 

@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -14,6 +15,17 @@
 #include "proxy/engine/rules_snapshot.hpp"
 
 namespace claimguard::session {
+
+// What the schema check says about rules a reload is about to apply.
+struct rules_vetting {
+    bool accept = true;
+    std::string why;                                       // rejected: the errors, one per line
+    std::vector<rules::match::code_object> database_code;  // for the new snapshot
+};
+
+// Asks the database about the next rules; `previous` is the current snapshot's database code.
+using rules_vetter =
+    std::function<rules_vetting(const rules::rule_set& next, const std::vector<rules::match::code_object>& previous)>;
 
 class rules_reloader {
 public:
@@ -27,6 +39,11 @@ public:
     void watch();
     // The active rules for GET /rules (JSON).
     [[nodiscard]] std::string describe() const;
+    // Reloads (not the first load) ask `vet` before the swap, and call `applied` after it.
+    void set_schema_hooks(rules_vetter vet, std::function<void()> applied) {
+        vet_ = std::move(vet);
+        applied_ = std::move(applied);
+    }
 
 private:
     void read_events();
@@ -39,6 +56,8 @@ private:
     boost::asio::steady_timer debounce_;
     std::vector<char> events_;
     std::int64_t loaded_at_ = 0;  // unix seconds of the last successful load
+    rules_vetter vet_;
+    std::function<void()> applied_;
 };
 
 }  // namespace claimguard::session

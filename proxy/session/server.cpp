@@ -29,12 +29,11 @@
 #include "proxy/engine/admission_gate.hpp"
 #include "proxy/engine/take_ledger.hpp"
 #include "proxy/guards/redis_guard.hpp"
-#include "proxy/schema/inspect.hpp"
-#include "proxy/schema/report.hpp"
 #include "proxy/config/settings.hpp"
 #include "audit_log.hpp"
 #include "logging.hpp"
 #include "rules_reloader.hpp"
+#include "schema_watch.hpp"
 #include "proxy/protocol/packets.hpp"
 #include "session.hpp"
 
@@ -244,75 +243,6 @@ private:
     bool begun_ = false;
 };
 
-// The server timeouts that bound an orphaned transaction's row locks, with the recommendations.
-void log_server_timeouts(const schema::schema_report& report) {
-    if (!report.timeouts_error.empty()) spdlog::warn("schema check: server timeouts not read: {}", report.timeouts_error);
-    if (!report.timeouts) return;
-    const auto lines = schema::timeout_lines(*report.timeouts);
-    const auto advice = schema::advise_timeouts(*report.timeouts);
-    for (std::size_t i = 0; i < lines.size(); ++i) {
-        if (i < advice.size() && !advice[i].ok)
-            spdlog::warn("schema check: server timeouts: {}", lines[i]);
-        else
-            spdlog::info("schema check: server timeouts: {}", lines[i]);
-    }
-}
-
-// The start-up schema check (blocking libmysqlclient calls: its own thread). In refuse
-// mode readiness stays 503 until every claim rule is backed by a unique index.
-std::thread start_schema_check(const config::proxy_options& options, server_state& state) {
-    auto snapshot = state.rules.current();
-    if (options.schema_check == "off" || !snapshot || snapshot->rules.claims.empty()) return {};
-    if (options.schema_check_user.empty()) {
-        spdlog::info("schema check skipped: no schema_check_user (run `claimguard check` to verify the unique indexes)");
-        return {};
-    }
-    const bool refuse = options.schema_check == "refuse";
-    if (refuse) state.health.schema_blocked = true;
-    schema::connection_options c;
-    c.host = options.backend.host;
-    c.port = options.backend.port;
-    c.user = options.schema_check_user;
-    c.password = options.schema_check_password;
-    c.database = options.schema_check_database;
-    c.tls.enabled = options.backend_tls.enabled;
-    c.tls.verify = options.backend_tls.verify;
-    c.tls.ca_file = options.backend_tls.ca_file;
-    if (c.tls.verify && !options.backend_tls.server_name.empty() &&
-        options.backend_tls.server_name != options.backend.host) {
-        // libmysqlclient verifies the certificate against the host it dials and has no option
-        // for another name, so the check (which reads only the schema) runs encrypted, unverified.
-        c.tls.verify = false;
-        spdlog::warn("schema check: backend_tls_server_name {} differs from the backend host {}: the check's "
-                     "connection is encrypted but its certificate is not verified (sessions are)",
-                     options.backend_tls.server_name, options.backend.host);
-    }
-    return std::thread([c, snapshot, refuse, &state] {
-        auto report = schema::check_schema(snapshot->rules, c);
-        if (!report.error.empty()) {
-            spdlog::warn("schema check could not run: {}", report.error);
-            return;
-        }
-        log_server_timeouts(report);
-        if (report.all_covered()) {
-            spdlog::info("schema check: every claim rule is backed by a unique index");
-            state.health.schema_blocked = false;
-            return;
-        }
-        auto text = schema::render_text(report);
-        std::size_t pos = 0;
-        while (pos < text.size()) {
-            auto nl = text.find('\n', pos);
-            spdlog::warn("schema check: {}", text.substr(pos, nl - pos));
-            if (nl == std::string::npos) break;
-            pos = nl + 1;
-        }
-        spdlog::warn("schema check: claim rules without a unique index{}: duplicates are caught only by Redis "
-                     "and this sidecar's own bookkeeping (apply the DDL above)",
-                     refuse ? " (schema_check: refuse, readiness stays 503)" : "");
-    });
-}
-
 // Binds listen_unix: a socket file left by a previous run (killed, not shut down) is removed
 // first. A socket something still accepts on (another claimguard, a mysqld) and any other kind
 // of file there are errors, never deleted.
@@ -353,8 +283,16 @@ int run_server(const config::proxy_options& options) {
                          nullptr,       nullptr,                 &state.draining};
 
     std::unique_ptr<rules_reloader> reloader;
+    std::unique_ptr<schema_watch> schema;  // outlives nothing it points to: state and options do
     if (!options.rules_files.empty() || !options.rules_dir.empty()) {
         reloader = std::make_unique<rules_reloader>(main_ctx, state.rules, options.rules_files, options.rules_dir);
+        schema = std::make_unique<schema_watch>(options, state.rules, state.health);
+        if (schema->enabled())
+            reloader->set_schema_hooks(
+                [&schema](const rules::rule_set& next, const std::vector<rules::match::code_object>& previous) {
+                    return schema->vet(next, previous);
+                },
+                [&schema] { schema->wake(); });
         if (!reloader->reload("load").first) {
             spdlog::critical("the rules are not valid: not starting (check them with claimguard validate)");
             return 2;
@@ -452,7 +390,7 @@ int run_server(const config::proxy_options& options) {
     asio::co_spawn(main_ctx, accept_loop(acceptor, state, options), asio::detached);
     if (unix_listener.is_open()) asio::co_spawn(main_ctx, accept_loop(unix_listener, state, options), asio::detached);
     if (options.orphan_kill) asio::co_spawn(main_ctx, sweep_orphans(state.session_ctx), asio::detached);
-    std::thread schema_check = start_schema_check(options, state);
+    if (schema) schema->start();
 
     asio::signal_set signals(main_ctx, SIGINT, SIGTERM, SIGHUP);
     std::function<void(const boost::system::error_code&, int)> on_signal = [&](const boost::system::error_code& ec,
@@ -476,7 +414,7 @@ int run_server(const config::proxy_options& options) {
     main_ctx.run();
     for (auto& ctx : state.contexts) ctx->stop();
     for (auto& w : workers) w.join();
-    if (schema_check.joinable()) schema_check.join();
+    schema.reset();  // stops and joins the check's thread
     if (admin_srv) admin_srv->stop();
     if (!options.listen_unix.empty()) {
         std::error_code removed;

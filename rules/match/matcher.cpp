@@ -530,6 +530,25 @@ void match_not_ours(const parsed_statement& st, const rule_index& rules, const m
         if (mentions(st.sql, c.table.name)) out.facts.emplace_back(unmodeled{nullptr, &c, why, code});
 }
 
+// Database code (issue 17): a statement naming a routine, a view or a table whose trigger reaches a
+// rule's table gets that rule's unmodeled policy, code "routine", "view" or "trigger". Reads stay
+// forwarded (a SELECT from a view), except a call of a stored function, which can write.
+void match_database_code(const parsed_statement& st, const rule_index& rules, match_result& out) {
+    const auto& routes = rules.code_routes();
+    if (routes.empty() || st.tokens.empty()) return;
+    const bool reads = st.kind == sql::statement_kind::select || st.kind == sql::statement_kind::transaction ||
+                       st.kind == sql::statement_kind::set || st.kind == sql::statement_kind::use || only_reads(st);
+    for (const auto& route : routes) {
+        if (reads && route.kind != code_kind::function) continue;
+        if (!names_identifier(st.sql, route.name)) continue;
+        const bool seen = std::any_of(out.facts.begin(), out.facts.end(), [&](const fact& f) {
+            const auto* u = std::get_if<unmodeled>(&f);
+            return u != nullptr && u->stock == route.stock && u->claim == route.claim;
+        });
+        if (!seen) out.facts.emplace_back(unmodeled{route.stock, route.claim, route.reason, fact_code(route.kind)});
+    }
+}
+
 }  // namespace
 
 sql_prepared_use sql_prepared_of(const parsed_statement& st) {
@@ -603,6 +622,7 @@ match_result match(const parsed_statement& st, const rule_index& rules, const ma
         }
         case sql::statement_kind::not_ours: match_not_ours(st, rules, context, out); break;
     }
+    match_database_code(st, rules, out);
     return out;
 }
 

@@ -168,6 +168,7 @@ private:
     void read_name_and_table(const field_index& fields, Parsed& p, std::string_view kind, std::string_view hint) {
         if (const auto* f = fields.present("table")) {
             p.table_pos = file_.pos(f->value_mark());
+            p.rule.table_pos = p.table_pos;
             if (auto t = read_table(file_, *f))
                 p.rule.table = std::move(*t);
             else
@@ -213,8 +214,10 @@ private:
                                  "the column(s) that pick the stock row, e.g. key_columns: [campaign_id]") &&
                          p.complete;
         }
-        for (const auto& k : keys)
+        for (const auto& k : keys) {
             r.key_columns.push_back(k.name);
+            r.columns_named.push_back({"key_columns", k.name, k.pos});
+        }
         const auto is_key = [&](std::string_view c) {
             return std::any_of(keys.begin(), keys.end(), [&](const located_name& k) { return iequals(k.name, c); });
         };
@@ -227,6 +230,7 @@ private:
                 p.complete = false;
             } else if (c) {
                 r.counter_column = c->name;
+                r.columns_named.push_back({"counter_column", c->name, c->pos});
             } else {
                 p.complete = false;
             }
@@ -245,6 +249,7 @@ private:
                 p.complete = false;
             } else if (c) {
                 r.version_column = c->name;
+                r.columns_named.push_back({"version_column", c->name, c->pos});
             } else {
                 p.complete = false;
             }
@@ -396,6 +401,7 @@ private:
                 p.complete = false;
                 continue;
             }
+            p.rule.columns_named.push_back({"consumes.columns", claim_col->name, claim_col->pos});
             p.explicit_mapping.emplace_back(*claim_col, *stock_col);
         }
     }
@@ -480,8 +486,10 @@ private:
                                  "idempotency_columns: [user_id, campaign_id]") &&
                          p.complete;
         }
-        for (const auto& c : idem)
+        for (const auto& c : idem) {
             r.idempotency_columns.push_back(c.name);
+            r.columns_named.push_back({"idempotency_columns", c.name, c.pos});
+        }
 
         if (const auto* f = fields.get("idempotency_key_column")) {
             const auto c = read_identifier(file_, *f);
@@ -495,14 +503,16 @@ private:
                 p.complete = false;
             } else if (c) {
                 r.idempotency_key_column = c->name;
+                r.columns_named.push_back({"idempotency_key_column", c->name, c->pos});
             } else {
                 p.complete = false;
             }
         }
 
-        if (const auto* f = fields.present("consumes"))
+        if (const auto* f = fields.present("consumes")) {
             read_consumes(*f, p);
-        else
+            r.consumes_pos = p.consumes_pos;
+        } else
             p.complete = require(fields, "consumes", r.pos, "claim",
                                  "the stock rule each claim uses up, e.g. consumes: coupon_stock") &&
                          p.complete;

@@ -33,6 +33,14 @@ struct table_name {
     std::string name;
 };
 
+// A column a rule names, and where the rules file names it: the schema check reports a column
+// the database lacks at this position.
+struct column_ref {
+    std::string field;  // the rule field that names it: "counter_column", "key_columns", "consumes.columns", ...
+    std::string name;
+    source_pos pos;
+};
+
 // What the app receives when a rule refuses a statement.
 struct answer {
     enum class kind { error, ok };
@@ -77,6 +85,8 @@ struct stock_rule {
     std::optional<std::chrono::milliseconds> read_cache;
     std::optional<admission_limits> admission;  // empty: no admission gate (every decrement goes)
     source_pos pos;
+    source_pos table_pos;                  // the table: value
+    std::vector<column_ref> columns_named;  // key, counter and version columns as written
 };
 
 struct redis_guard {
@@ -104,6 +114,9 @@ struct claim_rule {
     unmodeled_policy unmodeled = unmodeled_policy::refuse;
     std::optional<mode> rule_mode;
     source_pos pos;
+    source_pos table_pos;                  // the table: value
+    source_pos consumes_pos;               // the consumed stock rule's name
+    std::vector<column_ref> columns_named;  // idempotency columns and consumes.columns keys as written
 };
 
 struct rule_set {

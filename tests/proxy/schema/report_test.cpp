@@ -22,11 +22,11 @@ index_info plain(std::string name, strings columns) {
 table_info coupon_order(std::vector<index_info> indexes, bool nullable_user = false) {
     return {"shop",
             "coupon_order",
-            {{"id", false},
-             {"user_id", nullable_user},
-             {"campaign_id", false},
-             {"created_at", false},
-             {"request_id", true}},
+            {{"id", false, "", ""},
+             {"user_id", nullable_user, "", ""},
+             {"campaign_id", false, "", ""},
+             {"created_at", false, "", ""},
+             {"request_id", true, "", ""}},
             std::move(indexes)};
 }
 
@@ -206,7 +206,7 @@ const decision_case decision_cases[] = {
      {"request_id"}},
     {"idempotency_key_missing_column",
      request_key(),
-     table_info{"shop", "coupon_order", {{"id", false}}, {unique("PRIMARY", {"id"})}},
+     table_info{"shop", "coupon_order", {{"id", false, "", ""}}, {unique("PRIMARY", {"id"})}},
      index_status::column_missing,
      "",
      {},
@@ -267,10 +267,12 @@ claim_rules:
 TEST(schema_report, resolves_schemas_and_lists_tables_once) {
     const auto set = load(two_claims_yaml);
     ASSERT_EQ(set.claims.size(), 2u);
-    EXPECT_EQ(rules_without_schema(set, ""), strings{"coupon_order"});
+    // Stock rules' tables are checked too (issue 17: their columns must exist): claims first, then stocks.
+    EXPECT_EQ(rules_without_schema(set, ""), (strings{"coupon_order", "coupon_stock"}));
     EXPECT_TRUE(rules_without_schema(set, "shop").empty());
     const auto tables = tables_to_inspect(set, "shop");
-    ASSERT_EQ(tables.size(), 2u);
+    ASSERT_EQ(tables.size(), 3u);
+    EXPECT_EQ(tables[2].name, "coupon_stock");
     EXPECT_EQ(tables[0].schema, "shop");
     EXPECT_EQ(tables[0].name, "coupon_order");
     EXPECT_EQ(tables[1].schema, "gifts");

@@ -6,8 +6,9 @@ Usage:
     schema_db.py stop STATE_DIR    idempotent; keeps the logs
 
 MariaDB comes from tests/integration/servers.py (imported, not run). The admin user creates
-the test databases; the check user has only SELECT on cgschema_% databases, the least a DBA
-has to grant `claimguard check`. TLS: a throwaway CA signs the server certificate (for
+the test databases; the check user has what docs/OPERATIONS.md tells a DBA to grant `claimguard
+check`: SELECT, SHOW VIEW, TRIGGER and EVENT on the cgschema_% databases (to read their tables,
+views, triggers and events) and SELECT on mysql.proc (MariaDB shows a routine's text only then). TLS: a throwaway CA signs the server certificate (for
 127.0.0.1); a second CA that signed nothing lets a test see verification fail.
 """
 
@@ -80,7 +81,8 @@ def start(state_dir):
         CREATE USER '{ADMIN_USER}'@'%' IDENTIFIED BY '{ADMIN_PASSWORD}';
         GRANT ALL PRIVILEGES ON *.* TO '{ADMIN_USER}'@'%' WITH GRANT OPTION;
         CREATE USER '{CHECK_USER}'@'%' IDENTIFIED BY '{CHECK_PASSWORD}';
-        GRANT SELECT ON `{DATABASE_PATTERN}`.* TO '{CHECK_USER}'@'%';
+        GRANT SELECT, SHOW VIEW, TRIGGER, EVENT ON `{DATABASE_PATTERN}`.* TO '{CHECK_USER}'@'%';
+        GRANT SELECT ON mysql.proc TO '{CHECK_USER}'@'%';
         FLUSH PRIVILEGES;
     """)
     servers.write_env(os.path.join(state_dir, "env"), {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <mysql.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -241,6 +242,11 @@ TEST_F(schema_it, rows_holding_null_are_not_counted_as_duplicates) {
     EXPECT_EQ(admin_.run(rules::add_index_statement(coupon_index())), 0u);
 }
 
+// The example stock rule's table, for tests that vary only the claim table.
+constexpr const char* stock_table_ddl =
+    "CREATE TABLE coupon_stock (campaign_id BIGINT NOT NULL PRIMARY KEY, remain INT NOT NULL, "
+    "version INT NOT NULL DEFAULT 0)";
+
 struct server_case {
     const char* name;
     const char* ddl;  // creates coupon_order in the test's database (empty: no table)
@@ -254,6 +260,7 @@ class schema_it_server : public schema_it, public ::testing::WithParamInterface<
 
 TEST_P(schema_it_server, decides_like_the_unit_tests) {
     const auto& c = GetParam();
+    admin_.must(stock_table_ddl);  // the stock rule's table must exist too (issue 17)
     if (*c.ddl != '\0') admin_.must(c.ddl);
     auto o = options();
     o.json = true;
@@ -303,6 +310,7 @@ claim_rules:
     idempotency_key_column: request_id
     consumes: {rule: coupon_stock, columns: {campaign_id: campaign_id}}
 )");
+    admin_.must(stock_table_ddl);
     admin_.must(
         "CREATE TABLE coupon_order (id INT PRIMARY KEY, user_id INT NOT NULL, campaign_id INT NOT NULL, "
         "request_id CHAR(36) NOT NULL, UNIQUE KEY uq (user_id, campaign_id))");
@@ -429,6 +437,118 @@ TEST_F(schema_it, startup_check_skips_the_duplicate_scan) {
     const auto unreachable = check_schema(*loaded.rules, c);
     EXPECT_FALSE(unreachable.error.empty());
     EXPECT_EQ(exit_code(unreachable), 2);
+}
+
+// --- issue 17: the rules' names against the tables, and database code ----------------------------
+
+std::string example_rules_with(const std::string& from, const std::string& to) {
+    auto text = read_file(example_rules);
+    const auto at = text.find(from);
+    if (at == std::string::npos) throw std::runtime_error("not in the example rules: " + from);
+    return text.replace(at, from.size(), to);
+}
+
+TEST_F(schema_it, counter_column_typo_exits_1_naming_the_line) {
+    admin_.must(read_file(source_dir + "/sql/legacy_schema.sql"));
+    admin_.must(rules::add_index_statement(coupon_index()));
+    const auto rules_file = write_rules(example_rules_with("counter_column: remain ", "counter_column: remainder"));
+    auto r = check(options({rules_file}));
+    EXPECT_EQ(r.rc, 1) << r.out << r.err;
+    // Line 12 of the example rules is the counter_column: line; column 21 its value.
+    const auto want = rules_file +
+                      ":12:21: error: rule coupon_stock, counter_column: coupon_stock.remainder: no such column "
+                      "(columns: campaign_id, remain, version)";
+    EXPECT_NE(r.out.find(want), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
+    auto o = options({rules_file});
+    o.json = true;
+    r = check(o);
+    EXPECT_EQ(r.rc, 1);
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["rule_errors"].size(), 1u) << r.out;
+    EXPECT_EQ(j["rule_errors"][0]["line"], 12);
+    EXPECT_EQ(j["rule_errors"][0]["field"], "counter_column");
+
+    // The example as shipped passes on the same database.
+    EXPECT_EQ(check(options()).rc, 0);
+}
+
+TEST_F(schema_it, counter_that_is_not_an_integer_exits_1) {
+    admin_.must(read_file(source_dir + "/sql/legacy_schema.sql"));
+    admin_.must(rules::add_index_statement(coupon_index()));
+    admin_.must("ALTER TABLE coupon_stock MODIFY remain DECIMAL(10, 2) NOT NULL");
+    const auto r = check(options());
+    EXPECT_EQ(r.rc, 1) << r.out << r.err;
+    EXPECT_NE(r.out.find("coupon_stock.remain: the counter is decimal(10,2), not an integer type"), std::string::npos)
+        << r.out;
+}
+
+TEST_F(schema_it, missing_stock_table_exits_1) {
+    admin_.must(read_file(source_dir + "/sql/legacy_schema.sql"));
+    admin_.must(rules::add_index_statement(coupon_index()));
+    admin_.must("DROP TABLE coupon_stock");
+    const auto r = check(options());
+    EXPECT_EQ(r.rc, 1) << r.out << r.err;
+    EXPECT_NE(
+        r.out.find(":10:12: error: rule coupon_stock, table: coupon_stock: no such table in database " + database_),
+        std::string::npos)
+        << r.out;
+}
+
+TEST_F(schema_it, database_code_is_reported_by_kind_and_name) {
+    admin_.must(read_file(source_dir + "/sql/legacy_schema.sql"));
+    admin_.must(rules::add_index_statement(coupon_index()));
+    admin_.must(R"(
+        CREATE TABLE ticket (id INT PRIMARY KEY AUTO_INCREMENT, campaign_id BIGINT NOT NULL);
+        CREATE PROCEDURE claim_coupon(IN u BIGINT, IN c BIGINT)
+        BEGIN
+          UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = c AND remain > 0;
+          INSERT INTO coupon_order (user_id, campaign_id) VALUES (u, c);
+        END;
+        CREATE PROCEDURE say_hello() SELECT 'coupon_stock_log is another table';
+        CREATE VIEW v_stock AS SELECT campaign_id, remain FROM `coupon_stock`;
+        CREATE VIEW v_open AS SELECT campaign_id FROM v_stock WHERE remain > 0;
+        CREATE TRIGGER trg_ticket AFTER INSERT ON ticket FOR EACH ROW
+          UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = NEW.campaign_id;
+        CREATE EVENT ev_refill ON SCHEDULE EVERY 1 DAY DISABLE DO UPDATE COUPON_STOCK SET remain = 100;
+    )");
+    auto r = check(options());
+    EXPECT_EQ(r.rc, 0) << r.out << r.err;  // warnings: the rules themselves are fine
+    for (const auto& want : {
+             "WARNING: procedure " + database_ +
+                 ".claim_coupon reaches rule coupon_stock (its text names coupon_stock)",
+             "WARNING: procedure " + database_ +
+                 ".claim_coupon reaches rule coupon_order (its text names coupon_order)",
+             "WARNING: view " + database_ + ".v_stock reaches rule coupon_stock",
+             "WARNING: view " + database_ + ".v_open reaches rule coupon_stock (its text names v_stock)",
+             "WARNING: trigger " + database_ + ".trg_ticket on ticket reaches rule coupon_stock",
+             "WARNING: event " + database_ + ".ev_refill reaches rule coupon_stock",
+         })
+        EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+    EXPECT_EQ(r.out.find("say_hello"), std::string::npos) << r.out;
+
+    auto o = options();
+    o.json = true;
+    r = check(o);
+    EXPECT_EQ(r.rc, 0);
+    const auto j = nlohmann::json::parse(r.out);
+    std::vector<std::string> found;
+    for (const auto& c : j["database_code"])
+        found.push_back(c["kind"].get<std::string>() + " " + c["name"].get<std::string>() + " " +
+                        c["rule"].get<std::string>());
+    std::sort(found.begin(), found.end());
+    EXPECT_EQ(found, (std::vector<std::string>{"event ev_refill coupon_stock", "procedure claim_coupon coupon_order",
+                                               "procedure claim_coupon coupon_stock", "trigger trg_ticket coupon_stock",
+                                               "view v_open coupon_stock", "view v_stock coupon_stock"}))
+        << r.out;
+    EXPECT_TRUE(j["database_code_error"].is_null()) << r.out;
+
+    // Dropped, it is no longer reported.
+    admin_.must(
+        "DROP PROCEDURE claim_coupon; DROP VIEW v_open; DROP VIEW v_stock; DROP TRIGGER trg_ticket; DROP EVENT "
+        "ev_refill");
+    r = check(o);
+    EXPECT_TRUE(nlohmann::json::parse(r.out)["database_code"].empty()) << r.out;
 }
 
 }  // namespace
