@@ -186,7 +186,7 @@ class UnixSocket(unittest.TestCase):
         script = (f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}; "
                   f"UPDATE coupon_stock SET remain = {STOCK - 1} WHERE campaign_id = {CAMPAIGN}; SELECT ROW_COUNT(); "
                   f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (301, {CAMPAIGN}); "
-                  f"UPDATE coupon_stock SET remain = {STOCK - 1} WHERE campaign_id = {CAMPAIGN}; SELECT ROW_COUNT(); "
+                  f"UPDATE coupon_stock SET remain = {STOCK - 2} WHERE campaign_id = {CAMPAIGN}; SELECT ROW_COUNT(); "
                   f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (302, {CAMPAIGN}); "
                   f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN};")
 
@@ -208,9 +208,9 @@ class UnixSocket(unittest.TestCase):
         stmts = [f"SELECT remain, version FROM coupon_stock WHERE campaign_id = ?|{CAMPAIGN}",
                  f"UPDATE coupon_stock SET remain = ? WHERE campaign_id = ?|{STOCK - 1}|{CAMPAIGN}",
                  f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (?, ?)|401|{CAMPAIGN}",
-                 f"UPDATE coupon_stock SET remain = ? WHERE campaign_id = ?|{STOCK - 1}|{CAMPAIGN}",
+                 f"UPDATE coupon_stock SET remain = ? WHERE campaign_id = ?|{STOCK - 2}|{CAMPAIGN}",
                  f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (?, ?)|402|{CAMPAIGN}",
-                 f"UPDATE coupon_stock SET remain = ? WHERE campaign_id = ?|{STOCK - 1}|{CAMPAIGN}",
+                 f"UPDATE coupon_stock SET remain = ? WHERE campaign_id = ?|{STOCK - 3}|{CAMPAIGN}",
                  f"SELECT remain FROM coupon_stock WHERE campaign_id = ?|{CAMPAIGN}"]
 
         def flow(connect):
