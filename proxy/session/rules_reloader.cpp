@@ -139,6 +139,14 @@ std::string rules_reloader::describe() const {
     for (const auto& c : current->rules.claims)
         claims.push_back({{"name", c.name}, {"table", c.table.schema.empty() ? c.table.name : c.table.schema + "." + c.table.name},
                           {"mode", current->rules.effective_mode(c) == rules::mode::enforce ? "enforce" : "observe"}});
+    // What the schema check found reaching the rules' tables (statements reaching it get the policy).
+    auto& code = j["database_code"] = nlohmann::json::array();
+    for (const auto& o : current->database_code)
+        code.push_back({{"kind", rules::match::to_string(o.kind)},
+                        {"schema", o.schema},
+                        {"name", o.name},
+                        {"table", o.table},
+                        {"rule", o.rule}});
     return j.dump(2);
 }
 

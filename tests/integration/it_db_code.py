@@ -193,6 +193,11 @@ class DatabaseCode(unittest.TestCase):
 
     def test_1_call_of_the_procedure_is_refused_text_and_prepared(self):
         self.wait_database_code(self.proxy)
+        found = {(c["kind"], c["name"], c["rule"]) for c in json.loads(http(self.proxy.admin_port, "/rules")[1])[
+            "database_code"]}
+        self.assertEqual(found, {("procedure", "claim_coupon", "coupon_stock"),
+                                 ("procedure", "claim_coupon", "coupon_order"), ("view", "v_stock", "coupon_stock"),
+                                 ("trigger", "trg_ticket", "coupon_stock"), ("event", "ev_refill", "coupon_stock")})
         self.assert_refused(f"CALL claim_coupon(1, {CAMPAIGN})", "routine", "procedure claim_coupon")
         # COM_STMT_PREPARE: refused at prepare time, it never gets a statement id.
         before = self.refused("routine")
