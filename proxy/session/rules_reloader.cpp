@@ -93,9 +93,10 @@ std::pair<bool, std::string> rules_reloader::reload(std::string_view trigger) {
                 all += line + "\n";
                 at = nl == std::string::npos ? vetting.why.size() : nl + 1;
             }
-            spdlog::error("rules {} failed: they name what the database lacks (schema_check: refuse); the previous "
-                          "rules (version {}) stay active",
-                          trigger, current->rules.version_hash);
+            spdlog::error(
+                "rules {} failed: they name what the database lacks (schema_check: refuse); the previous "
+                "rules (version {}) stay active",
+                trigger, current->rules.version_hash);
             m.last_successful.set(0);
             m.reloads.with("failure").inc();
             return {false, all};

@@ -11,7 +11,9 @@ namespace claimguard::rules::sql {
 enum class prefilter_verdict : std::uint8_t {
     irrelevant,  // no rule can take an interest: forward without parsing
     session,     // transaction control, SET or USE (or a leading versioned comment): parse it
-    candidate,   // SELECT/UPDATE/INSERT/REPLACE/DELETE/TRUNCATE/LOAD/ALTER/DROP/RENAME/CALL naming a protected table (perhaps)
+    // SELECT/UPDATE/INSERT/REPLACE/DELETE/TRUNCATE/LOAD/ALTER/DROP/RENAME/CALL naming a protected table, or
+    // a name that reaches one through database code (perhaps)
+    candidate,
 };
 
 // Built once per rules snapshot from the protected table names. classify() never allocates.
