@@ -11,9 +11,7 @@ namespace claimguard::rules::sql {
 enum class prefilter_verdict : std::uint8_t {
     irrelevant,  // no rule can take an interest: forward without parsing
     session,     // transaction control, SET or USE (or a leading versioned comment): parse it
-    // SELECT/UPDATE/INSERT/REPLACE/DELETE/TRUNCATE/LOAD/ALTER/DROP/RENAME/CALL naming a protected table, or
-    // a name that reaches one through database code (perhaps)
-    candidate,
+    candidate,   // SELECT/UPDATE/INSERT/REPLACE/DELETE/TRUNCATE/LOAD/ALTER/DROP/RENAME/CALL naming a protected table (perhaps)
 };
 
 // Built once per rules snapshot from the protected table names. classify() never allocates.
