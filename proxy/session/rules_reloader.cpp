@@ -93,9 +93,10 @@ std::pair<bool, std::string> rules_reloader::reload(std::string_view trigger) {
                 all += line + "\n";
                 at = nl == std::string::npos ? vetting.why.size() : nl + 1;
             }
-            spdlog::error("rules {} failed: they name what the database lacks (schema_check: refuse); the previous "
-                          "rules (version {}) stay active",
-                          trigger, current->rules.version_hash);
+            spdlog::error(
+                "rules {} failed: they name what the database lacks (schema_check: refuse); the previous "
+                "rules (version {}) stay active",
+                trigger, current->rules.version_hash);
             m.last_successful.set(0);
             m.reloads.with("failure").inc();
             return {false, all};
@@ -139,6 +140,14 @@ std::string rules_reloader::describe() const {
     for (const auto& c : current->rules.claims)
         claims.push_back({{"name", c.name}, {"table", c.table.schema.empty() ? c.table.name : c.table.schema + "." + c.table.name},
                           {"mode", current->rules.effective_mode(c) == rules::mode::enforce ? "enforce" : "observe"}});
+    // What the schema check found reaching the rules' tables (statements reaching it get the policy).
+    auto& code = j["database_code"] = nlohmann::json::array();
+    for (const auto& o : current->database_code)
+        code.push_back({{"kind", rules::match::to_string(o.kind)},
+                        {"schema", o.schema},
+                        {"name", o.name},
+                        {"table", o.table},
+                        {"rule", o.rule}});
     return j.dump(2);
 }
 

@@ -100,7 +100,12 @@ schema_watch::schema_watch(const config::proxy_options& options, engine::rules_h
     : options_(options), holder_(holder), health_(health) {
     enabled_ = options.schema_check != "off" && !options.schema_check_user.empty();
     refuse_ = options.schema_check == "refuse";
-    if (enabled_) connection_ = connection_for(options);
+    if (enabled_) {
+        connection_ = connection_for(options);
+        connection_.connect_timeout = schema_watch_connect_timeout;
+        connection_.read_timeout = schema_watch_read_timeout;
+        connection_.write_timeout = schema_watch_read_timeout;
+    }
 }
 
 schema_watch::~schema_watch() {
@@ -238,11 +243,7 @@ rules_vetting schema_watch::vet(const rules::rule_set& next, const std::vector<r
     rules_vetting v;
     v.database_code = previous;
     if (!enabled_) return v;
-    auto c = connection_;
-    c.connect_timeout = reload_check_connect_timeout;
-    c.read_timeout = reload_check_read_timeout;
-    c.write_timeout = reload_check_read_timeout;
-    const auto report = schema::check_schema(next, c);
+    const auto report = schema::check_schema(next, connection_);
     if (!report.error.empty()) {
         spdlog::warn(
             "rules reload: the schema check could not run ({}): the rules are applied unchecked and "

@@ -25,9 +25,10 @@ inline constexpr std::chrono::seconds schema_retry_first{1};
 inline constexpr std::chrono::seconds schema_retry_max{30};
 // A passing check is repeated this often (a dropped index, a new procedure are seen without a reload).
 inline constexpr std::chrono::seconds schema_recheck_interval{300};
-// The check a reload waits for runs on the reloading thread: it is bounded tighter than the CLI's.
-inline constexpr std::chrono::seconds reload_check_connect_timeout{3};
-inline constexpr std::chrono::seconds reload_check_read_timeout{10};
+// The proxy's checks read metadata only (no duplicate scan), and a reload waits for one on the
+// reloading thread: both are bounded tighter than the CLI's.
+inline constexpr std::chrono::seconds schema_watch_connect_timeout{3};
+inline constexpr std::chrono::seconds schema_watch_read_timeout{10};
 
 class schema_watch {
 public:

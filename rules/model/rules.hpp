@@ -85,7 +85,7 @@ struct stock_rule {
     std::optional<std::chrono::milliseconds> read_cache;
     std::optional<admission_limits> admission;  // empty: no admission gate (every decrement goes)
     source_pos pos;
-    source_pos table_pos;                  // the table: value
+    source_pos table_pos;                   // the table: value
     std::vector<column_ref> columns_named;  // key, counter and version columns as written
 };
 
@@ -114,8 +114,8 @@ struct claim_rule {
     unmodeled_policy unmodeled = unmodeled_policy::refuse;
     std::optional<mode> rule_mode;
     source_pos pos;
-    source_pos table_pos;                  // the table: value
-    source_pos consumes_pos;               // the consumed stock rule's name
+    source_pos table_pos;                   // the table: value
+    source_pos consumes_pos;                // the consumed stock rule's name
     std::vector<column_ref> columns_named;  // idempotency columns and consumes.columns keys as written
 };
 

@@ -13,7 +13,8 @@ docs/OPERATIONS.md lists. claimguard with schema_check_user set:
 - schema_check: refuse with `counter_column: remainder`: not ready, and /readiness names the file:line;
   a reload to such rules is refused and the old rules keep running;
 - schema_check: refuse on a database without the claim's UNIQUE index: not ready, then ready once the index
-  is created (no restart, no reload: the check retries while it fails).
+  is created (no restart, no reload: the check retries while it fails);
+- schema_check: refuse while MariaDB is down: not ready ("could not run"), ready once it is back (retried).
 """
 
 import argparse
@@ -192,6 +193,11 @@ class DatabaseCode(unittest.TestCase):
 
     def test_1_call_of_the_procedure_is_refused_text_and_prepared(self):
         self.wait_database_code(self.proxy)
+        found = {(c["kind"], c["name"], c["rule"]) for c in json.loads(http(self.proxy.admin_port, "/rules")[1])[
+            "database_code"]}
+        self.assertEqual(found, {("procedure", "claim_coupon", "coupon_stock"),
+                                 ("procedure", "claim_coupon", "coupon_order"), ("view", "v_stock", "coupon_stock"),
+                                 ("trigger", "trg_ticket", "coupon_stock"), ("event", "ev_refill", "coupon_stock")})
         self.assert_refused(f"CALL claim_coupon(1, {CAMPAIGN})", "routine", "procedure claim_coupon")
         # COM_STMT_PREPARE: refused at prepare time, it never gets a statement id.
         before = self.refused("routine")
@@ -290,6 +296,27 @@ class DatabaseCode(unittest.TestCase):
         itlib.wait_for(lambda: readiness(200, "ok"), READY_TIMEOUT_S, "readiness 200 once the index exists",
                        interval_s=0.2)
 
+    def test_7_a_check_that_could_not_reach_the_database_is_retried(self):
+        """Last: it stops the shared MariaDB for a moment."""
+        p = self.start_proxy("claimguard-unreachable", self.rules, "refuse")
+
+        def readiness(want_status, want_text):
+            status, body = servers.http_get(p.admin_port, "/readiness")
+            return status == want_status and want_text in body and body
+        itlib.wait_for(lambda: readiness(200, "ok"), CLIENT_TIMEOUT_S, "readiness 200 at first")
+        self.cluster.db.stop()
+        try:
+            # A reload checks again: the database is not there.
+            status, body = http(p.admin_port, "/-/reload", "POST")
+            self.assertEqual(status, 200, body)  # applied unchecked, checked again until it runs
+            itlib.wait_for(lambda: readiness(503, "the schema check could not run"), CLIENT_TIMEOUT_S,
+                           "readiness 503: the check could not run")
+        finally:
+            self.cluster.db.start()
+        itlib.wait_for(lambda: readiness(200, "ok"), READY_TIMEOUT_S, "readiness 200 once the database is back",
+                       interval_s=0.2)
+        with open(p.log, encoding="utf-8", errors="replace") as f:
+            self.assertIn("(retrying)", f.read())
 
 def main():
     global ARGS

@@ -551,5 +551,31 @@ TEST_F(schema_it, database_code_is_reported_by_kind_and_name) {
     EXPECT_TRUE(nlohmann::json::parse(r.out)["database_code"].empty()) << r.out;
 }
 
+// With SELECT only (no SHOW VIEW, TRIGGER, EVENT, mysql.proc) the server hides most database code: a
+// view's text is empty (reported as not visible), routines, triggers and events are not listed at all.
+TEST_F(schema_it, select_only_user_is_told_what_it_cannot_see) {
+    admin_.must(read_file(source_dir + "/sql/legacy_schema.sql"));
+    admin_.must(rules::add_index_statement(coupon_index()));
+    admin_.must("CREATE VIEW v_stock AS SELECT campaign_id, remain FROM coupon_stock");
+    admin_.must("CREATE PROCEDURE p_take() UPDATE coupon_stock SET remain = remain - 1");
+    const std::string user = "cg_schema_select_only";
+    admin_.run("DROP USER IF EXISTS '" + user + "'@'%'");
+    admin_.must("CREATE USER '" + user + "'@'%' IDENTIFIED BY 'select-Only-3'; GRANT SELECT ON `" + database_ +
+                "`.* TO '" + user + "'@'%'");
+    auto o = options();
+    o.user = user;
+    o.password = "select-Only-3";
+    o.json = true;
+    const auto r = check(o);
+    admin_.run("DROP USER IF EXISTS '" + user + "'@'%'");
+    EXPECT_EQ(r.rc, 0) << r.out << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_TRUE(j["database_code"].empty()) << r.out;
+    ASSERT_TRUE(j["database_code_error"].is_string()) << r.out;
+    EXPECT_NE(j["database_code_error"].get<std::string>().find("cannot see the text of view " + database_ + ".v_stock"),
+              std::string::npos)
+        << r.out;
+}
+
 }  // namespace
 }  // namespace claimguard::schema
