@@ -156,7 +156,8 @@ action claim_operation::start() {
 }
 
 action claim_operation::defer_take() {
-    auto sql = match::deferred_decrement(*d_.stock, d_.key_literals, d_.units, database_);
+    auto sql = match::deferred_decrement(*d_.stock, d_.key_literals, d_.units,
+                                         d_.schema.empty() ? database_ : std::string_view(d_.schema));
     if (!sql) return {};  // relay: never happens for a take deferrable() accepted
     deferred_take t;
     t.rule = d_.stock->name;
@@ -396,7 +397,7 @@ action claim_operation::give_back_then(action final_action) {
         return continue_with(std::move(final_action));
     }
     const auto* key = stock_key_of(d_);
-    auto sql = key ? match::compensation(*d_.stock, *key, reserved_) : match::result<match::rewritten_sql>(match::errc::key_not_bindable);
+    auto sql = key ? match::compensation(*d_.stock, *key, reserved_, d_.schema) : match::result<match::rewritten_sql>(match::errc::key_not_bindable);
     if (!sql) {
         events_.push_back(event::compensation_failed);
         return finish(std::move(final_action));
@@ -428,7 +429,7 @@ action claim_operation::after_take(const reply_summary& r, bool rewritten) {
     }
     if (d_.may_conflict || d_.only_if_lower) {
         const auto* key = stock_key_of(d_);
-        auto probe = key ? match::counter_probe(*d_.stock, *key) : match::result<match::rewritten_sql>(match::errc::key_not_bindable);
+        auto probe = key ? match::counter_probe(*d_.stock, *key, d_.schema) : match::result<match::rewritten_sql>(match::errc::key_not_bindable);
         if (probe) {
             action a;
             a.type = action::kind::send_sql;

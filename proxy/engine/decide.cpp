@@ -49,6 +49,17 @@ std::vector<match::key_literal> key_literals_of(const match::small_vector<match:
     return out;
 }
 
+// The database the stock row of a statement lives in: the table's qualifier as written, else the
+// rule's schema, else the session's current database. Appended to the key (the ledger, the memory,
+// the read cache and admission then tell tenants apart), and used by the give-back and the probe.
+void scope_key(decision& d, std::string_view written_schema, const rules::table_name& rule_table,
+               const session_memory& memory) {
+    if (!written_schema.empty()) d.schema = rules::sql::unquote_identifier(written_schema);
+    else if (!rule_table.schema.empty()) d.schema = rule_table.schema;
+    else d.schema = memory.database;
+    if (!d.schema.empty()) d.key.push_back(d.schema);
+}
+
 rules::mode mode_of(const rules::rule_set& rules, const rules::stock_rule* s, const rules::claim_rule* c) {
     if (c) return rules.effective_mode(*c);
     if (s) return rules.effective_mode(*s);
@@ -86,6 +97,7 @@ decision decide_write(const match::counter_write& w, const value_resolver& value
     decision d;
     d.stock = w.rule;
     d.key = std::move(*key);
+    scope_key(d, w.table.schema, w.rule->table, memory);
     auto value = values(w.value);
     if (w.expected) {
         // WHERE counter = E: a compare-and-set, correct on its own when it lowers the counter
@@ -142,7 +154,7 @@ decision decide_write(const match::counter_write& w, const value_resolver& value
     return d;
 }
 
-decision decide_change(const match::counter_change& c, const value_resolver& values) {
+decision decide_change(const match::counter_change& c, const value_resolver& values, const session_memory& memory) {
     if (!c.full_key)
         return unmodeled_decision(c.rule, nullptr, "a change of the counter without an equality on every key column",
                                   "no_full_key");
@@ -151,6 +163,7 @@ decision decide_change(const match::counter_change& c, const value_resolver& val
     decision d;
     d.stock = c.rule;
     d.key = std::move(*key);
+    scope_key(d, c.table.schema, c.rule->table, memory);
     std::optional<std::int64_t> delta = c.delta;
     if (!delta) {
         auto amount = values(c.amount);
@@ -199,6 +212,11 @@ decision decide_claim(const match::claim_insert& ins, const value_resolver& valu
     d.claim = ins.rule;
     d.stock = ins.stock;
     d.key = std::move(*key);
+    // The stock row of a claim is in the claim table's database (one database per tenant).
+    // A stock rule with its own schema names it; else the claim table's database as written (or the
+    // claim rule's), else the session's.
+    const std::string_view claim_schema = ins.table.schema.empty() ? std::string_view(ins.rule->table.schema) : ins.table.schema;
+    scope_key(d, ins.stock->table.schema.empty() ? claim_schema : std::string_view{}, ins.stock->table, memory);
     d.idempotency = std::move(*idempotency);
     if (stock_entry* entry = memory.find(ins.stock->name, d.key); entry && entry->refused) {
         d.what = verdict::exhausted;
@@ -283,12 +301,13 @@ decision decide(const match::match_result& facts, const rules::rule_set& rules, 
                     if (auto key = resolve_key(r.key, values)) {
                         d.what = verdict::remember_read;
                         d.key = std::move(*key);
+                        scope_key(d, r.table.schema, r.rule->table, memory);
                         d.note = "read of the counter";
                     }
                     return d;
                 },
                 [&](const match::counter_write& w) { return decide_write(w, values, memory); },
-                [&](const match::counter_change& c) { return decide_change(c, values); },
+                [&](const match::counter_change& c) { return decide_change(c, values, memory); },
                 [&](const match::claim_insert& c) { return decide_claim(c, values, memory); },
                 [&](const match::transaction_boundary& t) {
                     decision d;

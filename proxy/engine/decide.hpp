@@ -59,7 +59,8 @@ struct decision {
     bool observe = false;  // the rule is in observe mode: count and log, change nothing on the wire
     const rules::stock_rule* stock = nullptr;
     const rules::claim_rule* claim = nullptr;
-    key_tuple key;                        // the stock key, canonical
+    key_tuple key;                        // the stock key, canonical; then its database, when known
+    std::string schema;                   // the database of the stock row (empty: the session's, not known)
     std::int64_t units = 0;               // take/track: units taken; restock: units added
     std::optional<std::uint32_t> amount_placeholder;  // take by a bound "?" (prepared, relative)
     const rules::match::fact* fact = nullptr;         // the fact decided on (views the match result)

@@ -80,6 +80,10 @@ public:
     // right after it (the next command), or later in the same transaction; not across a pool's
     // borrowers, who share the connection's memory but not its reads.
     void next_command() { ++command_; }
+    // The session's current database (empty: none or not known), set before each decision: an
+    // unqualified table of a rule without a schema is in it, and keys carry it (one database per
+    // tenant: the same key in two databases is two rows).
+    std::string database;
     [[nodiscard]] std::uint64_t command() const { return command_; }
     [[nodiscard]] std::uint64_t transaction() const { return transaction_; }
     // The counter was read (`in_transaction`: inside an open transaction).

@@ -51,6 +51,7 @@ std::string describe_key(const engine::decision& d) {
     for (std::size_t i = 0; i < d.key.size(); ++i) {
         if (i) out += ", ";
         if (i < d.stock->key_columns.size()) out += d.stock->key_columns[i] + "=";
+        else out += "in database ";  // the key's database, after its columns
         out += d.key[i];
     }
     return out;

@@ -275,6 +275,7 @@ awaitable<session::intercepted> session::intercept_query(const proto::packet_spa
     const auto& facts = *matched;
     if (facts.facts.empty() && !deferred) co_return intercepted::forward;
     learn_session_changes(facts);
+    memory_.database = database_;
     auto d = engine::decide(facts, snapshot_->rules, engine::resolve_literal, memory_);
     engine::plan_deferred(d, facts, sql, memory_);
     learn_sql_prepared(st, facts, d);
@@ -321,6 +322,7 @@ awaitable<session::intercepted> session::unmodeled_execute(const prepared_statem
     }
     if (facts.facts.empty()) co_return intercepted::forward;
     snapshot_ = ps.snapshot;
+    memory_.database = database_;
     auto d = engine::decide(facts, ps.snapshot->rules, engine::resolve_literal, memory_);
     co_return co_await apply(d, ps.parsed, command, client_in_.readable().first(packet.raw_size), packet.last_seq,
                              nullptr, nullptr);
@@ -415,6 +417,7 @@ awaitable<session::intercepted> session::intercept_prepare(const proto::packet_s
     // A statement the rules do not model: its policy applies at prepare time (refused, it never
     // gets a statement id; forwarded, it is counted at each execute).
     if (ps->parsed.kind == sqlns::statement_kind::not_ours) {
+        memory_.database = database_;
         auto d = engine::decide(ps->facts, snapshot_->rules, engine::resolve_literal, memory_);
         if (d.what == verdict::refuse && !d.observe)
             co_return co_await apply(d, ps->parsed, proto::com::stmt_prepare, client_in_.readable().first(packet.raw_size),
@@ -473,6 +476,7 @@ awaitable<session::intercepted> session::intercept_execute(const proto::packet_s
         return engine::resolve_literal(v);
     };
     learn_session_changes(ps.facts);
+    memory_.database = database_;
     auto d = engine::decide(ps.facts, ps.snapshot->rules, resolver, memory_);
     engine::plan_deferred(d, ps.facts, ps.parsed.sql, memory_);
 

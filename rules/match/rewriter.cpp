@@ -34,9 +34,10 @@ private:
     rewritten_sql& out_;
 };
 
-[[nodiscard]] std::string table_sql(const table_name& t) {
-    if (t.schema.empty()) return sql::quote_identifier(t.name);
-    return sql::quote_identifier(t.schema) + "." + sql::quote_identifier(t.name);
+[[nodiscard]] std::string table_sql(const table_name& t, std::string_view schema = {}) {
+    if (!t.schema.empty()) return sql::quote_identifier(t.schema) + "." + sql::quote_identifier(t.name);
+    if (!schema.empty()) return sql::quote_identifier(schema) + "." + sql::quote_identifier(t.name);
+    return sql::quote_identifier(t.name);
 }
 
 }  // namespace
@@ -210,9 +211,9 @@ result<rewritten_sql> deferred_decrement(const stock_rule& rule, std::span<const
     return out;
 }
 
-result<rewritten_sql> counter_probe(const stock_rule& rule, std::span<const value_ref> key) {
+result<rewritten_sql> counter_probe(const stock_rule& rule, std::span<const value_ref> key, std::string_view schema) {
     rewritten_sql out;
-    out.sql = "SELECT " + sql::quote_identifier(rule.counter_column) + " FROM " + table_sql(rule.table);
+    out.sql = "SELECT " + sql::quote_identifier(rule.counter_column) + " FROM " + table_sql(rule.table, schema);
     if (!append_key_where(out, rule, key)) return errc::key_not_bindable;
     return out;
 }
@@ -241,14 +242,15 @@ result<rewritten_sql> plain_insert(const sql::parsed_statement& st) {
     return out;
 }
 
-result<rewritten_sql> compensation(const stock_rule& rule, std::span<const value_ref> key, std::int64_t units) {
+result<rewritten_sql> compensation(const stock_rule& rule, std::span<const value_ref> key, std::int64_t units,
+                                   std::string_view schema) {
     if (units <= 0) return errc::amount_not_positive;
     if (key.size() != rule.key_columns.size()) return errc::key_not_bindable;
     for (const auto& v : key)
         if (!v.is_bindable()) return errc::key_not_bindable;
     rewritten_sql out;
     const std::string counter = sql::quote_identifier(rule.counter_column);
-    out.sql = "UPDATE " + table_sql(rule.table) + " SET " + counter + " = " + counter + " + " + std::to_string(units);
+    out.sql = "UPDATE " + table_sql(rule.table, schema) + " SET " + counter + " = " + counter + " + " + std::to_string(units);
     if (rule.version_column) {
         const std::string version = sql::quote_identifier(*rule.version_column);
         out.sql += ", " + version + " = " + version + " + 1";

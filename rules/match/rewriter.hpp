@@ -52,8 +52,10 @@ struct decrement_amount {
 
 // Gives `units` back to the stock row of `key` (the claim's duplicate or failure):
 // UPDATE t SET c = c + units [, version = version + 1] WHERE k1 = <original token> AND ...
+// `schema`: the database the take's table was in (a rule table without a schema of its own), so the
+// unit goes back to the row it came from whatever the session's default database is.
 [[nodiscard]] result<rewritten_sql> compensation(const stock_rule& rule, std::span<const value_ref> key,
-                                                 std::int64_t units = 1);
+                                                 std::int64_t units = 1, std::string_view schema = {});
 
 // A key value for SQL claimguard sends later, after the statement (and its bound values) is
 // gone: an integer in canonical decimal, anything else as a hex literal of its bytes (never
@@ -71,7 +73,8 @@ struct key_literal {
 
 // The counter of the key's row, read on the same connection after a take changed no row:
 // SELECT c FROM t WHERE k1 = <original token> AND ...
-[[nodiscard]] result<rewritten_sql> counter_probe(const stock_rule& rule, std::span<const value_ref> key);
+[[nodiscard]] result<rewritten_sql> counter_probe(const stock_rule& rule, std::span<const value_ref> key,
+                                                  std::string_view schema = {});
 
 // A REPLACE or INSERT ... ON DUPLICATE KEY UPDATE as the plain INSERT of the same row, so a
 // duplicate shows as ERR 1062 instead of a changed existing row: REPLACE becomes INSERT, the

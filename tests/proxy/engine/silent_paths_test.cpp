@@ -236,5 +236,31 @@ TEST(silent_paths, xa_boundaries_are_seen) {
     EXPECT_EQ(s.run("XA PREPARE 'x'").what, verdict::refuse);
 }
 
+
+// One database per tenant: the same campaign in two databases is two rows. A take in one backs no
+// claim in the other, and a duplicate's give-back goes to the database the claim named.
+TEST(silent_paths, keys_carry_their_database) {
+    take_ledger ledger;
+    session a(variant_id::coupon, &ledger, 1), b(variant_id::coupon, &ledger, 2);
+    ASSERT_TRUE(a.ready()) << a.error();
+    a.memory.database = "tenant_a";
+    b.memory.database = "tenant_b";
+    auto take = a.exec("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7", {ok_rows(1)});
+    ASSERT_TRUE(take.has(event::took));
+    EXPECT_EQ(take.d.key, (key_tuple{"7", "tenant_a"}));
+    auto other = b.exec(b.claim_sql("1", "7"), {});
+    EXPECT_TRUE(other.has(event::blocked));  // tenant_b has no take
+    // Qualified names win over the default database: the take is tenant_a's whatever b's default is.
+    auto qualified = b.exec("UPDATE tenant_a.coupon_stock SET remain = remain - 1 WHERE campaign_id = 7", {ok_rows(1)});
+    EXPECT_EQ(qualified.d.key, (key_tuple{"7", "tenant_a"}));
+    auto dup = b.exec("INSERT INTO tenant_a.coupon_order (user_id, campaign_id) VALUES (1, 7)",
+                      {error_reply(1062), ok_rows(1)});
+    ASSERT_TRUE(dup.has(event::compensated));
+    EXPECT_EQ(dup.sent().back(),
+              "UPDATE `tenant_a`.`coupon_stock` SET `remain` = `remain` + 1, `version` = `version` + 1 WHERE "
+              "`campaign_id` = 7");
+    EXPECT_EQ(ledger.waiting_takes("coupon_stock", {"7", "tenant_a"}), 1u);  // a's take still waits for its claim
+}
+
 }  // namespace
 }  // namespace claimguard::engine::test
