@@ -233,6 +233,9 @@ decision decide_claim(const match::claim_insert& ins, const value_resolver& valu
                 if (rules::sql::identifier_equals(ins.rule->idempotency_columns[i], column)) return d.idempotency[i];
             return {};
         });
+        // The claim table's database, when the rule does not fix one: one database per tenant holds the
+        // same keys, and a claim in one must not answer "already claimed" in another.
+        if (ins.rule->table.schema.empty() && !d.schema.empty()) d.redis_key += ":" + d.schema;
     }
     return d;
 }

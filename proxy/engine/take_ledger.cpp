@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <utility>
 
 namespace claimguard::engine {
 
@@ -26,17 +27,24 @@ take_ledger::slot* take_ledger::find_or_add(const std::string& rule, const key_t
     auto it = slots_.find(k);
     if (it != slots_.end()) return &it->second;
     if (slots_.size() >= max_keys) {
-        // Full: drop the first key's bookkeeping (its takes stay taken; counted).
-        for (const auto& t : slots_.begin()->second.takes) dropped_ += t.units > 0 ? 1 : 0;
+        // Full: drop the first key's bookkeeping (its takes stay taken; counted and reported).
+        for (const auto& t : slots_.begin()->second.takes) drop(slots_.begin()->first, t, clock::now());
         slots_.erase(slots_.begin());
     }
     return &slots_[std::move(k)];
 }
 
-void take_ledger::expire(slot& s, clock::time_point now) {
+void take_ledger::drop(const std::pair<std::string, key_tuple>& k, const take& t, clock::time_point now) {
+    ++dropped_;
+    if (unreported_.size() < max_reported)
+        unreported_.push_back({k.first, k.second, t.units, t.session,
+                               std::chrono::duration_cast<std::chrono::seconds>(now - t.at)});
+}
+
+void take_ledger::expire(const std::pair<std::string, key_tuple>& k, slot& s, clock::time_point now) {
     while (!s.takes.empty() && now - s.takes.front().at > take_lifetime) {
+        drop(k, s.takes.front(), now);
         s.takes.pop_front();
-        ++dropped_;
     }
     while (!s.credits.empty() && now - s.credits.front().at > credit_lifetime) s.credits.pop_front();
 }
@@ -46,10 +54,11 @@ void take_ledger::add_take(const std::string& rule, const key_tuple& key, std::i
     if (units <= 0) return;
     std::lock_guard lock(mutex_);
     slot* s = find_or_add(rule, key);
-    expire(*s, now);
+    const auto k = std::make_pair(rule, key);
+    expire(k, *s, now);
     if (s->takes.size() >= max_takes_per_key) {
+        drop(k, s->takes.front(), now);
         s->takes.pop_front();
-        ++dropped_;
     }
     s->takes.push_back({units, session, now});
 }
@@ -59,7 +68,7 @@ std::optional<std::int64_t> take_ledger::pop_take(const std::string& rule, const
     std::lock_guard lock(mutex_);
     auto it = slots_.find(std::make_pair(rule, key));
     if (it == slots_.end()) return std::nullopt;
-    expire(it->second, now);
+    expire(it->first, it->second, now);
     auto t = pop_preferring(it->second.takes, session, [](const take&) { return true; });
     if (!t) return std::nullopt;
     return t->units;
@@ -75,7 +84,7 @@ void take_ledger::add_credit(const std::string& rule, const key_tuple& key, std:
     if (units <= 0) return;
     std::lock_guard lock(mutex_);
     slot* s = find_or_add(rule, key);
-    expire(*s, now);
+    expire(std::make_pair(rule, key), *s, now);
     if (s->credits.size() >= max_takes_per_key) s->credits.pop_front();
     s->credits.push_back({units, session, now});
 }
@@ -85,13 +94,31 @@ bool take_ledger::use_credit(const std::string& rule, const key_tuple& key, std:
     std::lock_guard lock(mutex_);
     auto it = slots_.find(std::make_pair(rule, key));
     if (it == slots_.end()) return false;
-    expire(it->second, now);
+    expire(it->first, it->second, now);
     return pop_preferring(it->second.credits, session, [&](const take& t) { return t.units == units; }).has_value();
 }
 
 std::uint64_t take_ledger::dropped_takes() const {
     std::lock_guard lock(mutex_);
     return dropped_;
+}
+
+std::vector<take_ledger::unclaimed_take> take_ledger::sweep(clock::time_point now) {
+    std::lock_guard lock(mutex_);
+    for (auto it = slots_.begin(); it != slots_.end();) {
+        expire(it->first, it->second, now);
+        if (it->second.takes.empty() && it->second.credits.empty()) it = slots_.erase(it);
+        else ++it;
+    }
+    return std::exchange(unreported_, {});
+}
+
+std::map<std::string, std::int64_t> take_ledger::waiting_units() const {
+    std::lock_guard lock(mutex_);
+    std::map<std::string, std::int64_t> out;
+    for (const auto& [k, s] : slots_)
+        for (const auto& t : s.takes) out[k.first] += t.units;
+    return out;
 }
 
 std::size_t take_ledger::waiting_takes(const std::string& rule, const key_tuple& key) const {

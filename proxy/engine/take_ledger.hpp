@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "memory.hpp"
 
@@ -55,6 +56,22 @@ public:
 
     // Takes dropped unused (expired or over the per-key limit), for a metric.
     [[nodiscard]] std::uint64_t dropped_takes() const;
+
+    // A take no claim used: its units stay taken (a leak, unless the app meant to decrement
+    // without a claim). Kept for sweep() to report (at most max_reported between two sweeps).
+    struct unclaimed_take {
+        std::string rule;
+        key_tuple key;
+        std::int64_t units = 0;
+        std::uint64_t session = 0;
+        std::chrono::seconds age{0};
+    };
+    static constexpr std::size_t max_reported = 4096;
+    // Expires every key (a take is otherwise looked at only when its key is touched again) and
+    // returns the takes dropped since the last call, oldest first.
+    [[nodiscard]] std::vector<unclaimed_take> sweep(clock::time_point now = clock::now());
+    // Units taken and not yet used by a claim, per stock rule.
+    [[nodiscard]] std::map<std::string, std::int64_t> waiting_units() const;
     [[nodiscard]] std::size_t waiting_takes(const std::string& rule, const key_tuple& key) const;
 
 private:
@@ -63,11 +80,13 @@ private:
         std::deque<take> credits;
     };
     slot* find_or_add(const std::string& rule, const key_tuple& key);
-    void expire(slot& s, clock::time_point now);
+    void expire(const std::pair<std::string, key_tuple>& k, slot& s, clock::time_point now);
+    void drop(const std::pair<std::string, key_tuple>& k, const take& t, clock::time_point now);
 
     mutable std::mutex mutex_;
     std::map<std::pair<std::string, key_tuple>, slot> slots_;
     std::uint64_t dropped_ = 0;
+    std::vector<unclaimed_take> unreported_;
 };
 
 }  // namespace claimguard::engine

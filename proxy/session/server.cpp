@@ -116,6 +116,56 @@ guards::redis_options make_redis_options(const config::proxy_options& o) {
 }
 
 // Over the connection limit: the client gets MySQL's own answer, ERR 1040, instead of a greeting.
+// How often the take ledger is swept: takes no claim used within take_ledger::take_lifetime are
+// then counted and audited even when their key is never touched again.
+constexpr std::chrono::seconds ledger_sweep_interval{5};
+
+// Leaks visible in production: per rule, the units taken and not (yet) used by a claim (a gauge,
+// present at 0 for every stock rule), and every take no claim used, counted and audited with its key.
+awaitable<void> sweep_ledger(server_state& state) {
+    auto& r = admin::default_registry();
+    auto& unclaimed = r.counter_family("claimguard_unclaimed_takes_total",
+                                       "Takes no claim used within 60 s (their units stay taken: a leak unless the "
+                                       "app meant to decrement without a claim); each is audited with its key",
+                                       {"rule"});
+    auto& unclaimed_units =
+        r.counter_family("claimguard_unclaimed_units_total", "Units of the takes counted in claimguard_unclaimed_takes_total",
+                         {"rule"});
+    auto& waiting = r.gauge_family("claimguard_ledger_waiting_units",
+                                   "Units taken by committed decrements and not used by a claim yet (taken - claimed - "
+                                   "given back, for the takes of the last 60 s)",
+                                   {"rule"});
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    for (;;) {
+        const auto snapshot = state.rules.current();
+        const auto units = state.ledger.waiting_units();
+        if (snapshot)
+            for (const auto& stock : snapshot->rules.stocks) {
+                auto it = units.find(stock.name);
+                waiting.with(stock.name).set(it == units.end() ? 0 : it->second);
+            }
+        for (const auto& t : state.ledger.sweep()) {
+            unclaimed.with(t.rule).inc();
+            unclaimed_units.with(t.rule).inc(static_cast<std::uint64_t>(t.units));
+            if (!state.audit || !state.audit->enabled()) continue;
+            audit_event e;
+            e.session = t.session;
+            e.rule = t.rule;
+            e.action = "unclaimed-take";
+            const std::string note = std::to_string(t.units) + " unit(s) taken " + std::to_string(t.age.count()) +
+                                     " s ago that no claim used: they stay taken";
+            e.note = note;
+            const auto* stock = snapshot ? snapshot->rules.find_stock(t.rule) : nullptr;
+            for (std::size_t i = 0; i < t.key.size(); ++i)
+                e.keys.emplace_back(stock && i < stock->key_columns.size() ? stock->key_columns[i] : "database", t.key[i]);
+            state.audit->write(e);
+        }
+        timer.expires_after(ledger_sweep_interval);
+        auto [ec] = co_await timer.async_wait(nothrow);
+        if (ec) co_return;
+    }
+}
+
 awaitable<void> refuse(client_socket socket) {
     auto frame = protocol::make_err_frame(0, er_con_count, "08004", "Too many connections");
     co_await asio::async_write(socket, asio::buffer(frame), nothrow);
@@ -390,6 +440,7 @@ int run_server(const config::proxy_options& options) {
     asio::co_spawn(main_ctx, accept_loop(acceptor, state, options), asio::detached);
     if (unix_listener.is_open()) asio::co_spawn(main_ctx, accept_loop(unix_listener, state, options), asio::detached);
     if (options.orphan_kill) asio::co_spawn(main_ctx, sweep_orphans(state.session_ctx), asio::detached);
+    asio::co_spawn(main_ctx, sweep_ledger(state), asio::detached);
     if (schema) schema->start();
 
     asio::signal_set signals(main_ctx, SIGINT, SIGTERM, SIGHUP);

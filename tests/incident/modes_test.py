@@ -716,7 +716,7 @@ def run_observe_per_rule(args, c, checks):
                   {("B", "UPDATE coupon_stock SET remain = 0 WHERE campaign_id = 1", 0)})
     checks.equal(order_users(c), [11], "enforce rule (coupon): one claim row")
     checks.equal(m_redis, [":1", ":0", ":0", ":0"],
-                 "Redis: the enforced claim took its lock (lock:coupon:11:1); the observed ones took none")
+                 "Redis: the enforced claim took its lock (lock:coupon:11:1:incident); the observed ones took none")
     checks.equal(remain_of(c, "gift_stock"), 0, "observe rule (gift): remain as the app wrote it")
     want_audit = expected_observe_audit(only(d_steps, "GK"), "gift_stock", "gift_order")
     checks.equal([a for a in m_audit if a[0].startswith("would-")], want_audit,
@@ -1106,7 +1106,8 @@ def naive_app_twice_distinct(u1, u2):
 
 def redis_key_exists(c, user, campaign=CAMPAIGN):
     """Whether the example rules' claim key lock:coupon:{user}:{campaign} is held in Redis."""
-    return c.redis.command("EXISTS", f"lock:coupon:{user}:{campaign}") == ":1"
+    # The example rules name no schema: the key ends with the claim's database (one per tenant).
+    return c.redis.command("EXISTS", f"lock:coupon:{user}:{campaign}:{cluster.DATABASE}") == ":1"
 
 
 def run_redis_released_on_rollback(args, c, checks):

@@ -151,6 +151,21 @@ class SilentPaths(unittest.TestCase):
             self.assertEqual(ctx.exception.args[0], ER_CLAIMGUARD)
         self.assertEqual(self.stock()["remain"], 99)
 
+    def test_units_waiting_for_a_claim_are_a_metric(self):
+        self.set_stock(10)
+        with self.connect() as c, c.cursor() as cur:
+            self.assertEqual(cur.execute(f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = {CAMPAIGN}"), 1)
+
+        def waiting():
+            status, body = servers.http_get(self.proxy.admin_port, "/metrics")
+            m = re.search(r'^claimguard_ledger_waiting_units\{rule="coupon_stock"\} (\S+)$', body, re.M)
+            return float(m.group(1)) if m else None
+
+        itlib.wait_for(lambda: waiting() == 1.0, 15, "claimguard_ledger_waiting_units 1 after a take with no claim")
+        with self.connect() as c, c.cursor() as cur:
+            cur.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (9, {CAMPAIGN})")
+        itlib.wait_for(lambda: waiting() == 0.0, 15, "claimguard_ledger_waiting_units 0 once the claim used the take")
+
 
 def main():
     global ARGS

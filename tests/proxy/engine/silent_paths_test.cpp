@@ -260,6 +260,27 @@ TEST(silent_paths, keys_carry_their_database) {
               "UPDATE `tenant_a`.`coupon_stock` SET `remain` = `remain` + 1, `version` = `version` + 1 WHERE "
               "`campaign_id` = 7");
     EXPECT_EQ(ledger.waiting_takes("coupon_stock", {"7", "tenant_a"}), 1u);  // a's take still waits for its claim
+    EXPECT_EQ(a.run(a.claim_sql("42", "7")).redis_key, "lock:coupon:42:7:tenant_a");  // tenants' Redis keys differ
+}
+
+
+// Leaks visible in production: a take no claim used is reported by the sweep with its key even
+// when the key is never touched again, and the units waiting are known per rule.
+TEST(silent_paths, unclaimed_takes_are_reported_by_the_sweep) {
+    take_ledger ledger;
+    const auto t0 = take_ledger::clock::now();
+    ledger.add_take("coupon_stock", {"7", "shop"}, 2, 11, t0);
+    ledger.add_take("coupon_stock", {"8", "shop"}, 1, 12, t0 + std::chrono::seconds(30));
+    EXPECT_EQ(ledger.waiting_units(), (std::map<std::string, std::int64_t>{{"coupon_stock", 3}}));
+    EXPECT_TRUE(ledger.sweep(t0 + std::chrono::seconds(59)).empty());
+    const auto dropped = ledger.sweep(t0 + take_ledger::take_lifetime + std::chrono::seconds(1));
+    ASSERT_EQ(dropped.size(), 1u);
+    EXPECT_EQ(dropped[0].key, (key_tuple{"7", "shop"}));
+    EXPECT_EQ(dropped[0].units, 2);
+    EXPECT_EQ(dropped[0].session, 11u);
+    EXPECT_EQ(dropped[0].age, std::chrono::seconds(61));
+    EXPECT_EQ(ledger.waiting_units(), (std::map<std::string, std::int64_t>{{"coupon_stock", 1}}));
+    EXPECT_TRUE(ledger.sweep(t0 + std::chrono::seconds(62)).empty());  // reported once
 }
 
 }  // namespace
