@@ -49,6 +49,10 @@ class SilentPaths(unittest.TestCase):
         try:
             cls.cluster.start_db(unique_index=True)
             cls.proxy = cls.cluster.start_proxies(ARGS.claimguard, 1)[0]
+            trusted = os.path.join(cls.work, "trusted.yaml")
+            with open(cluster.EXAMPLE_RULES, encoding="utf-8") as src, open(trusted, "w", encoding="utf-8") as out:
+                out.write(src.read() + f"\ntrusted_users: [{cluster.ADMIN_USER}]\n")
+            cls.trusting = cls.cluster.start_proxies(ARGS.claimguard, 1, rules=trusted)[-1]
         except BaseException:
             cls.cluster.stop()
             raise
@@ -165,6 +169,28 @@ class SilentPaths(unittest.TestCase):
         with self.connect() as c, c.cursor() as cur:
             cur.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (9, {CAMPAIGN})")
         itlib.wait_for(lambda: waiting() == 0.0, 15, "claimguard_ledger_waiting_units 0 once the claim used the take")
+
+    def test_trust_follows_com_change_user(self):
+        import MySQLdb  # libmariadb's COM_CHANGE_USER (python3-mysqldb)
+        self.set_stock(99)
+        conn = MySQLdb.connect(host=servers.HOST, port=self.trusting.port, user=cluster.ADMIN_USER,
+                               password=cluster.ADMIN_PASSWORD, database=cluster.DATABASE, autocommit=True)
+        try:
+            cur = conn.cursor()
+            cur.execute(f"UPDATE coupon_stock SET remain = 150 WHERE campaign_id = {CAMPAIGN}")  # a trusted restock
+            self.assertEqual(self.stock()["remain"], 150)
+            conn.change_user(cluster.APP_USER, cluster.APP_PASSWORD, cluster.DATABASE)  # a pool re-authenticates
+            cur = conn.cursor()
+            with self.assertRaises(MySQLdb.MySQLError) as ctx:
+                cur.execute(f"UPDATE coupon_stock SET remain = 200 WHERE campaign_id = {CAMPAIGN}")
+            self.assertEqual(ctx.exception.args[0], ER_CLAIMGUARD)
+            self.assertEqual(self.stock()["remain"], 150)
+            conn.change_user(cluster.ADMIN_USER, cluster.ADMIN_PASSWORD, cluster.DATABASE)  # and back
+            cur = conn.cursor()
+            cur.execute(f"UPDATE coupon_stock SET remain = 160 WHERE campaign_id = {CAMPAIGN}")
+            self.assertEqual(self.stock()["remain"], 160)
+        finally:
+            conn.close()
 
 
 def main():
