@@ -93,6 +93,16 @@ bool command_exchange::opens_cursor(std::uint16_t eof_status) const {
            !(eof_status & status::more_results_exist);
 }
 
+next_step command_exchange::on_error(bytes_view p) {
+    failed_ = true;
+    // ER_LOCK_DEADLOCK, ER_XA_RBROLLBACK, ER_XA_RBTIMEOUT, ER_XA_RBDEADLOCK: InnoDB rolled the
+    // transaction back. (ER_LOCK_WAIT_TIMEOUT rolls back only the statement, unless the server runs
+    // with innodb_rollback_on_timeout.)
+    if (auto e = parse_err(p); e && (e->code == 1213 || e->code == 1402 || e->code == 1613 || e->code == 1614))
+        status_ = static_cast<std::uint16_t>(status_ & ~status::in_trans);
+    return next_step::done;
+}
+
 result<next_step> command_exchange::end_of_result(std::uint16_t status) {
     status_ = status;
     ++result_sets_;
@@ -121,8 +131,7 @@ result<next_step> command_exchange::on_first(bytes_view p) {
         return end_of_result(ok->status);
     }
     case err_header:
-        failed_ = true;
-        return next_step::done;
+        return on_error(p);
     case local_infile_header:
         if (command_ != com::query) return errc::unexpected_packet;
         state_ = state::infile;
@@ -173,18 +182,12 @@ result<next_step> command_exchange::on_server_packet(const packet_span& packet) 
     case state::first:
         return on_first(p);
     case state::columns:
-        if (is_err(p)) {
-            failed_ = true;
-            return next_step::done;
-        }
+        if (is_err(p)) return on_error(p);
         if (--columns_left_ > 0) return next_step::read_server;
         state_ = deprecate_eof ? state::rows : state::columns_eof;
         return next_step::read_server;
     case state::columns_eof: {
-        if (is_err(p)) {
-            failed_ = true;
-            return next_step::done;
-        }
+        if (is_err(p)) return on_error(p);
         auto eof = parse_eof(p);
         if (!eof) return eof.error();
         status_ = eof->status;
@@ -199,10 +202,7 @@ result<next_step> command_exchange::on_server_packet(const packet_span& packet) 
         return next_step::read_server;
     }
     case state::rows:
-        if (is_err(p)) {
-            failed_ = true;
-            return next_step::done;
-        }
+        if (is_err(p)) return on_error(p);
         if (is_eof_packet(p, caps_) && packet.frames == 1) {
             auto st = terminator_status(p, caps_);
             if (!st) return st.error();
@@ -213,10 +213,7 @@ result<next_step> command_exchange::on_server_packet(const packet_span& packet) 
     case state::infile:
         return errc::unexpected_packet;  // the server speaks only after the empty packet
     case state::prepare_params:
-        if (is_err(p)) {
-            failed_ = true;
-            return next_step::done;
-        }
+        if (is_err(p)) return on_error(p);
         if (--columns_left_ > 0) return next_step::read_server;
         if (!deprecate_eof) {
             state_ = state::prepare_params_eof;
@@ -227,10 +224,7 @@ result<next_step> command_exchange::on_server_packet(const packet_span& packet) 
         if (!is_eof_packet(p, caps_)) return errc::unexpected_packet;
         return after_prepare_params();
     case state::prepare_columns:
-        if (is_err(p)) {
-            failed_ = true;
-            return next_step::done;
-        }
+        if (is_err(p)) return on_error(p);
         if (--columns_left_ > 0) return next_step::read_server;
         if (!deprecate_eof) {
             state_ = state::prepare_columns_eof;

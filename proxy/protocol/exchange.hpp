@@ -73,6 +73,9 @@ private:
         single,         // any one packet ends the reply
     };
     result<next_step> end_of_result(std::uint16_t status);
+    // An ERR ends the reply. One that rolled the whole transaction back (a deadlock) ends it: an
+    // ERR carries no status flags, so the session would otherwise believe it still open.
+    next_step on_error(bytes_view p);
     [[nodiscard]] bool opens_cursor(std::uint16_t eof_status) const;
     result<next_step> on_first(bytes_view payload);
     result<next_step> after_prepare_params_start();

@@ -687,7 +687,7 @@ def run_observe_per_rule(args, c, checks):
         reset(c, sc.stock, f"DELETE FROM gift_stock; TRUNCATE TABLE gift_order; {gift};")
         before = metrics(p)
         steps = run_scenario(sc, port)
-        redis_keys = [c.redis.command("EXISTS", f"lock:{kind}:{user}:1") for kind in ("coupon", "gift")
+        redis_keys = [c.redis.command("EXISTS", f"lock:{kind}:{user}:1:{cluster.DATABASE}") for kind in ("coupon", "gift")
                       for user in (11, 12)]
         # Mixed: 4 would-* for gift (2 UPDATEs, 2 INSERTs), rewritten and exhausted for coupon.
         runs[mode] = (steps, table_state(c, gift=True), metric_delta(before, metrics(p)),

@@ -197,6 +197,23 @@ TEST(command_exchange, server_may_not_speak_during_local_infile) {
     EXPECT_EQ(r.error(), make_error_code(errc::unexpected_packet));
 }
 
+// An ERR carries no status flags: after a deadlock InnoDB rolled the transaction back, so the
+// exchange says it is over (a claim INSERT that follows runs in autocommit; caught by the model
+// test, seed 5045: 11 orders for 8 coupons). A lock wait timeout rolls back only the statement.
+TEST(command_exchange, deadlock_ends_the_transaction) {
+    const std::uint16_t open = status::autocommit | status::in_trans;
+    for (const auto& [code_hex, still_open] : {std::pair{"bd 04", false}, std::pair{"b5 04", true}}) {
+        command_exchange ex(com::query, caps_eof_off, open);
+        ASSERT_EQ(ex.start(0), next_step::read_server);
+        const auto err = server(1, hex(std::string("ff ") + code_hex + " 23 34 30 30 30 31 78"));  // #40001 x
+        auto packet = scan_packet(err.raw, test_max_packet);
+        ASSERT_TRUE(packet);
+        ASSERT_EQ(ex.on_server_packet(*packet).value(), next_step::done);
+        EXPECT_TRUE(ex.failed());
+        EXPECT_EQ((ex.status() & status::in_trans) != 0, still_open) << code_hex;
+    }
+}
+
 TEST(command_exchange, local_infile_only_answers_com_query) {
     const std::vector<frame> fs{client(0, hex("17 01000000 00 01000000")),
                                 server(1, hex("fb 66"))};
