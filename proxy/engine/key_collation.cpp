@@ -67,11 +67,11 @@ rules::key_comparison classify_collation(std::string_view data_type, std::option
 
 std::string_view to_string(rules::key_comparison k) noexcept {
     switch (k) {
-    case rules::key_comparison::unknown: return "unknown";
-    case rules::key_comparison::bytes: return "bytes";
-    case rules::key_comparison::bytes_pad: return "bytes_pad";
-    case rules::key_comparison::ci_pad: return "ci_pad";
-    case rules::key_comparison::ci_nopad: return "ci_nopad";
+        case rules::key_comparison::unknown: return "unknown";
+        case rules::key_comparison::bytes: return "bytes";
+        case rules::key_comparison::bytes_pad: return "bytes_pad";
+        case rules::key_comparison::ci_pad: return "ci_pad";
+        case rules::key_comparison::ci_nopad: return "ci_nopad";
     }
     return "unknown";
 }
@@ -86,7 +86,8 @@ canonical_value canonical_key_value(std::string_view value, rules::key_compariso
     }
     out.value = std::string(value);
     if (compare != k::ci_pad && compare != k::ci_nopad) return out;
-    const bool ascii = std::all_of(value.begin(), value.end(), [](char c) { return (static_cast<unsigned char>(c) & 0x80) == 0; });
+    const bool ascii =
+        std::all_of(value.begin(), value.end(), [](char c) { return (static_cast<unsigned char>(c) & 0x80) == 0; });
     if (!ascii) {
         out.kept_as_written = true;
         return out;

@@ -16,7 +16,7 @@ namespace claimguard::engine {
 // nullopt for NULL) compares its values. Only collations whose rules are known exactly for ASCII
 // are folded; anything else keeps the safe answer: bytes (never merges two spellings).
 [[nodiscard]] rules::key_comparison classify_collation(std::string_view data_type,
-                                                        std::optional<std::string_view> collation);
+                                                       std::optional<std::string_view> collation);
 
 // "bytes", "bytes_pad", "ci_pad", "ci_nopad", "unknown": for reports and logs.
 [[nodiscard]] std::string_view to_string(rules::key_comparison k) noexcept;

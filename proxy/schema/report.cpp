@@ -198,9 +198,9 @@ std::vector<key_collation_check> check_key_collations(const rules::rule_set& rul
             if (const auto* col = column_of(s.table, key)) {
                 c.data_type = col->data_type;
                 c.collation = col->collation;
-                c.found = engine::classify_collation(col->data_type, col->collation.empty()
-                                                                         ? std::nullopt
-                                                                         : std::optional<std::string_view>(col->collation));
+                c.found = engine::classify_collation(
+                    col->data_type,
+                    col->collation.empty() ? std::nullopt : std::optional<std::string_view>(col->collation));
             }
             c.compare = c.found;
             for (const auto& claim : rules.claims) {
@@ -218,13 +218,13 @@ std::vector<key_collation_check> check_key_collations(const rules::rule_set& rul
                     // column: fold only what both take for one value.
                     if (cc.compare != c.found && c.found != k::bytes && c.found != k::unknown && c.warning.empty()) {
                         c.compare = k::bytes;
-                        c.warning = "stock rule " + s.name + " key column " + key + " (" +
-                                    (c.collation.empty() ? c.data_type : c.collation) + ") and claim rule " +
-                                    claim.name + " column " + claim_column + " (" +
-                                    (cc.collation.empty() ? std::string("not a character column or not read")
-                                                          : cc.collation) +
-                                    ") compare values differently: keys of this column are compared byte for byte "
-                                    "(give both columns the same collation)";
+                        c.warning =
+                            "stock rule " + s.name + " key column " + key + " (" +
+                            (c.collation.empty() ? c.data_type : c.collation) + ") and claim rule " + claim.name +
+                            " column " + claim_column + " (" +
+                            (cc.collation.empty() ? std::string("not a character column or not read") : cc.collation) +
+                            ") compare values differently: keys of this column are compared byte for byte "
+                            "(give both columns the same collation)";
                     }
                     c.claims.push_back(std::move(cc));
                 }

@@ -98,10 +98,10 @@ inline constexpr std::string_view primary_key_name = "PRIMARY";
 
 // How one stock rule key column compares its values, and the claim columns that hold it.
 struct key_collation_check {
-    std::string rule;        // the stock rule
-    std::string column;      // its key column
-    std::string data_type;   // DATA_TYPE
-    std::string collation;   // COLLATION_NAME (empty: not a character column, or not read)
+    std::string rule;       // the stock rule
+    std::string column;     // its key column
+    std::string data_type;  // DATA_TYPE
+    std::string collation;  // COLLATION_NAME (empty: not a character column, or not read)
     rules::key_comparison found = rules::key_comparison::unknown;  // what the stock column's collation says
     // What the proxy uses: `found`, or bytes when a claim column holding the key compares otherwise.
     rules::key_comparison compare = rules::key_comparison::unknown;

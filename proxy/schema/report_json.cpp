@@ -125,10 +125,11 @@ nlohmann::json to_json(const schema_report& report) {
     for (const auto& c : report.key_collations) {
         auto claims = nlohmann::json::array();
         for (const auto& cc : c.claims)
-            claims.push_back({{"rule", cc.rule},
-                              {"column", cc.column},
-                              {"collation", cc.collation.empty() ? nlohmann::json(nullptr) : nlohmann::json(cc.collation)},
-                              {"compare", engine::to_string(cc.compare)}});
+            claims.push_back(
+                {{"rule", cc.rule},
+                 {"column", cc.column},
+                 {"collation", cc.collation.empty() ? nlohmann::json(nullptr) : nlohmann::json(cc.collation)},
+                 {"compare", engine::to_string(cc.compare)}});
         keys.push_back({{"rule", c.rule},
                         {"column", c.column},
                         {"data_type", c.data_type},

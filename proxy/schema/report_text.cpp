@@ -201,11 +201,12 @@ void database_code(const schema_report& report, std::string& out) {
 
 std::string_view comparison_meaning(rules::key_comparison k) {
     switch (k) {
-    case rules::key_comparison::bytes: return "compared byte for byte";
-    case rules::key_comparison::bytes_pad: return "case-sensitive, trailing spaces ignored";
-    case rules::key_comparison::ci_pad: return "ASCII letters without regard to case, trailing spaces ignored";
-    case rules::key_comparison::ci_nopad: return "ASCII letters without regard to case, trailing spaces significant";
-    case rules::key_comparison::unknown: break;
+        case rules::key_comparison::bytes: return "compared byte for byte";
+        case rules::key_comparison::bytes_pad: return "case-sensitive, trailing spaces ignored";
+        case rules::key_comparison::ci_pad: return "ASCII letters without regard to case, trailing spaces ignored";
+        case rules::key_comparison::ci_nopad:
+            return "ASCII letters without regard to case, trailing spaces significant";
+        case rules::key_comparison::unknown: break;
     }
     return "collation not known to claimguard: compared byte for byte";
 }

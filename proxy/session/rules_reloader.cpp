@@ -105,7 +105,8 @@ std::pair<bool, std::string> rules_reloader::reload(std::string_view trigger) {
         code = std::move(vetting.database_code);
         keys = std::move(vetting.key_compare);
     }
-    auto snapshot = std::make_shared<engine::rules_snapshot>(std::move(*loaded.rules), std::move(code), std::move(keys));
+    auto snapshot =
+        std::make_shared<engine::rules_snapshot>(std::move(*loaded.rules), std::move(code), std::move(keys));
     snapshot->files = paths;
     auto summary = fmt::format("rules {}: {} stock rules, {} claim rules (version {})", trigger,
                                snapshot->rules.stocks.size(), snapshot->rules.claims.size(),
@@ -139,7 +140,8 @@ std::string rules_reloader::describe() const {
         // How the database compares each key column (empty: not known yet; byte for byte).
         auto key_compare = nlohmann::json::array();
         for (const auto k : s.key_compare) key_compare.push_back(engine::to_string(k));
-        stocks.push_back({{"name", s.name}, {"table", s.table.schema.empty() ? s.table.name : s.table.schema + "." + s.table.name},
+        stocks.push_back({{"name", s.name},
+                          {"table", s.table.schema.empty() ? s.table.name : s.table.schema + "." + s.table.name},
                           {"mode", current->rules.effective_mode(s) == rules::mode::enforce ? "enforce" : "observe"},
                           {"key_compare", std::move(key_compare)}});
     }

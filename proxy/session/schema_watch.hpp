@@ -61,8 +61,8 @@ private:
     void unblock();
     // Gives the current snapshot the database code and key comparisons found, unless a reload
     // replaced it meanwhile.
-    void publish(const std::shared_ptr<const engine::rules_snapshot>& checked, std::vector<rules::match::code_object> code,
-                 const std::vector<schema::key_collation_check>& keys);
+    void publish(const std::shared_ptr<const engine::rules_snapshot>& checked,
+                 std::vector<rules::match::code_object> code, const std::vector<schema::key_collation_check>& keys);
 
     const config::proxy_options& options_;
     engine::rules_holder& holder_;

@@ -29,7 +29,16 @@ namespace claimguard::engine::test {
 namespace match = rules::match;
 
 enum class variant_id {
-    coupon, observe, strict, floor5, no_version, lenient, forward_unmodeled, two_units, defer, evidence_read,
+    coupon,
+    observe,
+    strict,
+    floor5,
+    no_version,
+    lenient,
+    forward_unmodeled,
+    two_units,
+    defer,
+    evidence_read,
     keys_ci,   // the schema check found campaign_id under utf8mb4_general_ci (ci_pad)
     keys_bin,  // ... under utf8mb4_bin (bytes_pad)
     count_

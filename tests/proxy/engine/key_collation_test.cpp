@@ -172,7 +172,8 @@ TEST(key_collation, take_backs_a_claim_spelled_otherwise_under_ci) {
 // the other (that would be an over-issue); trailing spaces still do not matter (PAD SPACE).
 TEST(key_collation, take_does_not_back_another_row_under_bin) {
     take_ledger ledger;
-    session a(variant_id::keys_bin, &ledger, 1), b(variant_id::keys_bin, &ledger, 2), c(variant_id::keys_bin, &ledger, 3);
+    session a(variant_id::keys_bin, &ledger, 1), b(variant_id::keys_bin, &ledger, 2),
+        c(variant_id::keys_bin, &ledger, 3);
     ASSERT_TRUE(a.ready()) << a.error();
     auto take = a.exec(take_sql, {ok_rows(1)});
     EXPECT_TRUE(take.has(event::took));
