@@ -6,6 +6,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "key_collation.hpp"
 #include "rules/model/key_template.hpp"
 #include "rules/sql/values.hpp"
 
@@ -94,6 +95,7 @@ decision decide_write(const match::counter_write& w, const value_resolver& value
                                   "no_full_key");
     auto key = resolve_key(w.key, values);
     if (!key) return unmodeled_decision(w.rule, nullptr, "a write of the counter whose key is not a known value", "unknown_key");
+    canonicalize_key(*key, *w.rule);  // as the key column's collation compares it
     decision d;
     d.stock = w.rule;
     d.key = std::move(*key);
@@ -160,6 +162,7 @@ decision decide_change(const match::counter_change& c, const value_resolver& val
                                   "no_full_key");
     auto key = resolve_key(c.key, values);
     if (!key) return unmodeled_decision(c.rule, nullptr, "a change of the counter whose key is not a known value", "unknown_key");
+    canonicalize_key(*key, *c.rule);
     decision d;
     d.stock = c.rule;
     d.key = std::move(*key);
@@ -208,6 +211,7 @@ decision decide_claim(const match::claim_insert& ins, const value_resolver& valu
     auto idempotency = resolve_key(row.idempotency, values);
     if (!key || !idempotency)
         return unmodeled_decision(nullptr, ins.rule, "a claim insert whose key values are not known", "unknown_key");
+    canonicalize_key(*key, *ins.stock);  // the stock row's key, as the stock column compares it
     decision d;
     d.claim = ins.rule;
     d.stock = ins.stock;
@@ -302,6 +306,7 @@ decision decide(const match::match_result& facts, const rules::rule_set& rules, 
                     decision d;
                     d.stock = r.rule;
                     if (auto key = resolve_key(r.key, values)) {
+                        canonicalize_key(*key, *r.rule);
                         d.what = verdict::remember_read;
                         d.key = std::move(*key);
                         scope_key(d, r.table.schema, r.rule->table, memory);

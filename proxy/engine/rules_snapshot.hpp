@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "proxy/engine/key_collation.hpp"
 #include "rules/match/rule_index.hpp"
 #include "rules/model/rules.hpp"
 
@@ -14,13 +15,20 @@ namespace claimguard::engine {
 
 struct rules_snapshot {
     // `database_code`: what the schema check found reaching the rules' tables (empty: not looked).
-    explicit rules_snapshot(rules::rule_set r, std::vector<rules::match::code_object> code = {})
-        : rules(std::move(r)), database_code(std::move(code)), index(rules, database_code) {}
+    // `keys`: how the database compares each stock rule's key columns (empty: not looked; every key
+    // byte for byte); the rules' stock_rule::key_compare is set from it.
+    explicit rules_snapshot(rules::rule_set r, std::vector<rules::match::code_object> code = {},
+                            std::vector<rule_key_compare> keys = {})
+        : rules(with_key_compare(std::move(r), keys)),
+          database_code(std::move(code)),
+          key_compare(std::move(keys)),
+          index(rules, database_code) {}
     rules_snapshot(const rules_snapshot&) = delete;
     rules_snapshot& operator=(const rules_snapshot&) = delete;
 
     const rules::rule_set rules;
     const std::vector<rules::match::code_object> database_code;
+    const std::vector<rule_key_compare> key_compare;
     const rules::match::rule_index index;  // views `rules`
     std::vector<std::string> files;
 };

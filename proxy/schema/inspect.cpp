@@ -22,7 +22,8 @@ constexpr const char* connection_charset = "utf8mb4";
 // Values are parameters of prepared statements; only backtick-quoted identifiers are ever
 // part of the SQL text.
 constexpr const char* columns_sql =
-    "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, IS_NULLABLE, DATA_TYPE, COLUMN_TYPE FROM information_schema.COLUMNS "
+    "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, IS_NULLABLE, DATA_TYPE, COLUMN_TYPE, COLLATION_NAME "
+    "FROM information_schema.COLUMNS "
     "WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION";
 constexpr const char* statistics_sql =
     "SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, NON_UNIQUE, SEQ_IN_INDEX, COLUMN_NAME, SUB_PART "
@@ -201,7 +202,8 @@ db_result<schema_metadata> inspector::read_metadata(const std::vector<rules::tab
         for (const auto& r : *columns) {
             if (!r[0] || !r[1] || !r[2]) continue;
             table_for(md, *r[0], *r[1])
-                .columns.push_back({*r[2], r[3].value_or("") == "YES", r[4].value_or(""), r[5].value_or("")});
+                .columns.push_back(
+                    {*r[2], r[3].value_or("") == "YES", r[4].value_or(""), r[5].value_or(""), r[6].value_or("")});
         }
         auto parts = query(mysql_.get(), statistics_sql, params, where(t) + " from information_schema.STATISTICS");
         if (!parts) return parts.error();

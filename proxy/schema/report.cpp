@@ -177,7 +177,71 @@ schema_report build_report(const rules::rule_set& rules, const schema_metadata& 
         report.checks.push_back(check_index(required, find_table(metadata, required.table)));
     }
     report.rule_errors = check_rule_names(rules, metadata, default_schema);
+    report.key_collations = check_key_collations(rules, metadata, default_schema);
     return report;
+}
+
+std::vector<key_collation_check> check_key_collations(const rules::rule_set& rules, const schema_metadata& metadata,
+                                                      std::string_view default_schema) {
+    using k = rules::key_comparison;
+    const auto column_of = [&](const rules::table_name& t, std::string_view name) -> const column_info* {
+        const auto* table = find_table(metadata, {effective_schema(t, default_schema), t.name});
+        return table == nullptr ? nullptr : find_column(*table, name);
+    };
+    std::vector<key_collation_check> out;
+    for (const auto& s : rules.stocks) {
+        if (find_table(metadata, {effective_schema(s.table, default_schema), s.table.name}) == nullptr) continue;
+        for (const auto& key : s.key_columns) {
+            key_collation_check c;
+            c.rule = s.name;
+            c.column = key;
+            if (const auto* col = column_of(s.table, key)) {
+                c.data_type = col->data_type;
+                c.collation = col->collation;
+                c.found = engine::classify_collation(
+                    col->data_type,
+                    col->collation.empty() ? std::nullopt : std::optional<std::string_view>(col->collation));
+            }
+            c.compare = c.found;
+            for (const auto& claim : rules.claims) {
+                if (claim.stock_rule != s.name) continue;
+                for (const auto& [claim_column, stock_column] : claim.stock_key_mapping) {
+                    if (!rules::iequals(stock_column, key)) continue;
+                    key_collation_check::claim_column cc{claim.name, claim_column, {}, k::unknown};
+                    if (const auto* col = column_of(claim.table, claim_column)) {
+                        cc.collation = col->collation;
+                        cc.compare = engine::classify_collation(
+                            col->data_type,
+                            col->collation.empty() ? std::nullopt : std::optional<std::string_view>(col->collation));
+                    }
+                    // The take finds the stock row by the stock column; the claim row holds the key in its own
+                    // column: fold only what both take for one value.
+                    if (cc.compare != c.found && c.found != k::bytes && c.found != k::unknown && c.warning.empty()) {
+                        c.compare = k::bytes;
+                        c.warning =
+                            "stock rule " + s.name + " key column " + key + " (" +
+                            (c.collation.empty() ? c.data_type : c.collation) + ") and claim rule " + claim.name +
+                            " column " + claim_column + " (" +
+                            (cc.collation.empty() ? std::string("not a character column or not read") : cc.collation) +
+                            ") compare values differently: keys of this column are compared byte for byte "
+                            "(give both columns the same collation)";
+                    }
+                    c.claims.push_back(std::move(cc));
+                }
+            }
+            out.push_back(std::move(c));
+        }
+    }
+    return out;
+}
+
+std::vector<engine::rule_key_compare> key_compare_of(const std::vector<key_collation_check>& checks) {
+    std::vector<engine::rule_key_compare> out;
+    for (const auto& c : checks) {
+        if (out.empty() || out.back().rule != c.rule) out.push_back({c.rule, {}});
+        out.back().columns.push_back(c.compare);
+    }
+    return out;
 }
 
 bool is_integer_type(std::string_view data_type) {

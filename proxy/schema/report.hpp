@@ -10,6 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "proxy/engine/key_collation.hpp"
 #include "proxy/schema/timeouts.hpp"
 #include "rules/match/database_code.hpp"
 #include "rules/model/ddl.hpp"
@@ -24,6 +25,7 @@ struct column_info {
     bool nullable = false;    // IS_NULLABLE = 'YES'
     std::string data_type;    // DATA_TYPE ("int", "varchar"); empty: not read
     std::string column_type;  // COLUMN_TYPE ("int(11) unsigned"), for messages
+    std::string collation = {};  // COLLATION_NAME; empty: NULL (not a character column) or not read
 };
 
 struct index_info {
@@ -92,6 +94,35 @@ struct code_source {
 
 inline constexpr std::string_view primary_key_name = "PRIMARY";
 
+// --- string keys and collations -------------------------------------------------------------------
+
+// How one stock rule key column compares its values, and the claim columns that hold it.
+struct key_collation_check {
+    std::string rule;       // the stock rule
+    std::string column;     // its key column
+    std::string data_type;  // DATA_TYPE
+    std::string collation;  // COLLATION_NAME (empty: not a character column, or not read)
+    rules::key_comparison found = rules::key_comparison::unknown;  // what the stock column's collation says
+    // What the proxy uses: `found`, or bytes when a claim column holding the key compares otherwise.
+    rules::key_comparison compare = rules::key_comparison::unknown;
+    struct claim_column {
+        std::string rule;       // the claim rule
+        std::string column;     // its column mapped to `column` (consumes)
+        std::string collation;  // its COLLATION_NAME
+        rules::key_comparison compare = rules::key_comparison::unknown;
+    };
+    std::vector<claim_column> claims;
+    std::string warning;  // the stock and a claim column compare differently (the key stays byte for byte)
+};
+
+// Every stock rule's key columns, in rule and key_columns order (none for a table not found).
+[[nodiscard]] std::vector<key_collation_check> check_key_collations(const rules::rule_set& rules,
+                                                                    const schema_metadata& metadata,
+                                                                    std::string_view default_schema);
+
+// What the rules snapshot is given: per stock rule whose every key column was read, the comparisons.
+[[nodiscard]] std::vector<engine::rule_key_compare> key_compare_of(const std::vector<key_collation_check>& checks);
+
 // --- the decision ---------------------------------------------------------------------------------
 
 enum class index_status {
@@ -147,6 +178,8 @@ struct schema_report {
     // them get the rule's unmodeled policy in the proxy).
     std::vector<rules::match::code_object> database_code;
     std::string database_code_error;  // it could not be read (the check's privileges); a warning
+    // How each stock rule key column compares (warnings when a claim column compares otherwise).
+    std::vector<key_collation_check> key_collations;
     std::string error;                // the database could not be reached or read; `checks` is empty then
     // The timeouts that bound an orphaned transaction's row locks (advisory: never changes the exit code).
     std::optional<server_timeouts> timeouts;

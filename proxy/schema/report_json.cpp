@@ -13,6 +13,9 @@
 //   "database_code": [{"kind": "procedure" | "function" | "view" | "trigger" | "event", "schema", "name",
 //                      "table": null | "the trigger's table", "rule", "via"}],
 //   "database_code_error": null | "why it was not read",
+//   "key_collations": [{"rule", "column", "data_type", "collation": null | "utf8mb4_general_ci",
+//                       "compare": "bytes" | "bytes_pad" | "ci_pad" | "ci_nopad" | "unknown",
+//                       "claims": [{"rule", "column", "collation", "compare"}], "warning": null | "..."}],
 //   "rules": [{"rule": "coupon_order", "status": <worst of its indexes>, "indexes": [{
 //       "purpose": "idempotency_columns" | "idempotency_key_column",
 //       "schema": "app", "table": "coupon_order", "columns": ["user_id", "campaign_id"],
@@ -118,6 +121,24 @@ nlohmann::json to_json(const schema_report& report) {
     j["database_code"] = std::move(code);
     j["database_code_error"] =
         report.database_code_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.database_code_error);
+    auto keys = nlohmann::json::array();
+    for (const auto& c : report.key_collations) {
+        auto claims = nlohmann::json::array();
+        for (const auto& cc : c.claims)
+            claims.push_back(
+                {{"rule", cc.rule},
+                 {"column", cc.column},
+                 {"collation", cc.collation.empty() ? nlohmann::json(nullptr) : nlohmann::json(cc.collation)},
+                 {"compare", engine::to_string(cc.compare)}});
+        keys.push_back({{"rule", c.rule},
+                        {"column", c.column},
+                        {"data_type", c.data_type},
+                        {"collation", c.collation.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.collation)},
+                        {"compare", engine::to_string(c.compare)},
+                        {"claims", std::move(claims)},
+                        {"warning", c.warning.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.warning)}});
+    }
+    j["key_collations"] = std::move(keys);
     j["timeouts_error"] =
         report.timeouts_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.timeouts_error);
     j["timeouts"] = nullptr;

@@ -199,6 +199,36 @@ void database_code(const schema_report& report, std::string& out) {
                " (its text names " + rules::printable(o.via) + "): " + code_consequence(o) + ".\n";
 }
 
+std::string_view comparison_meaning(rules::key_comparison k) {
+    switch (k) {
+        case rules::key_comparison::bytes: return "compared byte for byte";
+        case rules::key_comparison::bytes_pad: return "case-sensitive, trailing spaces ignored";
+        case rules::key_comparison::ci_pad: return "ASCII letters without regard to case, trailing spaces ignored";
+        case rules::key_comparison::ci_nopad:
+            return "ASCII letters without regard to case, trailing spaces significant";
+        case rules::key_comparison::unknown: break;
+    }
+    return "collation not known to claimguard: compared byte for byte";
+}
+
+// Character key columns: how their values are compared (and where stock and claim columns disagree).
+void key_collations(const schema_report& report, std::string& out) {
+    std::string lines;
+    std::size_t warnings = 0;
+    for (const auto& c : report.key_collations) {
+        if (c.collation.empty() && c.warning.empty()) continue;  // numbers, binary strings: bytes, nothing to say
+        lines += std::string(indent) + rules::printable(c.rule) + "." + rules::printable(c.column) + " (" +
+                 rules::printable(c.collation) + "): " + std::string(comparison_meaning(c.compare)) + ".\n";
+        if (!c.warning.empty()) {
+            lines += std::string(indent) + "WARNING: " + rules::printable(c.warning) + ".\n";
+            ++warnings;
+        }
+    }
+    if (lines.empty()) return;
+    out += "\nString keys (docs/RULES.md \"String keys and collations\"" +
+           (warnings ? "; " + plural(warnings, "warning", "warnings") : std::string()) + "):\n" + lines;
+}
+
 // The timeouts that decide how long a transaction whose client is gone keeps the hot row locked.
 void timeouts(const schema_report& report, std::string& out) {
     if (!report.timeouts_error.empty()) {
@@ -233,6 +263,7 @@ std::string render_text(const schema_report& report) {
     }
     rule_errors(report, out);
     database_code(report, out);
+    key_collations(report, out);
     timeouts(report, out);
     return out;
 }

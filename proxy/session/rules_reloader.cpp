@@ -80,6 +80,7 @@ std::pair<bool, std::string> rules_reloader::reload(std::string_view trigger) {
         return {false, all};
     }
     std::vector<rules::match::code_object> code;
+    std::vector<engine::rule_key_compare> keys;  // not asked (first load) or not reached: bytes until the check runs
     if (auto current = holder_.current(); current && vet_) {
         // The first load is checked by the schema watch once the proxy runs (readiness waits for it
         // in refuse mode); a reload is checked before it replaces rules that work.
@@ -102,8 +103,10 @@ std::pair<bool, std::string> rules_reloader::reload(std::string_view trigger) {
             return {false, all};
         }
         code = std::move(vetting.database_code);
+        keys = std::move(vetting.key_compare);
     }
-    auto snapshot = std::make_shared<engine::rules_snapshot>(std::move(*loaded.rules), std::move(code));
+    auto snapshot =
+        std::make_shared<engine::rules_snapshot>(std::move(*loaded.rules), std::move(code), std::move(keys));
     snapshot->files = paths;
     auto summary = fmt::format("rules {}: {} stock rules, {} claim rules (version {})", trigger,
                                snapshot->rules.stocks.size(), snapshot->rules.claims.size(),
@@ -133,9 +136,15 @@ std::string rules_reloader::describe() const {
     j["loaded_at"] = loaded_at_;
     j["default_mode"] = current->rules.default_mode == rules::mode::enforce ? "enforce" : "observe";
     auto& stocks = j["stock_rules"] = nlohmann::json::array();
-    for (const auto& s : current->rules.stocks)
-        stocks.push_back({{"name", s.name}, {"table", s.table.schema.empty() ? s.table.name : s.table.schema + "." + s.table.name},
-                          {"mode", current->rules.effective_mode(s) == rules::mode::enforce ? "enforce" : "observe"}});
+    for (const auto& s : current->rules.stocks) {
+        // How the database compares each key column (empty: not known yet; byte for byte).
+        auto key_compare = nlohmann::json::array();
+        for (const auto k : s.key_compare) key_compare.push_back(engine::to_string(k));
+        stocks.push_back({{"name", s.name},
+                          {"table", s.table.schema.empty() ? s.table.name : s.table.schema + "." + s.table.name},
+                          {"mode", current->rules.effective_mode(s) == rules::mode::enforce ? "enforce" : "observe"},
+                          {"key_compare", std::move(key_compare)}});
+    }
     auto& claims = j["claim_rules"] = nlohmann::json::array();
     for (const auto& c : current->rules.claims)
         claims.push_back({{"name", c.name}, {"table", c.table.schema.empty() ? c.table.name : c.table.schema + "." + c.table.name},

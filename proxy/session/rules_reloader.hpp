@@ -21,6 +21,7 @@ struct rules_vetting {
     bool accept = true;
     std::string why;                                       // rejected: the errors, one per line
     std::vector<rules::match::code_object> database_code;  // for the new snapshot
+    std::vector<engine::rule_key_compare> key_compare;     // ... and how its key columns compare (empty: bytes)
 };
 
 // Asks the database about the next rules; `previous` is the current snapshot's database code.

@@ -83,6 +83,16 @@ std::vector<std::string> problem_lines(const schema::schema_report& report) {
     return out;
 }
 
+// How string keys are compared from now on (docs/RULES.md "String keys and collations").
+void log_key_collations(const std::vector<schema::key_collation_check>& keys) {
+    for (const auto& c : keys) {
+        if (!c.warning.empty()) spdlog::warn("schema check: {}", c.warning);
+        if (c.collation.empty()) continue;  // numbers and binary strings: bytes, nothing to say
+        spdlog::info("schema check: rule {} key column {} ({}): keys compared as {}", c.rule, c.column, c.collation,
+                     engine::to_string(c.compare));
+    }
+}
+
 std::string readiness_reason(const schema::schema_report& report) {
     if (!report.rule_errors.empty())
         return "the rules name what the database lacks (schema_check: refuse): " +
@@ -172,14 +182,22 @@ void schema_watch::block(std::string reason) {
 
 void schema_watch::unblock() { health_.schema_blocked = false; }
 
-void schema_watch::publish_code(const std::shared_ptr<const engine::rules_snapshot>& checked,
-                                std::vector<rules::match::code_object> code) {
-    if (checked->database_code == code) return;
-    for (const auto& o : code)
-        spdlog::warn("schema check: {} reaches rule {} (its text names {}): {}", describe(o), o.rule, o.via,
-                     consequence(o));
-    if (code.empty()) spdlog::info("schema check: no database code reaches a protected table any more");
-    auto next = std::make_shared<engine::rules_snapshot>(rules::rule_set(checked->rules), std::move(code));
+void schema_watch::publish(const std::shared_ptr<const engine::rules_snapshot>& checked,
+                           std::vector<rules::match::code_object> code,
+                           const std::vector<schema::key_collation_check>& keys) {
+    auto key_compare = schema::key_compare_of(keys);
+    const bool code_changed = checked->database_code != code;
+    const bool keys_changed = checked->key_compare != key_compare;
+    if (!code_changed && !keys_changed) return;
+    if (code_changed) {
+        for (const auto& o : code)
+            spdlog::warn("schema check: {} reaches rule {} (its text names {}): {}", describe(o), o.rule, o.via,
+                         consequence(o));
+        if (code.empty()) spdlog::info("schema check: no database code reaches a protected table any more");
+    }
+    if (keys_changed) log_key_collations(keys);
+    auto next = std::make_shared<engine::rules_snapshot>(rules::rule_set(checked->rules), std::move(code),
+                                                         std::move(key_compare));
     next->files = checked->files;
     // A reload in the meantime wins: it was vetted with its own database code, and it wakes us.
     (void)holder_.replace_if(checked, std::move(next));
@@ -205,7 +223,7 @@ bool schema_watch::check_once() {
     }
     if (!report.database_code_error.empty())
         spdlog::warn("schema check: database code: {}", report.database_code_error);
-    publish_code(snapshot, report.database_code);
+    publish(snapshot, report.database_code, report.key_collations);
     if (report.ok()) {
         if (!passing_)
             spdlog::info(
@@ -252,6 +270,8 @@ rules_vetting schema_watch::vet(const rules::rule_set& next, const std::vector<r
         return v;
     }
     v.database_code = report.database_code;
+    v.key_compare = schema::key_compare_of(report.key_collations);
+    log_key_collations(report.key_collations);
     for (const auto& e : report.rule_errors) {
         v.why += schema::format_rule_error(e) + "\n";
         if (!refuse_)

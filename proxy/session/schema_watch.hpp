@@ -59,9 +59,10 @@ private:
     // Readiness: 503 with `reason` (refuse mode), or ready.
     void block(std::string reason);
     void unblock();
-    // Gives the current snapshot the database code found, unless a reload replaced it meanwhile.
-    void publish_code(const std::shared_ptr<const engine::rules_snapshot>& checked,
-                      std::vector<rules::match::code_object> code);
+    // Gives the current snapshot the database code and key comparisons found, unless a reload
+    // replaced it meanwhile.
+    void publish(const std::shared_ptr<const engine::rules_snapshot>& checked,
+                 std::vector<rules::match::code_object> code, const std::vector<schema::key_collation_check>& keys);
 
     const config::proxy_options& options_;
     engine::rules_holder& holder_;

@@ -58,6 +58,16 @@ struct admission_limits {
     std::uint32_t max_queue = 0;
 };
 
+// How the database compares the values of one key column, by its collation (the schema check reads
+// it; docs/RULES.md "String keys and collations"). Decides which spellings of a key are one row.
+enum class key_comparison : std::uint8_t {
+    unknown,    // not read (no schema_check_user) or a collation not recognised: as `bytes`
+    bytes,      // byte for byte: binary strings, NO PAD _bin collations, numbers, the stock and claim columns differ
+    bytes_pad,  // case-sensitive, trailing spaces ignored (PAD SPACE): *_bin, *_cs, tailored _ci not folded
+    ci_pad,     // ASCII letters without regard to case, trailing spaces ignored (utf8mb4_general_ci, *_unicode_ci)
+    ci_nopad,   // ASCII letters without regard to case, trailing spaces significant (utf8mb4_0900_ai_ci, *_nopad_ci)
+};
+
 // A stock counter: `counter` in `table`, one row per key, never below `floor`.
 struct stock_rule {
     std::string name;
@@ -87,6 +97,9 @@ struct stock_rule {
     source_pos pos;
     source_pos table_pos;                   // the table: value
     std::vector<column_ref> columns_named;  // key, counter and version columns as written
+    // Not read from the rules file: per key column, how the database compares it, as the schema
+    // check found it (the rules snapshot fills it in). Empty: every key byte for byte.
+    std::vector<key_comparison> key_compare;
 };
 
 struct redis_guard {

@@ -17,6 +17,7 @@
 
 #include "proxy/engine/claim_operation.hpp"
 #include "proxy/engine/decide.hpp"
+#include "proxy/engine/key_collation.hpp"
 #include "proxy/engine/memory.hpp"
 #include "rules/match/matcher.hpp"
 #include "rules/match/rule_index.hpp"
@@ -28,7 +29,19 @@ namespace claimguard::engine::test {
 namespace match = rules::match;
 
 enum class variant_id {
-    coupon, observe, strict, floor5, no_version, lenient, forward_unmodeled, two_units, defer, evidence_read, count_
+    coupon,
+    observe,
+    strict,
+    floor5,
+    no_version,
+    lenient,
+    forward_unmodeled,
+    two_units,
+    defer,
+    evidence_read,
+    keys_ci,   // the schema check found campaign_id under utf8mb4_general_ci (ci_pad)
+    keys_bin,  // ... under utf8mb4_bin (bytes_pad)
+    count_
 };
 
 inline const char* variant_name(variant_id v) {
@@ -43,6 +56,8 @@ inline const char* variant_name(variant_id v) {
     case variant_id::two_units: return "two_units";
     case variant_id::defer: return "defer";
     case variant_id::evidence_read: return "evidence_read";
+    case variant_id::keys_ci: return "keys_ci";
+    case variant_id::keys_bin: return "keys_bin";
     case variant_id::count_: break;
     }
     return "?";
@@ -101,6 +116,8 @@ inline std::unique_ptr<rules_env> build_env(variant_id v) {
         if (ok) text.erase(text.rfind('\n', pos) + 1, text.find('\n', pos) - text.rfind('\n', pos));
         break;
     }
+    case variant_id::keys_ci:
+    case variant_id::keys_bin: break;  // the rules file is the example's; the schema check adds the rest
     case variant_id::count_: ok = false; break;
     }
     if (!ok) {
@@ -113,6 +130,11 @@ inline std::unique_ptr<rules_env> build_env(variant_id v) {
         return env;
     }
     env->rules = std::move(loaded.rules);
+    if (v == variant_id::keys_ci || v == variant_id::keys_bin) {
+        // What the rules snapshot does with the schema check's finding (rules_snapshot, with_key_compare).
+        const auto k = v == variant_id::keys_ci ? rules::key_comparison::ci_pad : rules::key_comparison::bytes_pad;
+        env->rules = with_key_compare(std::move(*env->rules), {{"coupon_stock", {k}}});
+    }
     env->index = std::make_unique<match::rule_index>(*env->rules);
     return env;
 }
