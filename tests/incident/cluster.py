@@ -263,11 +263,11 @@ class Cluster:
         return self.redis
 
     # --- claimguard ------------------------------------------------------------------------------
-    def start_proxies(self, claimguard, count, rules=EXAMPLE_RULES, audit=True):
+    def start_proxies(self, claimguard, count, rules=EXAMPLE_RULES, audit=True, extra_args=()):
         supported = serve_flags_supported(claimguard)
         self.missing_serve_flags = [f for f in SERVE_CLAIM_FLAGS if f not in supported]
         for i in range(1, count + 1):
-            extra = []
+            extra = list(extra_args)
             if "--rules" in supported:
                 extra += ["--rules", rules]
             if self.redis_args is not None:

@@ -173,9 +173,12 @@ class Lender:
         self.kind = self.spec["conn"]
         self.lock = threading.Condition()
         self.mine = {}  # user -> {role: Conn}
-        self.pool = []
+        self.pools = {}  # instance -> [Conn]: each app instance has its own pool
         if self.kind.startswith("pool"):
-            self.pool = [Conn(app, app.pick_sidecar()) for _ in range(max(1, self.spec["pool_size"]))]
+            for inst in range(len(app.proxy_ports)):
+                if any(app.instance_of(u) == inst for u in range(1, self.spec["users"] + 1)):
+                    self.pools[inst] = [Conn(app, app.pick_sidecar(inst))
+                                        for _ in range(max(1, self.spec["pool_size"]))]
 
     def _user_conn(self, user, role):
         with self.lock:
@@ -187,32 +190,36 @@ class Lender:
                 role = "rw"
                 d.setdefault(role, None)
         if self.mine[user][role] is None:
-            self.mine[user][role] = Conn(self.app, self.app.pick_sidecar())
+            self.mine[user][role] = Conn(self.app, self.app.pick_sidecar(self.app.instance_of(user)))
         return self.mine[user][role]
 
     def borrow(self, user, role):
         if not self.kind.startswith("pool"):
             return self._user_conn(user, role)
+        pool = self.pools[self.app.instance_of(user)]
         with self.lock:
-            while not self.pool:
+            while not pool:
                 self.lock.wait()
-            return self.pool.pop(0) if self.kind == "pool_fifo" else self.pool.pop()
+            conn = pool.pop(0) if self.kind == "pool_fifo" else pool.pop()
+            conn.home = pool
+            return conn
 
     def give_back(self, conn):
         if not self.kind.startswith("pool"):
             return
         conn.between_borrows(self.spec["borrow"])
         with self.lock:
-            self.pool.append(conn)
-            self.lock.notify()
+            conn.home.append(conn)
+            self.lock.notify_all()
 
     def close_all(self):
         for d in self.mine.values():
             for c in d.values():
                 if c is not None:
                     c.close()
-        for c in self.pool:
-            c.close()
+        for pool in self.pools.values():
+            for c in pool:
+                c.close()
 
 
 def classify(res):
@@ -255,7 +262,6 @@ class AppRun:
         self.faults = 0
         self.abandoned = 0      # autocommit takes OK'd whose claim the app then gave up (error, refusal)
         self.conn_seq = 0
-        self.rr = 0
         self.rng = random.Random(spec["user_seed"])
         self.crashes = []       # exceptions in the app's own code (harness bugs)
         self.lender = None
@@ -266,15 +272,15 @@ class AppRun:
             self.conn_seq += 1
             return f"c{self.conn_seq}"
 
-    def pick_sidecar(self):
+    def instance_of(self, user):
+        return (user - 1) % len(self.proxy_ports)
+
+    def pick_sidecar(self, instance):
+        """per_instance: the instance's own sidecar; shared_tier: any sidecar, per connection."""
         with self.lock:
-            how = self.spec["sidecar_pick"]
-            if how == "one":
-                return 0
-            if how == "random":
+            if self.spec["sidecar_pick"] == "shared_tier":
                 return self.rng.randrange(len(self.proxy_ports))
-            self.rr += 1
-            return (self.rr - 1) % len(self.proxy_ports)
+            return instance
 
     def log(self, user, conn, sql, result, elapsed=0.0):
         with self.lock:
@@ -407,7 +413,9 @@ class AppRun:
 
         def vanish_maybe():
             if s["fault"] == "vanish" and urng.random() < s["fault_p"]:
-                c = a["conn"] or a["last"]
+                # only a connection this user holds: a pool's connection lent per statement is back in the
+                # pool (maybe lent to another user) between two statements
+                c = a["conn"] or (None if s["conn"].startswith("pool") else a["last"])
                 if c is not None and not c.broken:
                     with self.lock:
                         self.faults += 1
@@ -638,7 +646,7 @@ class AppRun:
                     st["took_outside_tx"] = False
                     kind = self.attempt(user, camp, tries, urng, st)
                     self.tell(user, camp, kind)
-                    if st["took_outside_tx"] and kind not in ("got", "dup", "fault"):
+                    if st["took_outside_tx"] and kind not in ("got", "dup", "fault", "sold_out"):
                         with self.lock:
                             self.abandoned += 1
                     if kind == "got" and s["repeat"] == "double_click" and clicks == 0:
