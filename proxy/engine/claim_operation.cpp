@@ -190,7 +190,9 @@ action claim_operation::start_main() {
         bool would_block = false;
         if (d_.what == verdict::claim) {
             reserve_take();
-            would_block = reserved_ == 0 && !in_transaction_ && d_.claim->strict == rules::strictness::require_decrement;
+            would_block = reserved_ == 0 && (d_.after_refusal || (!in_transaction_ && d_.claim->strict ==
+                                                                                           rules::strictness::require_decrement));
+            if (d_.after_refusal) memory_.entry(d_.stock->name, d_.key).refused = false;
             if (reserved_ == 0 && !in_transaction_ && !would_block)
                 ++memory_.entry(d_.stock->name, d_.key).unbacked_claims;
         }
@@ -286,6 +288,13 @@ action claim_operation::start_main() {
 
     case verdict::claim: {
         reserve_take();
+        if (d_.after_refusal) {
+            memory_.entry(d_.stock->name, d_.key).refused = false;  // this refusal is answered now
+            if (reserved_ == 0) {
+                events_.push_back(event::blocked);
+                return exhausted_answer(ctx_.status);
+            }
+        }
         if (reserved_ == 0 && !in_transaction_) {
             if (d_.claim->strict == rules::strictness::require_decrement) {
                 // No decrement of this sidecar took a unit for this claim (refused, or never sent):
@@ -566,9 +575,19 @@ action claim_operation::on_reply(const reply_summary& r) {
     case state::give_back_sent: {
         if (r.ok && r.affected_rows > 0) {
             events_.push_back(event::compensated);
-            if (trans)
-                memory_.entry(d_.stock->name, d_.key).credits.push_back(reserved_);
-            else
+            if (trans) {
+                auto& e = memory_.entry(d_.stock->name, d_.key);
+                e.credits.push_back(reserved_);
+                if (reserved_from_ledger_) {
+                    // The take was committed before this transaction: if it rolls back, the give-back
+                    // is undone and the unit must go back after it (not to the ledger: no claim is owed it).
+                    auto it = std::find(e.borrowed.begin(), e.borrowed.end(), reserved_);
+                    if (it != e.borrowed.end()) e.borrowed.erase(it);
+                    auto sql = match::literal_give_back(*d_.stock, d_.key_literals, reserved_,
+                                                        d_.schema.empty() ? database_ : std::string_view(d_.schema));
+                    if (sql) e.give_backs_of_committed_takes.push_back(std::move(sql->sql));
+                }
+            } else
                 ledger_.add_credit(d_.stock->name, d_.key, reserved_, ctx_.session);
         } else {
             events_.push_back(event::compensation_failed);
@@ -599,14 +618,17 @@ action claim_operation::on_reply(const reply_summary& r) {
 std::vector<deferred_take> end_transaction(session_memory& memory, take_ledger& ledger, bool committed,
                                            std::uint64_t session) {
     auto dropped = std::exchange(memory.deferred, {});
+    std::vector<session_memory::give_back> after_rollback;
     memory.for_each([&](const std::string& rule, const key_tuple& key, stock_entry& e) {
         if (committed) {
             for (auto units : e.transaction_takes) ledger.add_take(rule, key, units, session);
         } else {
             for (auto units : e.borrowed) ledger.return_take(rule, key, units, session);
+            for (auto& sql : e.give_backs_of_committed_takes) after_rollback.push_back({rule, std::move(sql)});
         }
     });
     memory.reset();
+    memory.after_rollback = std::move(after_rollback);
     return dropped;
 }
 

@@ -219,17 +219,22 @@ decision decide_claim(const match::claim_insert& ins, const value_resolver& valu
     // The stock row of a claim is in the claim table's database (one database per tenant).
     // A stock rule with its own schema names it; else the claim table's database as written (or the
     // claim rule's), else the session's.
+    d.key_literals = key_literals_of(row.stock_key, values);  // a give-back sent after a rollback
     const std::string_view claim_schema = ins.table.schema.empty() ? std::string_view(ins.rule->table.schema) : ins.table.schema;
     scope_key(d, ins.stock->table.schema.empty() ? claim_schema : std::string_view{}, ins.stock->table, memory);
     d.idempotency = std::move(*idempotency);
     if (stock_entry* entry = memory.find(ins.stock->name, d.key); entry && entry->refused) {
-        d.what = verdict::exhausted;
-        d.note = "claim after this session's decrement was refused";
-        return d;
+        // This connection's last decrement of the key found the floor. The claim goes in only with a
+        // take of the sidecar's that waits for a claim (a pool lends this connection to another user
+        // whose decrement succeeded elsewhere); without one, the exhausted answer.
+        d.after_refusal = true;
     }
     d.what = verdict::claim;
-    d.note = ins.replace ? "claim by REPLACE" : ins.on_duplicate_update ? "claim by INSERT ... ON DUPLICATE KEY UPDATE"
-             : ins.ignore ? "claim by INSERT IGNORE" : "claim insert";
+    d.note = d.after_refusal ? "claim after this connection's decrement was refused: only with a waiting take"
+             : ins.replace    ? "claim by REPLACE"
+             : ins.on_duplicate_update ? "claim by INSERT ... ON DUPLICATE KEY UPDATE"
+             : ins.ignore              ? "claim by INSERT IGNORE"
+                                       : "claim insert";
     if (ins.rule->redis) {
         auto parsed = rules::parse_key_template(ins.rule->redis->key_template);
         d.redis_key = rules::expand_key_template(parsed.parts, [&](const std::string& column) -> std::string {

@@ -81,6 +81,9 @@ struct decision {
     // (the rewrite adds "AND counter > written"); a write at or above the counter is a restock or a
     // stale write the sidecar cannot tell apart, refused loudly (never a take, never "sold out").
     bool only_if_lower = false;
+    // claim after this connection's refused decrement of the key: only with a take waiting in the
+    // sidecar's ledger (never a claim ahead of its decrement), else the exhausted answer.
+    bool after_refusal = false;
     // take: the key as literals, for a take deferred to COMMIT (defer_decrement).
     std::vector<rules::match::key_literal> key_literals;
     // Deferred takes of the open transaction this statement sends before its own action.

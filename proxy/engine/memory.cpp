@@ -20,6 +20,7 @@ void restore_transaction_parts(stock_entry& now, const stock_entry* then) {
         now.transaction_takes.clear();
         now.borrowed.clear();
         now.credits.clear();
+        now.give_backs_of_committed_takes.clear();
         now.claims_ahead = 0;
         now.strict_ahead = false;
         return;
@@ -27,6 +28,7 @@ void restore_transaction_parts(stock_entry& now, const stock_entry* then) {
     now.transaction_takes = then->transaction_takes;
     now.borrowed = then->borrowed;
     now.credits = then->credits;
+    now.give_backs_of_committed_takes = then->give_backs_of_committed_takes;
     now.claims_ahead = then->claims_ahead;
     now.strict_ahead = then->strict_ahead;
 }

@@ -47,6 +47,10 @@ struct stock_entry {
     // Open transaction: units this transaction gave back for its claims that did not happen; the
     // app's own give-back of the same units (remain = remain + u) is absorbed, not applied twice.
     std::vector<std::int64_t> credits;
+    // Open transaction: give-backs it made for claims that did not happen, whose takes were committed
+    // before it (borrowed from the ledger). A ROLLBACK undoes the give-back but not the take: the
+    // unit goes back after the rollback, in autocommit (these statements, the key as literals).
+    std::vector<std::string> give_backs_of_committed_takes;
     // Autocommit claims of this connection that went in with no take (strictness after_refused):
     // the connection's next take of the key is theirs.
     std::int64_t unbacked_claims = 0;
@@ -125,6 +129,7 @@ public:
             e.transaction_takes.clear();
             e.borrowed.clear();
             e.credits.clear();
+            e.give_backs_of_committed_takes.clear();
             e.claims_ahead = 0;
             e.strict_ahead = false;
             e.refused = false;
@@ -152,6 +157,12 @@ public:
     std::string poisoned_rule;  // the stock rule whose exhausted answer the COMMIT gets
     // Takes of the open transaction not sent yet (defer_decrement), oldest first.
     std::vector<deferred_take> deferred;
+    // The transaction rolled back: give-backs to send now, in autocommit (see stock_entry).
+    struct give_back {
+        std::string rule;
+        std::string sql;
+    };
+    std::vector<give_back> after_rollback;
 
     // SAVEPOINT name succeeded: the transaction's bookkeeping as it is now (a savepoint of the same
     // name is replaced, as the server replaces it). The deferred takes were sent before it.

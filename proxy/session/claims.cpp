@@ -859,6 +859,24 @@ awaitable<void> release_lock(guards::redis_guard* redis, std::string key, std::s
 }
 }  // namespace
 
+awaitable<bool> session::give_back_after_rollback() {
+    auto& m = claim_metrics::get();
+    for (const auto& g : std::exchange(memory_.after_rollback, {})) {
+        const auto reply = co_await own_query(g.sql);
+        if (!reply) co_return false;
+        std::optional<proto::ok_packet> ok;
+        if (!reply->empty() && !reply->front().empty() && reply->front()[0] == proto::ok_header)
+            if (auto parsed = proto::parse_ok(reply->front(), caps_)) ok = *parsed;
+        if (ok && ok->affected_rows > 0) {
+            m.compensations.with(g.rule).inc();
+        } else {
+            m.compensation_failures.with(g.rule).inc();
+            spdlog::error("session {}: rule {}: a give-back after a rollback changed no row", id_, g.rule);
+        }
+    }
+    co_return true;
+}
+
 void session::apply_savepoint_step() {
     switch (savepoint_step_) {
     case savepoint_step::none: return;

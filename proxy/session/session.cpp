@@ -491,6 +491,8 @@ awaitable<void> session::command_loop() {
     for (;;) {
         client_in_.shrink_if_idle(idle_buffer_bytes);
         backend_in_.shrink_if_idle(idle_buffer_bytes);
+        if (!memory_.after_rollback.empty() && !(status_ & proto::status::in_trans) && !co_await give_back_after_rollback())
+            co_return;
         if (ctx_.draining && ctx_.draining->load() && !(status_ & proto::status::in_trans)) co_return;
         idle_ = true;
         backend_woke_ = false;

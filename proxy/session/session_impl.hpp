@@ -226,6 +226,10 @@ private:
     // statement writes a protected table, its rules' unmodeled policy applies.
     awaitable<intercepted> unmodeled_execute(const prepared_statement& ps, const proto::packet_span& packet,
                                              std::uint8_t command, std::string_view why, std::string_view code);
+    // The transaction rolled back after it gave back units of takes committed before it: the
+    // give-backs again, now in autocommit (engine::session_memory::after_rollback). False: the
+    // backend connection failed.
+    awaitable<bool> give_back_after_rollback();
     // Applies the command's savepoint step once the server answered OK.
     void apply_savepoint_step();
     // The open transaction ended without committing: its claims' Redis keys go (compare-and-delete,

@@ -130,10 +130,6 @@ KNOWN_OPEN = {
                                   "a cycle neither InnoDB nor claimguard detects, broken only by queue_timeout / "
                                   "innodb_lock_wait_timeout: apps of 24 users take 10-70 s and end with users given "
                                   "1205 while stock is left (printed as 'undersold' warnings; excluded from CI for time)",
-    "combo.pool_per_statement_autocommit": "found by this test (seed 700046 app 4, one sidecar): u1's take OK on c5; "
-                                           "u2's take refused (sold out) on c3; the pool lends c3 for u1's INSERT: "
-                                           "blocked as sold out (the session's refused decrement wins over u1's "
-                                           "waiting take): the unit leaks, 2 gone for 1 order; 7 of 1,044 apps",
 }
 
 

@@ -184,9 +184,11 @@ const decide_case cases[] = {
      .what = verdict::claim, .key = {"7"}, .idempotency = {"42", "7"}, .redis_key = "lock:coupon:42:7"},
     {.name = "claim_replace", .sql = "REPLACE INTO coupon_order (user_id, campaign_id) VALUES (42, 7)",
      .what = verdict::claim, .key = {"7"}, .idempotency = {"42", "7"}, .redis_key = "lock:coupon:42:7"},
+    // A claim after this connection's refused decrement: decided by the operation (a waiting take of
+    // the sidecar's, else the exhausted answer; see silent_paths.claim_after_a_refusal_*).
     {.name = "claim_after_a_refused_decrement", .state = before::refused,
-     .sql = "INSERT INTO coupon_order (user_id, campaign_id) VALUES (42, 7)", .what = verdict::exhausted,
-     .key = {"7"}},
+     .sql = "INSERT INTO coupon_order (user_id, campaign_id) VALUES (42, 7)", .what = verdict::claim,
+     .key = {"7"}, .idempotency = {"42", "7"}, .redis_key = "lock:coupon:42:7"},
     {.name = "claim_of_another_key_after_a_refused_decrement", .state = before::refused, .read_key = "8",
      .sql = "INSERT INTO coupon_order (user_id, campaign_id) VALUES (42, 7)", .what = verdict::claim,
      .key = {"7"}, .idempotency = {"42", "7"}, .redis_key = "lock:coupon:42:7"},

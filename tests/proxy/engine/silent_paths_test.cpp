@@ -283,5 +283,53 @@ TEST(silent_paths, unclaimed_takes_are_reported_by_the_sweep) {
     EXPECT_TRUE(ledger.sweep(t0 + std::chrono::seconds(62)).empty());  // reported once
 }
 
+
+// Each save in its own transaction (TypeORM): the take committed, then START TRANSACTION; the claim
+// (a duplicate) gives the unit back inside the transaction; the app's ROLLBACK undoes that give-back.
+// The unit goes back after the rollback, in autocommit, not to the ledger (found by the model test:
+// per_statement_giveback_undone, one unit leaked per double click).
+TEST(silent_paths, give_back_undone_by_a_rollback_is_sent_again_after_it) {
+    take_ledger ledger;
+    session s(variant_id::coupon, &ledger, 1);
+    ASSERT_TRUE(s.ready()) << s.error();
+    auto take = s.exec("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7", {ok_rows(1)});
+    ASSERT_TRUE(take.has(event::took));
+    auto dup = s.exec(s.claim_sql("1", "7"), {error_reply(1062, in_trans), ok_rows(1, in_trans)}, in_trans);
+    ASSERT_TRUE(dup.has(event::compensated));
+    EXPECT_TRUE(s.end(false).empty());
+    EXPECT_EQ(ledger.waiting_takes("coupon_stock", {"7"}), 0u);  // not owed to another claim
+    ASSERT_EQ(s.memory.after_rollback.size(), 1u);
+    EXPECT_EQ(s.memory.after_rollback[0].sql,
+              "UPDATE `coupon_stock` SET `remain` = `remain` + 1, `version` = `version` + 1 WHERE `campaign_id` = 7");
+    // Committed instead: the give-back stands, nothing to send.
+    auto take2 = s.exec("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7", {ok_rows(1)});
+    s.memory.after_rollback.clear();
+    (void)s.exec(s.claim_sql("1", "7"), {error_reply(1062, in_trans), ok_rows(1, in_trans)}, in_trans);
+    (void)s.end(true);
+    EXPECT_TRUE(s.memory.after_rollback.empty());
+}
+
+
+// A pool lends the connection whose decrement was just refused to another user whose take succeeded
+// elsewhere: the claim uses that waiting take (before, it was answered sold out and the unit leaked;
+// model test regression pool_claim_on_refused_session). With no take waiting: sold out, as before.
+TEST(silent_paths, claim_after_a_refusal_uses_a_waiting_take) {
+    take_ledger ledger;
+    session c5(variant_id::coupon, &ledger, 5), c3(variant_id::coupon, &ledger, 3);
+    ASSERT_TRUE(c5.ready()) << c5.error();
+    auto took = c5.exec("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7", {ok_rows(1)});
+    ASSERT_TRUE(took.has(event::took));
+    auto refused = c3.exec("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7", {ok_rows(0)});
+    ASSERT_TRUE(refused.has(event::exhausted));
+    auto claim = c3.exec(c3.claim_sql("1", "7"), {ok_rows(1)});
+    EXPECT_TRUE(claim.has(event::claim_inserted));
+    EXPECT_EQ(ledger.waiting_takes("coupon_stock", {"7"}), 0u);
+    auto refused2 = c3.exec("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7", {ok_rows(0)});
+    ASSERT_TRUE(refused2.has(event::exhausted));
+    auto blocked = c3.exec(c3.claim_sql("2", "7"), {});
+    EXPECT_TRUE(blocked.has(event::blocked));
+    EXPECT_TRUE(blocked.sent().empty());
+}
+
 }  // namespace
 }  // namespace claimguard::engine::test
