@@ -171,8 +171,11 @@ namespace {
 
 }  // namespace
 
-result<rewritten_sql> deferred_decrement(const stock_rule& rule, std::span<const key_literal> key, std::int64_t units,
-                                         std::string_view database) {
+namespace {
+
+// UPDATE t SET c = c <sign> units [, version = version + 1] WHERE <key as literals>[ AND c >= floor + units].
+result<rewritten_sql> literal_change(const stock_rule& rule, std::span<const key_literal> key, std::int64_t units,
+                                     std::string_view database, char sign) {
     if (units <= 0) return errc::amount_not_positive;
     if (rule.floor > std::numeric_limits<std::int64_t>::max() - units) return errc::amount_out_of_range;
     if (key.empty() || key.size() != rule.key_columns.size()) return errc::key_not_bindable;
@@ -181,7 +184,7 @@ result<rewritten_sql> deferred_decrement(const stock_rule& rule, std::span<const
     const std::string counter = sql::quote_identifier(rule.counter_column);
     table_name table = rule.table;
     if (table.schema.empty()) table.schema = std::string(database);
-    out.sql = "UPDATE " + table_sql(table) + " SET " + counter + " = " + counter + " - " + std::to_string(units);
+    out.sql = "UPDATE " + table_sql(table) + " SET " + counter + " = " + counter + " " + sign + " " + std::to_string(units);
     if (rule.version_column) {
         const std::string version = sql::quote_identifier(*rule.version_column);
         out.sql += ", " + version + " = " + version + " + 1";
@@ -207,8 +210,20 @@ result<rewritten_sql> deferred_decrement(const stock_rule& rule, std::span<const
             out.sql += "'";
         }
     }
-    out.sql += " AND " + counter + " >= " + std::to_string(rule.floor + units);
+    if (sign == '-') out.sql += " AND " + counter + " >= " + std::to_string(rule.floor + units);
     return out;
+}
+
+}  // namespace
+
+result<rewritten_sql> deferred_decrement(const stock_rule& rule, std::span<const key_literal> key, std::int64_t units,
+                                         std::string_view database) {
+    return literal_change(rule, key, units, database, '-');
+}
+
+result<rewritten_sql> literal_give_back(const stock_rule& rule, std::span<const key_literal> key, std::int64_t units,
+                                        std::string_view database) {
+    return literal_change(rule, key, units, database, '+');
 }
 
 result<rewritten_sql> counter_probe(const stock_rule& rule, std::span<const value_ref> key, std::string_view schema) {

@@ -71,6 +71,11 @@ struct key_literal {
 [[nodiscard]] result<rewritten_sql> deferred_decrement(const stock_rule& rule, std::span<const key_literal> key,
                                                        std::int64_t units, std::string_view database = {});
 
+// The same give-back as compensation(), self-contained (the key as literals): sent after the
+// statement is gone (a give-back that a transaction's ROLLBACK undid, for a take committed before it).
+[[nodiscard]] result<rewritten_sql> literal_give_back(const stock_rule& rule, std::span<const key_literal> key,
+                                                      std::int64_t units, std::string_view database = {});
+
 // The counter of the key's row, read on the same connection after a take changed no row:
 // SELECT c FROM t WHERE k1 = <original token> AND ...
 [[nodiscard]] result<rewritten_sql> counter_probe(const stock_rule& rule, std::span<const value_ref> key,
