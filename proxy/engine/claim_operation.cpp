@@ -13,6 +13,10 @@ namespace {
 constexpr std::uint16_t server_in_transaction = 0x0001;  // SERVER_STATUS_IN_TRANS
 constexpr std::uint16_t server_autocommit = 0x0002;      // SERVER_STATUS_AUTOCOMMIT
 constexpr std::uint16_t er_dup_entry = 1062;
+constexpr std::uint16_t er_lock_wait_timeout = 1205;
+// A statement that reads the session's status flags and changes nothing, not even the diagnostics
+// area (the app's SHOW WARNINGS still sees its error).
+constexpr std::string_view status_question = "SHOW COUNT(*) WARNINGS";
 
 // Whether what the statement does commits only with a later COMMIT: inside an open transaction,
 // or with autocommit off (ORMs such as Hibernate and SQLAlchemy run so: every statement opens one).
@@ -115,7 +119,7 @@ action claim_operation::refusal(std::string_view why) {
     action a;
     a.type = action::kind::answer;
     // A shape the rules do not model is refused by its policy; an ambiguous write is refused always.
-    const bool by_policy = d_.what != verdict::take && d_.reason != "absolute_not_lower" && d_.reason != "amount_mismatch";
+    const bool by_policy = d_.what != verdict::take && !d_.ambiguous;
     a.answer = {rules::answer::kind::error, 1644, "45000",
                 "claimguard: rule " + std::string(d_.claim ? d_.claim->name : d_.stock ? d_.stock->name : "?") +
                     " refuses this statement" + (by_policy ? " (unmodeled: refuse): " : ": ") + std::string(why)};
@@ -462,6 +466,9 @@ action claim_operation::on_reply(const reply_summary& r) {
             memory_.note_read(e, *r.counter, trans);
             e.refused = false;  // a new attempt starts with a read
         }
+        if (d_.locking_read && trans && !r.err) {
+            memory_.note_row_lock(memory_.entry(d_.stock->name, d_.key));
+        }
         action a;
         a.type = action::kind::reply_client;
         return finish(a);
@@ -568,6 +575,34 @@ action claim_operation::on_reply(const reply_summary& r) {
             final_action.status = r.status;
         } else {
             final_action.type = action::kind::reply_client;  // IGNORE's 0 rows, or another error
+        }
+        if (r.err && reserved_ > 0 && in_transaction(ctx_.status)) {
+            if (!trans) {
+                // The error ended the transaction (a deadlock): the server undid the take with it.
+                // A give-back now would run in autocommit and add a unit nobody took.
+                reserved_ = 0;
+                return finish(std::move(final_action));
+            }
+            if (r.err_code == er_lock_wait_timeout) {
+                // The statement rolled back, or with innodb_rollback_on_timeout the whole
+                // transaction: the ERR carries no status flags, so the server is asked first.
+                after_give_back_ = std::move(final_action);
+                action a;
+                a.type = action::kind::send_sql;
+                a.sql.sql = std::string(status_question);
+                state_ = state::status_asked;
+                return a;
+            }
+        }
+        return give_back_then(std::move(final_action));
+    }
+
+    case state::status_asked: {
+        action final_action = std::move(*after_give_back_);
+        after_give_back_.reset();
+        if (!trans) {
+            reserved_ = 0;  // the transaction rolled back: the take went with it
+            return finish(std::move(final_action));
         }
         return give_back_then(std::move(final_action));
     }

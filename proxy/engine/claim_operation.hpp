@@ -153,7 +153,7 @@ public:
 private:
     enum class state : std::uint8_t {
         idle, read_sent, take_sent, probe_sent, track_sent, restock_sent, rollback_sent, redis_wait,
-        claim_sent, original_sent, give_back_sent, deferred_sent, done,
+        claim_sent, original_sent, give_back_sent, deferred_sent, status_asked, done,
     };
 
     action start_main();

@@ -86,6 +86,7 @@ decision unmodeled_decision(const rules::stock_rule* stock, const rules::claim_r
 decision ambiguous_decision(const rules::stock_rule* stock, std::string_view note, std::string_view reason) {
     decision d = unmodeled_decision(stock, nullptr, note, reason);
     d.what = verdict::refuse;
+    d.ambiguous = true;
     return d;
 }
 
@@ -313,6 +314,7 @@ decision decide(const match::match_result& facts, const rules::rule_set& rules, 
                     if (auto key = resolve_key(r.key, values)) {
                         canonicalize_key(*key, *r.rule);
                         d.what = verdict::remember_read;
+                        d.locking_read = r.lock != rules::sql::lock_clause::none;
                         d.key = std::move(*key);
                         scope_key(d, r.table.schema, r.rule->table, memory);
                         d.note = "read of the counter";
@@ -359,6 +361,8 @@ decision decide(const match::match_result& facts, const rules::rule_set& rules, 
         if (d.what == verdict::exhausted && !d.observe && d.stock) {
             memory.entry(d.stock->name, d.key).refused = false;  // this refusal is answered now
         }
+        if ((d.what == verdict::take || d.what == verdict::track_decrement) && d.stock)
+            d.holds_row_lock = memory.holds_row_lock(d.stock->name, d.key);
         if (d.what != verdict::forward || d.unmodeled) return d;
     }
     return {};

@@ -71,6 +71,9 @@ struct decision {
     // follow. `what` is refuse or forward per the rule's policy; always audited and counted.
     bool unmodeled = false;
     std::string_view reason;              // unmodeled: the metric label
+    // refuse: a write the engine understands but whose meaning is ambiguous (a restock or a stale
+    // decrement; an amount a fresh read contradicts): refused whatever the unmodeled policy says.
+    bool ambiguous = false;
     // take: the write says more than the key (AND version = ?): zero rows may be the app's own
     // conflict rather than sold out, which the operation checks before answering.
     bool may_conflict = false;
@@ -84,6 +87,12 @@ struct decision {
     // claim after this connection's refused decrement of the key: only with a take waiting in the
     // sidecar's ledger (never a claim ahead of its decrement), else the exhausted answer.
     bool after_refusal = false;
+    // read: FOR UPDATE / LOCK IN SHARE MODE; in a transaction the row lock is held to its end.
+    bool locking_read = false;
+    // take, track: the transaction holds the key's row lock already (a locking read in it). Such a
+    // decrement never waits in the admission queue: a holder of the key's slot may be waiting for
+    // that lock, a cycle neither InnoDB nor the queue would see.
+    bool holds_row_lock = false;
     // take: the key as literals, for a take deferred to COMMIT (defer_decrement).
     std::vector<rules::match::key_literal> key_literals;
     // Deferred takes of the open transaction this statement sends before its own action.

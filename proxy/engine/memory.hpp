@@ -36,6 +36,9 @@ struct stock_entry {
     std::uint64_t read_command = 0;         // session_memory::command() of that read
     std::uint64_t read_transaction = 0;     // session_memory::transaction() of that read; 0: outside one
     bool refused = false;                   // the last decrement was refused: its claim must not follow
+    // session_memory::transaction() of a locking read of the key (FOR UPDATE, LOCK IN SHARE MODE) in
+    // an open transaction: the row lock is held until that transaction ends.
+    std::uint64_t lock_transaction = 0;
     // Open transaction: units of decrements that succeeded in it and no claim of it consumed yet
     // (each a separate take, oldest first). They commit or roll back with the transaction.
     std::deque<std::int64_t> transaction_takes;
@@ -95,6 +98,12 @@ public:
         e.last_read = value;
         e.read_command = command_;
         e.read_transaction = in_transaction ? transaction_ : 0;
+    }
+    // A locking read of the key succeeded in the open transaction.
+    void note_row_lock(stock_entry& e) { e.lock_transaction = transaction_; }
+    [[nodiscard]] bool holds_row_lock(const std::string& rule, const key_tuple& key) const {
+        const stock_entry* e = find(rule, key);
+        return e != nullptr && e->lock_transaction == transaction_;
     }
     // What the connection read of the key, when it is evidence for the command being decided.
     [[nodiscard]] std::optional<std::int64_t> fresh_read(const std::string& rule, const key_tuple& key) const {

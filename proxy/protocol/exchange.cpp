@@ -98,7 +98,9 @@ next_step command_exchange::on_error(bytes_view p) {
     // ER_LOCK_DEADLOCK, ER_XA_RBROLLBACK, ER_XA_RBTIMEOUT, ER_XA_RBDEADLOCK: InnoDB rolled the
     // transaction back. (ER_LOCK_WAIT_TIMEOUT rolls back only the statement, unless the server runs
     // with innodb_rollback_on_timeout.)
-    if (auto e = parse_err(p); e && (e->code == 1213 || e->code == 1402 || e->code == 1613 || e->code == 1614))
+    auto e = parse_err(p);
+    if (e) error_code_ = e->code;
+    if (e && (e->code == 1213 || e->code == 1402 || e->code == 1613 || e->code == 1614))
         status_ = static_cast<std::uint16_t>(status_ & ~status::in_trans);
     return next_step::done;
 }

@@ -46,6 +46,8 @@ public:
     // Status flags from the last OK/EOF seen (the previous status when none was).
     [[nodiscard]] std::uint16_t status() const { return status_; }
     [[nodiscard]] bool failed() const { return failed_; }
+    // The ERR's code when failed() (0 when it could not be parsed).
+    [[nodiscard]] std::uint16_t error_code() const { return error_code_; }
     // The last OK packet of a plain OK reply (valid until the packet's buffer moves).
     [[nodiscard]] const std::optional<ok_packet>& last_ok() const { return last_ok_; }
     // For COM_STMT_PREPARE: the statement id and counts of a successful prepare.
@@ -95,6 +97,7 @@ private:
     std::uint8_t next_seq_ = 0;
     std::uint64_t progress_reports_ = 0;
     bool failed_ = false;
+    std::uint16_t error_code_ = 0;
     std::optional<ok_packet> last_ok_;
     auth_exchange auth_;
 };

@@ -26,6 +26,7 @@ struct admission_metrics {
     admin::family<admin::counter>& timeouts;
     admin::family<admin::counter>& queue_full;
     admin::family<admin::counter>& sold_out;
+    admin::family<admin::counter>& lock_held;
     admin::gauge& queued;
 
     static admission_metrics& get() {
@@ -40,6 +41,10 @@ struct admission_metrics {
                              {"rule"}),
             r.counter_family("claimguard_admission_sold_out_answers_total",
                              "Decrements answered sold out by the admission queue, without the database", {"rule"}),
+            r.counter_family("claimguard_admission_lock_held_total",
+                             "Decrements let through the admission queue at once: their transaction already "
+                             "holds a lock a slot holder may wait for (a locking read of the key, another key's slot)",
+                             {"rule"}),
             r.gauge_family("claimguard_admission_queued", "Statements waiting in admission queues now", {}).with(),
         };
         return m;
@@ -72,6 +77,13 @@ bool session::admission_applies(const engine::decision& d) const {
 awaitable<std::optional<admission>> session::admit(const engine::decision& d) {
     for (const auto& h : admission_held_)
         if (h.rule == d.stock->name && h.key == d.key) co_return admission::admitted;  // its transaction's slot
+    if (d.holds_row_lock || !admission_held_.empty()) {
+        // Waiting now could close a cycle nobody detects: a holder of this key's slot waiting in
+        // InnoDB for the row lock this transaction holds (its locking read), or for a slot this
+        // transaction holds (another key). Go at once: a real deadlock is then InnoDB's to find.
+        admission_metrics::get().lock_held.with(d.stock->name).inc();
+        co_return admission::bypass;
+    }
     auto& gate = *ctx_.admission;
     // The gate wakes the waiter from whichever thread freed its slot: post to this session's
     // executor, where the wait runs; a session already gone is not touched.
@@ -137,6 +149,7 @@ awaitable<bool> session::admit_deferred(const engine::decision& d) {
         td.stock = rule;
         td.key = t.key;
         td.units = t.units;
+        td.holds_row_lock = memory_.holds_row_lock(t.rule, t.key);
         takes.push_back(std::move(td));
     }
     for (const auto& td : takes)

@@ -177,12 +177,17 @@ void session::update_read_cache(const std::vector<engine::event>& events, const 
             case event::tracked:
                 // Committed at once in autocommit; in a transaction it may still roll back, so the
                 // next read asks the server.
-                if (status_ & proto::status::in_trans)
+                // A write that said more than the key (AND version = ?) may have changed other
+                // columns the kept reply shows (the version an optimistic app reads next).
+                if ((status_ & proto::status::in_trans) || d.may_conflict)
                     cache.invalidate(rule.name, d.key);
                 else
                     cache.on_take(rule.name, d.key, d.units);
                 break;
             case event::exhausted: cache.on_exhausted(rule.name, d.key, rule.floor); break;
+            // The app's own condition did not hold: what it read was stale (another sidecar's
+            // write); its retry reads from the server.
+            case event::conflict:
             case event::restocked:
             case event::compensated:
             case event::compensation_failed: cache.invalidate(rule.name, d.key); break;

@@ -313,13 +313,7 @@ awaitable<session::intercepted> session::unmodeled_execute(const prepared_statem
                                                            std::uint8_t command, std::string_view why,
                                                            std::string_view code) {
     if (!ps.snapshot) co_return intercepted::forward;
-    match::match_result facts;
-    for (const auto& f : ps.facts.facts) {
-        if (const auto* w = std::get_if<match::counter_write>(&f)) facts.facts.emplace_back(match::unmodeled{w->rule, nullptr, why, code});
-        else if (const auto* c = std::get_if<match::counter_change>(&f)) facts.facts.emplace_back(match::unmodeled{c->rule, nullptr, why, code});
-        else if (const auto* i = std::get_if<match::claim_insert>(&f)) facts.facts.emplace_back(match::unmodeled{nullptr, i->rule, why, code});
-        else if (const auto* u = std::get_if<match::unmodeled>(&f)) facts.facts.emplace_back(match::unmodeled{u->stock, u->claim, why, code});
-    }
+    auto facts = match::as_unmodeled(ps.facts, why, code);
     if (facts.facts.empty()) co_return intercepted::forward;
     snapshot_ = ps.snapshot;
     memory_.database = database_;
@@ -704,6 +698,7 @@ awaitable<std::optional<session::captured_reply>> session::roundtrip(proto::byte
                 r.is_err = true;
                 command_failed_ = true;  // if the transaction ended here, it ended without a commit
                 if (auto e = proto::parse_err(packet.first_payload)) r.err_code = e->code;
+                command_error_ = r.err_code;
             } else if (head == proto::ok_header && command != proto::com::stmt_prepare && *next == proto::next_step::done) {
                 if (auto ok = proto::parse_ok(packet.first_payload, caps_)) {
                     r.is_ok = true;

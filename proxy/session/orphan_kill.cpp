@@ -138,6 +138,7 @@ awaitable<std::optional<std::vector<proto::byte_buffer>>> session::own_query(std
         step = *next;
     }
     if (step != proto::next_step::done) co_return std::nullopt;
+    own_query_status_ = exchange.status();
     co_return payloads;
 }
 

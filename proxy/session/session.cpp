@@ -533,6 +533,7 @@ awaitable<void> session::command_loop() {
         if (verdict == intercepted::failed) co_return;
         if (verdict == intercepted::handled) {
             client_in_.consume(packet.raw_size);
+            if (!co_await confirm_transaction_after_error(was_in_transaction)) co_return;
             after_command(was_in_transaction, started);
             continue;
         }
@@ -553,8 +554,25 @@ awaitable<void> session::command_loop() {
         if (command == proto::com::stmt_prepare && !exchange.failed()) last_prepared_id_ = exchange.statement_id();
         if (exchange.failed()) reset_after_reply_ = false;
         command_failed_ = exchange.failed();
+        if (command_failed_) command_error_ = exchange.error_code();
+        if (!co_await confirm_transaction_after_error(was_in_transaction)) co_return;
         after_command(was_in_transaction, started);
     }
+}
+
+awaitable<bool> session::confirm_transaction_after_error(bool was_in_transaction) {
+    constexpr std::uint16_t er_lock_wait_timeout = 1205;
+    if (!command_failed_ || command_error_ != er_lock_wait_timeout || !was_in_transaction ||
+        !(status_ & proto::status::in_trans))
+        co_return true;
+    // A diagnostics statement: it opens no transaction and leaves the error for SHOW WARNINGS.
+    if (!co_await own_query("SHOW COUNT(*) WARNINGS")) co_return false;
+    if (!(own_query_status_ & proto::status::in_trans)) {
+        spdlog::info("session {}: the lock wait timeout rolled the whole transaction back "
+                     "(innodb_rollback_on_timeout)", id_);
+        status_ = static_cast<std::uint16_t>(status_ & ~proto::status::in_trans);
+    }
+    co_return true;
 }
 
 awaitable<bool> session::relay_reply(proto::command_exchange& exchange) {
@@ -647,6 +665,7 @@ void session::after_command(bool was_in_transaction, clock_type::time_point star
     reset_after_reply_ = false;
     rollback_requested_ = false;
     command_failed_ = false;
+    command_error_ = 0;
     admin::metrics().command_duration.observe(std::chrono::duration<double>(clock_type::now() - started).count());
 }
 

@@ -144,6 +144,12 @@ private:
     // Sends one COM_QUERY of the proxy's own and reads its whole reply, never forwarded: every packet's
     // payload. nullopt when the backend connection failed.
     awaitable<std::optional<std::vector<proto::byte_buffer>>> own_query(std::string_view sql);
+    std::uint16_t own_query_status_ = 0;  // the server's status flags after the last own_query
+    // ERR 1205 (lock wait timeout) rolls back the statement, or with innodb_rollback_on_timeout the
+    // whole transaction, and an ERR carries no status flags: after one in a transaction the server
+    // is asked (a diagnostics statement: the app's SHOW WARNINGS still sees the error). False when
+    // the backend connection failed.
+    awaitable<bool> confirm_transaction_after_error(bool was_in_transaction);
 
     // ---- claim interception (claims.cpp) ----------------------------------------------------
     enum class intercepted { forward, handled, failed };
@@ -318,6 +324,7 @@ private:
     xa_step xa_step_ = xa_step::none;
     bool xa_prepared_ = false;                    // an XA transaction of this session is prepared, not ended
     bool command_failed_ = false;                 // the server answered the command being handled with ERR
+    std::uint16_t command_error_ = 0;             // ... its code
     struct admission_slot {
         std::string rule;
         engine::key_tuple key;

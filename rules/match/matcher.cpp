@@ -498,20 +498,13 @@ void unmodeled_for_rule_names(const rule_index& rules, const std::vector<std::st
     if (st.tokens.size() < 4 || st.tokens[3].kind != sql::token_kind::string) return false;  // FROM @v: see match_set
     const std::string text = sql::decode_string(st.text(3), st.options);
     const auto inner = sql::parse(text, st.options);
-    const auto facts = match(inner, rules, ctx);
-    std::vector<std::string> reached;
-    for (const auto& f : facts.facts) {
-        std::string_view rule;
-        if (const auto* w = std::get_if<counter_write>(&f)) rule = w->rule->name;
-        else if (const auto* c = std::get_if<counter_change>(&f)) rule = c->rule->name;
-        else if (const auto* i = std::get_if<claim_insert>(&f)) rule = i->rule->name;
-        else if (const auto* u = std::get_if<unmodeled>(&f)) rule = u->claim ? u->claim->name : u->stock ? u->stock->name : "";
-        if (!rule.empty() && std::find(reached.begin(), reached.end(), rule) == reached.end()) reached.emplace_back(rule);
+    auto reached = as_unmodeled(match(inner, rules, ctx),
+                                "a statement prepared in SQL (PREPARE ... FROM) that writes the rule's table", "sql_prepare");
+    for (auto& f : reached.facts) {
+        auto& u = std::get<unmodeled>(f);
+        u.prepared_name = st.text(1);
+        out.facts.push_back(std::move(f));
     }
-    const std::size_t first = out.facts.size();
-    unmodeled_for_rule_names(rules, reached, "a statement prepared in SQL (PREPARE ... FROM) that writes the rule's table",
-                             "sql_prepare", out);
-    for (std::size_t i = first; i < out.facts.size(); ++i) std::get<unmodeled>(out.facts[i]).prepared_name = st.text(1);
     return true;
 }
 
@@ -550,6 +543,25 @@ void match_database_code(const parsed_statement& st, const rule_index& rules, ma
 }
 
 }  // namespace
+
+match_result as_unmodeled(const match_result& facts, std::string_view why, std::string_view code) {
+    match_result out;
+    auto add = [&](const stock_rule* stock, const claim_rule* claim) {
+        if (stock == nullptr && claim == nullptr) return;
+        for (const auto& f : out.facts) {
+            const auto& u = std::get<unmodeled>(f);
+            if (u.stock == stock && u.claim == claim) return;
+        }
+        out.facts.emplace_back(unmodeled{stock, claim, why, code});
+    };
+    for (const auto& f : facts.facts) {
+        if (const auto* w = std::get_if<counter_write>(&f)) add(w->rule, nullptr);
+        else if (const auto* c = std::get_if<counter_change>(&f)) add(c->rule, nullptr);
+        else if (const auto* i = std::get_if<claim_insert>(&f)) add(nullptr, i->rule);
+        else if (const auto* u = std::get_if<unmodeled>(&f)) add(u->stock, u->claim);
+    }
+    return out;
+}
 
 sql_prepared_use sql_prepared_of(const parsed_statement& st) {
     sql_prepared_use out;

@@ -33,6 +33,11 @@ struct sql_prepared_use {
 };
 [[nodiscard]] sql_prepared_use sql_prepared_of(const sql::parsed_statement& st);
 
+// Every rule the facts would write or refuse (a counter write or change, a claim, an unmodeled
+// statement), each once, in the facts' order, as unmodeled facts saying `why` and `code`: how a
+// statement the engine cannot follow here (a batch, a PREPARE in SQL) gets those rules' policy.
+[[nodiscard]] match_result as_unmodeled(const match_result& facts, std::string_view why, std::string_view code);
+
 // Facts about `st` under `rules`. Pure; the facts view `st.sql` and the rules.
 [[nodiscard]] match_result match(const sql::parsed_statement& st, const rule_index& rules,
                                  const match_context& context = {});

@@ -40,7 +40,7 @@ STOCK_PLENTY = 100000
 STOCK_FEW = 5
 RESTOCK = 3
 RECHECK_S = 0.2               # above the gate's sold_out_recheck (100 ms)
-CAMPAIGN_OFF, CAMPAIGN_ON, CAMPAIGN_SOLD_OUT, CAMPAIGN_LEAK, CAMPAIGN_CLUSTER = 1, 2, 3, 4, 5
+CAMPAIGN_OFF, CAMPAIGN_ON, CAMPAIGN_SOLD_OUT, CAMPAIGN_LEAK, CAMPAIGN_CLUSTER, CAMPAIGN_SHARE = 1, 2, 3, 4, 5, 6
 ANSWER_TIMEOUT_S = 30         # no statement may block longer (a hang is a failure)
 SIDECARS = 8
 CLIENTS_PER_SIDECAR = 8
@@ -53,6 +53,7 @@ SOLD_OUT_PAUSE_S = 0.01
 ER_LOCK_WAIT_TIMEOUT = 1205
 QUEUE_TIMEOUT_OUTCOME = "1205-queue"  # claimguard's ERR 1205 after queue_timeout
 ER_SOLD_OUT = 1644            # rules/examples/coupon.yaml's exhausted answer
+ER_LOCK_DEADLOCK = 1213
 
 ARGS = None
 
@@ -134,7 +135,8 @@ class Admission(unittest.TestCase):
         try:
             cls.cluster.start_db(unique_index=True)
             cls.cluster.reset({CAMPAIGN_OFF: STOCK_PLENTY, CAMPAIGN_ON: STOCK_PLENTY, CAMPAIGN_SOLD_OUT: STOCK_FEW,
-                               CAMPAIGN_LEAK: STOCK_PLENTY, CAMPAIGN_CLUSTER: CLUSTER_STOCK})
+                               CAMPAIGN_LEAK: STOCK_PLENTY, CAMPAIGN_CLUSTER: CLUSTER_STOCK,
+                               CAMPAIGN_SHARE: STOCK_PLENTY})
             cls.cluster.sql(f"SET GLOBAL innodb_lock_wait_timeout = {LOCK_WAIT_TIMEOUT_S};")
             rules_on = admission_rules(os.path.join(cls.work, "admission.yaml"))
             rules_one = admission_rules(os.path.join(cls.work, "admission-one.yaml"), max_in_flight=1,
@@ -255,6 +257,50 @@ class Admission(unittest.TestCase):
             app.close()
         facts = self.cluster.facts(CAMPAIGN_LEAK)
         self.assertEqual(facts["remain"], STOCK_PLENTY - 4, "the autocommit decrements and the COMMIT only")
+
+    def test_a_share_lock_holder_never_waits_behind_its_own_waiter(self):
+        """Two transactions read the row LOCK IN SHARE MODE, then decrement it (correct directly: InnoDB
+        finds the deadlock, the app retries). The second decrement must not wait in the queue behind the
+        first, whose slot waits in InnoDB for the second's S lock: a cycle only timeouts would break
+        (innodb_lock_wait_timeout here, queue_timeout 10 s)."""
+        proxy = self.proxies["one"]
+        before = metric(proxy, "claimguard_admission_lock_held_total")
+        a, b = connect(proxy.port), connect(proxy.port)
+        read = "SELECT remain FROM coupon_stock WHERE campaign_id = %s LOCK IN SHARE MODE"
+        take = "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = %s"
+        for c in (a, b):
+            c.cursor().execute("BEGIN")
+            c.cursor().execute(read, (CAMPAIGN_SHARE,))
+        outcome = {}
+
+        def run(name, conn):
+            try:
+                conn.cursor().execute(take, (CAMPAIGN_SHARE,))
+                outcome[name] = "ok"
+            except pymysql.err.MySQLError as e:
+                outcome[name] = e.args[0] if not str(e.args[1]).startswith("claimguard:") else f"{e.args[0]}-claimguard"
+
+        tb = threading.Thread(target=run, args=("b", b))
+        tb.start()  # b holds the key's slot and waits in InnoDB for a's S lock
+        itlib.wait_for(lambda: int(self.cluster.sql(
+            "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'").split()[-1]) >= 1,
+            5, "b waits for a's share lock")
+        run("a", a)
+        tb.join(ANSWER_TIMEOUT_S)
+        for c in (a, b):
+            try:
+                c.cursor().execute("COMMIT")
+            except pymysql.err.MySQLError:
+                pass
+            c.close()
+        print(f"\n    two share-lock holders decrementing through max_in_flight 1: {outcome}")
+        self.assertEqual(sorted(map(str, outcome.values())), sorted(["ok", str(ER_LOCK_DEADLOCK)]),
+                         "InnoDB's deadlock answer for one, the take for the other (no lock wait timeout, no "
+                         "queue timeout)")
+        self.assertGreater(metric(proxy, "claimguard_admission_lock_held_total"), before,
+                           "the decrement let through at once is counted")
+        facts = self.cluster.facts(CAMPAIGN_SHARE)
+        self.assertEqual(facts["remain"], STOCK_PLENTY - 1)
 
     def test_eight_sidecars_with_admission_some_killed_mid_race(self):
         rules = admission_rules(os.path.join(self.work, "admission-cluster.yaml"), max_in_flight=1,

@@ -33,6 +33,7 @@ import rawmysql  # noqa: E402
 import servers  # noqa: E402
 
 TTL_MS = 300
+LONG_TTL_S = 10  # the longest allowed, far above the test's run time: a reply it shows stale came from the cache
 CAMPAIGN = 7
 STOCK = 5
 CLIENT_TIMEOUT_S = 20
@@ -110,6 +111,22 @@ class ReadCache(unittest.TestCase):
                                            cls.cluster.db.port, extra_args=["--rules", observe])
         cls.cluster.proxies.append(cls.observing)
         cls.observing.start()
+        # Two sidecars with a long TTL and a rule that does not name the version column, so a
+        # `SELECT remain, version` is cached (the optimistic app's case, test_version_conflict_...).
+        with open(cluster.EXAMPLE_RULES, encoding="utf-8") as f:
+            unversioned_text = "".join(line for line in f if not line.lstrip().startswith("version_column:"))
+        unversioned = os.path.join(cls.work, "rules-unversioned-source.yaml")
+        with open(unversioned, "w", encoding="utf-8") as f:
+            f.write(unversioned_text)
+        long_ttl = cluster.rules_with_stock_lines(os.path.join(cls.work, "rules-long-ttl.yaml"),
+                                                  [f"read_cache: {LONG_TTL_S}s"], unversioned)
+        cls.pair = []
+        for name in ("claimguard-long-a", "claimguard-long-b"):
+            p = servers.Claimguard(ARGS.claimguard, cls.cluster.dir, name, cls.cluster.db.port,
+                                   extra_args=["--rules", long_ttl])
+            cls.cluster.proxies.append(p)
+            p.start()
+            cls.pair.append(p)
 
     @classmethod
     def tearDownClass(cls):
@@ -225,6 +242,37 @@ class ReadCache(unittest.TestCase):
         # the three reads never reached MariaDB (the three UPDATEs are no SELECTs)
         self.assertEqual(self.db_selects(), selects)
         self.assertEqual(self.via.text(sql), self.direct.text(sql))
+
+    def test_version_conflict_and_versioned_writes_refresh_the_cached_reply(self):
+        # An optimistic app reads remain and version; its write says AND version = ?. Another sidecar's
+        # take bumped the version: the app's write conflicts, and its retry must read the current
+        # version from the server, not the cached reply for the rest of the TTL (issue 17 row 18: the
+        # app gave up its retries with stock left).
+        read = f"SELECT remain, version FROM coupon_stock WHERE campaign_id = {CAMPAIGN}"
+        write = ("UPDATE coupon_stock SET remain = remain - 1, version = version + 1 "
+                 f"WHERE campaign_id = {CAMPAIGN} AND version = %s")
+
+        def connect(proxy):
+            return pymysql.connect(host=servers.HOST, port=proxy.port, user=cluster.APP_USER,
+                                   password=cluster.APP_PASSWORD, database=cluster.DATABASE, autocommit=True)
+
+        a, b = connect(self.pair[0]), connect(self.pair[1])
+        try:
+            ca, cb = a.cursor(), b.cursor()
+            ca.execute(read)
+            self.assertEqual(ca.fetchone(), (STOCK, 0))
+            ca.execute(read)  # from the cache now
+            self.assertEqual(ca.fetchone(), (STOCK, 0))
+            self.assertEqual(cb.execute(write, (0,)), 1)  # through the other sidecar
+            self.assertEqual(ca.execute(write, (0,)), 0, "the stale version conflicts")
+            ca.execute(read)
+            self.assertEqual(ca.fetchone(), (STOCK - 1, 1), "after the conflict the read sees the server")
+            self.assertEqual(ca.execute(write, (1,)), 1)
+            ca.execute(read)
+            self.assertEqual(ca.fetchone(), (STOCK - 2, 2), "after a versioned take the read sees its version")
+        finally:
+            a.close()
+            b.close()
 
     def test_dba_restock_directly_seen_within_ttl(self):
         sql = TEXT_READS[0]

@@ -46,6 +46,9 @@ class SilentPaths(unittest.TestCase):
     def setUpClass(cls):
         cls.work = itlib.fresh_work_dir(ARGS.work_dir)
         cls.cluster = cluster.Cluster(cls.work)
+        # ERR 1205 rolls the whole transaction back (see test_lock_wait_timeout_...); the other cases
+        # wait for no lock.
+        cls.cluster.db.extra_args.append("--innodb-rollback-on-timeout=ON")
         try:
             cls.cluster.start_db(unique_index=True)
             cls.proxy = cls.cluster.start_proxies(ARGS.claimguard, 1)[0]
@@ -169,6 +172,37 @@ class SilentPaths(unittest.TestCase):
         with self.connect() as c, c.cursor() as cur:
             cur.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (9, {CAMPAIGN})")
         itlib.wait_for(lambda: waiting() == 0.0, 15, "claimguard_ledger_waiting_units 0 once the claim used the take")
+
+    def test_lock_wait_timeout_that_rolled_back_the_transaction_ends_it(self):
+        # With innodb_rollback_on_timeout the server rolls the transaction back on ERR 1205, which
+        # carries no status flags. An app that goes on (its retry of the INSERT autocommits) must not
+        # get a claim paired with the take the rollback undid.
+        self.set_stock(99)
+        blocker = pymysql.connect(host=servers.HOST, port=self.cluster.db.port, user=cluster.APP_USER,
+                                  password=cluster.APP_PASSWORD, database=cluster.DATABASE, autocommit=False)
+        try:
+            with blocker.cursor() as b:  # holds the (user 9, campaign 77) unique entry
+                b.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (9, {CAMPAIGN})")
+            with self.connect() as c, c.cursor() as cur:
+                cur.execute("SET SESSION innodb_lock_wait_timeout = 1")
+                cur.execute("BEGIN")
+                cur.execute(f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = {CAMPAIGN}")
+                with self.assertRaises(pymysql.err.OperationalError) as ctx:
+                    cur.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (9, {CAMPAIGN})")
+                self.assertEqual(ctx.exception.args[0], 1205)
+                self.assertEqual(self.stock()["remain"], 99, "the server rolled the take back")
+                blocker.rollback()
+                told = "ok"
+                try:
+                    cur.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (9, {CAMPAIGN})")
+                    cur.execute("COMMIT")
+                except pymysql.err.MySQLError as e:
+                    told = e.args[0]
+            facts = self.stock()
+            print(f"\n    the claim after the rolled-back transaction: {told}; {facts}")
+            self.assertEqual(99 - facts["remain"], facts["rows"], "no claim without its unit")
+        finally:
+            blocker.close()
 
     def test_trust_follows_com_change_user(self):
         import MySQLdb  # libmariadb's COM_CHANGE_USER (python3-mysqldb)

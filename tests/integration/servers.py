@@ -169,6 +169,7 @@ class MariaDB:
         self.pid_file = os.path.join(self.dir, "mariadbd.pid")
         self.log = os.path.join(self.dir, "error.log")
         self.port = port
+        self.extra_args = []  # more mariadbd options, appended to command()
 
     def install(self):
         if os.path.isdir(self.datadir):
@@ -194,7 +195,7 @@ class MariaDB:
             "--innodb-doublewrite=0", "--innodb-use-native-aio=0", "--innodb-log-file-size=32M",
             "--performance-schema=ON", "--max-connections=500", "--thread-cache-size=32",
             "--skip-host-cache",
-        ]
+        ] + list(self.extra_args)
 
     def start(self, timeout_s=MARIADB_START_TIMEOUT_S):
         if self.port is None:

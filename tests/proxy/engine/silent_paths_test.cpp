@@ -131,6 +131,32 @@ TEST(silent_paths, a_read_in_the_same_transaction_is_evidence) {
     EXPECT_FALSE(t.d.only_if_lower);
 }
 
+// Issue 17 row 18: a decrement in a transaction that holds the key's row lock (a locking read of
+// it) says so, and admission lets it through at once (a holder of the key's slot may wait for
+// that lock). A plain read takes no lock; the next transaction holds none.
+TEST(silent_paths, a_locking_read_in_the_transaction_marks_the_row_lock_held) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    const char* take = "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 77";
+    (void)s.exec("SELECT remain FROM coupon_stock WHERE campaign_id = 77", {counter_row(50, in_trans)}, in_trans);
+    auto plain = s.exec(take, {ok_rows(1, in_trans)}, in_trans);
+    EXPECT_EQ(plain.d.what, verdict::take);
+    EXPECT_FALSE(plain.d.holds_row_lock);
+    (void)s.exec("SELECT remain FROM coupon_stock WHERE campaign_id = 77 LOCK IN SHARE MODE",
+                 {counter_row(49, in_trans)}, in_trans);
+    auto locked = s.exec(take, {ok_rows(1, in_trans)}, in_trans);
+    EXPECT_TRUE(locked.d.holds_row_lock);
+    auto other_key = s.exec("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 78",
+                            {ok_rows(1, in_trans)}, in_trans);
+    EXPECT_FALSE(other_key.d.holds_row_lock);
+    (void)s.end(true);
+    auto next = s.exec(take, {ok_rows(1)});
+    EXPECT_FALSE(next.d.holds_row_lock);
+    // A locking read in autocommit holds nothing after it.
+    (void)s.exec("SELECT remain FROM coupon_stock WHERE campaign_id = 77 FOR UPDATE", {counter_row(47)});
+    EXPECT_FALSE(s.exec(take, {ok_rows(1)}).d.holds_row_lock);
+}
+
 // R10: a take undone by ROLLBACK TO SAVEPOINT leaves nothing in the ledger to back another
 // connection's claim.
 TEST(silent_paths, r10_savepoint_rollback_undoes_the_take) {
@@ -329,6 +355,36 @@ TEST(silent_paths, claim_after_a_refusal_uses_a_waiting_take) {
     auto blocked = c3.exec(c3.claim_sql("2", "7"), {});
     EXPECT_TRUE(blocked.has(event::blocked));
     EXPECT_TRUE(blocked.sent().empty());
+}
+
+// A claim's ERR in a transaction may have rolled the whole transaction back, take included: a
+// give-back then would run in autocommit and add a unit nobody took. A deadlock says so (its ERR
+// ends the transaction); a lock wait timeout may (innodb_rollback_on_timeout), so the server is asked.
+TEST(silent_paths, claim_error_that_ended_the_transaction_gives_nothing_back) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    const char* take = "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7";
+    ASSERT_TRUE(s.exec(take, {ok_rows(1, in_trans)}, in_trans).has(event::took));
+    auto deadlock = s.exec(s.claim_sql("1", "7"), {error_reply(1213, autocommit)}, in_trans);
+    EXPECT_FALSE(deadlock.has(event::compensated));
+    EXPECT_EQ(deadlock.sent().size(), 1u);  // the claim only
+    EXPECT_EQ(deadlock.last().type, action::kind::reply_client);
+    (void)s.end(false);
+
+    ASSERT_TRUE(s.exec(take, {ok_rows(1, in_trans)}, in_trans).has(event::took));
+    auto rolled_back = s.exec(s.claim_sql("1", "7"), {error_reply(1205, in_trans), ok_rows(0, autocommit)}, in_trans);
+    ASSERT_EQ(rolled_back.sent().size(), 2u);
+    EXPECT_EQ(rolled_back.sent()[1], "SHOW COUNT(*) WARNINGS");
+    EXPECT_FALSE(rolled_back.has(event::compensated));
+    EXPECT_EQ(rolled_back.last().type, action::kind::reply_client);
+    (void)s.end(false);
+
+    // Only the statement rolled back (the default): the unit goes back inside the transaction.
+    ASSERT_TRUE(s.exec(take, {ok_rows(1, in_trans)}, in_trans).has(event::took));
+    auto statement_only =
+        s.exec(s.claim_sql("1", "7"), {error_reply(1205, in_trans), ok_rows(0, in_trans), ok_rows(1, in_trans)}, in_trans);
+    ASSERT_EQ(statement_only.sent().size(), 3u);
+    EXPECT_TRUE(statement_only.has(event::compensated));
 }
 
 }  // namespace
