@@ -220,7 +220,7 @@ awaitable<session::intercepted> session::intercept(const proto::packet_span& pac
         co_return intercepted::forward;
     case proto::com::reset_connection:
     case proto::com::change_user:
-        release_transaction_locks();  // the server rolls back an open transaction
+        release_redis_keys(transaction_.release_all());  // the server rolls back an open transaction
         forget_statements();
         table_columns_.clear();
         end_transaction_now(false);
@@ -231,22 +231,9 @@ awaitable<session::intercepted> session::intercept(const proto::packet_span& pac
 }
 
 void session::learn_session_changes(const match::match_result& facts) {
+    transaction_.expect(facts);
     for (const auto& f : facts.facts) {
-        if (auto* t = std::get_if<match::transaction_boundary>(&f)) {
-            using ev = match::transaction_event;
-            if (t->event == ev::commit || t->event == ev::rollback || t->event == ev::autocommit_on ||
-                t->event == ev::begin || t->event == ev::xa_commit || t->event == ev::xa_rollback)
-                reset_after_reply_ = true;
-            if (t->event == ev::rollback || t->event == ev::xa_rollback) rollback_requested_ = true;
-            if (t->event == ev::xa_prepare) xa_step_ = xa_step::prepare;
-            if (t->event == ev::xa_commit || t->event == ev::xa_rollback) xa_step_ = xa_step::end;
-            if (t->event == ev::savepoint || t->event == ev::rollback_to_savepoint || t->event == ev::release_savepoint) {
-                savepoint_step_ = t->event == ev::savepoint              ? savepoint_step::set
-                                  : t->event == ev::rollback_to_savepoint ? savepoint_step::rollback_to
-                                                                           : savepoint_step::release;
-                savepoint_name_ = sqlns::unquote_identifier(t->savepoint);
-            }
-        } else if (auto* c = std::get_if<match::session_change>(&f)) {
+        if (auto* c = std::get_if<match::session_change>(&f)) {
             switch (c->setting) {
             case match::session_setting::sql_mode:
                 if (c->sql_mode) lexer_.ansi_quotes = c->sql_mode->ansi_quotes;
@@ -589,7 +576,7 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
     // goes if the transaction does not commit.
     auto settle_redis = [&]() -> awaitable<void> {
         if (!op.redis_locked() || !redis_) co_return;
-        if (op.redis_keep_for_transaction()) transaction_locks_.push_back({d.redis_key, token});
+        if (op.redis_keep_for_transaction()) transaction_.hold({d.redis_key, token});
         else if (op.redis_release_now()) (void)co_await redis_->release(d.redis_key, token);
     };
     auto act = op.start();
@@ -617,8 +604,8 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
             if (!reply) {
                 // The connection is gone: a claim's Redis key goes with it (in the background).
                 if (op.redis_locked() && redis_) {
-                    transaction_locks_.push_back({d.redis_key, token});
-                    release_transaction_locks();
+                    transaction_.hold({d.redis_key, token});
+                    release_redis_keys(transaction_.release_all());
                 }
                 co_return intercepted::failed;
             }
@@ -660,7 +647,7 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
 
         case engine::action::kind::answer: {
             co_await settle_redis();
-            if (d.what == verdict::rollback_instead || op.rolled_back()) release_transaction_locks();
+            if (d.what == verdict::rollback_instead || op.rolled_back()) release_redis_keys(transaction_.release_all());
             co_return co_await answer(act.answer, act.status, act.ok_rows) ? intercepted::handled : intercepted::failed;
         }
         }
@@ -872,39 +859,10 @@ awaitable<bool> session::give_back_after_rollback() {
     co_return true;
 }
 
-void session::apply_savepoint_step() {
-    switch (savepoint_step_) {
-    case savepoint_step::none: return;
-    case savepoint_step::set: memory_.set_savepoint(savepoint_name_, transaction_locks_.size()); return;
-    case savepoint_step::release: memory_.release_savepoint(savepoint_name_); return;
-    case savepoint_step::rollback_to: {
-        std::vector<engine::session_memory::returned_take> returned;
-        const auto locks = memory_.rollback_to_savepoint(savepoint_name_, returned);
-        // Takes borrowed from the ledger by claims the rollback undid back them no more.
-        for (const auto& t : returned) ctx_.ledger->return_take(t.rule, t.key, t.units, id_);
-        if (!locks) return;
-        // The claims inserted since the savepoint are gone: their Redis keys too.
-        if (*locks < transaction_locks_.size()) {
-            std::vector<redis_lock> undone(transaction_locks_.begin() + static_cast<std::ptrdiff_t>(*locks),
-                                           transaction_locks_.end());
-            transaction_locks_.resize(*locks);
-            if (redis_)
-                for (auto& lock : undone)
-                    asio::co_spawn(client_.get_executor(), release_lock(redis_, std::move(lock.key), std::move(lock.token)),
-                                   asio::detached);
-        }
-        return;
-    }
-    }
-}
-
-void session::release_transaction_locks() {
-    if (redis_) {
-        for (auto& lock : transaction_locks_)
-            asio::co_spawn(client_.get_executor(), release_lock(redis_, std::move(lock.key), std::move(lock.token)),
-                           asio::detached);
-    }
-    transaction_locks_.clear();
+void session::release_redis_keys(std::vector<engine::redis_hold> keys) {
+    if (!redis_) return;
+    for (auto& k : keys)
+        asio::co_spawn(client_.get_executor(), release_lock(redis_, std::move(k.key), std::move(k.token)), asio::detached);
 }
 
 void session::report_deferred(const std::vector<std::pair<engine::event, engine::deferred_take>>& events,
@@ -943,7 +901,10 @@ void session::report_deferred(const std::vector<std::pair<engine::event, engine:
 
 void session::end_transaction_now(bool committed) {
     if (!ctx_.ledger) return;
-    auto dropped = engine::end_transaction(memory_, *ctx_.ledger, committed, id_);
+    report_dropped(engine::end_transaction(memory_, *ctx_.ledger, committed, id_), committed);
+}
+
+void session::report_dropped(std::vector<engine::deferred_take> dropped, bool committed) {
     if (dropped.empty()) return;
     if (committed)  // a commit claimguard did not see coming: its claims went in without these takes
         spdlog::error("session {}: the transaction committed with {} deferred take(s) of rule {} never sent", id_,

@@ -115,7 +115,7 @@ awaitable<void> session::run() {
         co_await command_loop();
         note_orphan();  // the backend link lost inside a transaction: the server may still hold it
     }
-    release_transaction_locks();  // a transaction still open dies with the connection
+    release_redis_keys(transaction_.release_all());  // a transaction still open dies with the connection
     end_transaction_now(false);
     release_admission();  // ... and so does its turn at the hot rows
     close();
@@ -552,7 +552,6 @@ awaitable<void> session::command_loop() {
         if (!co_await relay_reply(exchange)) co_return;
         status_ = exchange.status();
         if (command == proto::com::stmt_prepare && !exchange.failed()) last_prepared_id_ = exchange.statement_id();
-        if (exchange.failed()) reset_after_reply_ = false;
         command_failed_ = exchange.failed();
         if (command_failed_) command_error_ = exchange.error_code();
         if (!co_await confirm_transaction_after_error(was_in_transaction)) co_return;
@@ -636,34 +635,13 @@ awaitable<bool> session::relay_reply(proto::command_exchange& exchange) {
 }
 
 void session::after_command(bool was_in_transaction, clock_type::time_point started) {
-    // The session's transaction ended (COMMIT, ROLLBACK, an implicit commit or a rollback
-    // after a deadlock): the claim bookkeeping of that transaction goes with it.
-    if (savepoint_step_ != savepoint_step::none && !command_failed_) apply_savepoint_step();
-    savepoint_step_ = savepoint_step::none;
-    bool ended = was_in_transaction && !(status_ & proto::status::in_trans);
-    if (xa_step_ == xa_step::prepare) {
-        // XA PREPARE: the transaction leaves the session (the status flags may say it ended) and
-        // commits or rolls back only with XA COMMIT / XA ROLLBACK.
-        if (!command_failed_) xa_prepared_ = true;
-        ended = false;
-    } else if (xa_step_ == xa_step::end) {
-        ended = ended || xa_prepared_;
-        if (!command_failed_) xa_prepared_ = false;
-    }
-    xa_step_ = xa_step::none;
-    if (reset_after_reply_ || ended) end_transaction_now(!(rollback_requested_ || command_failed_));
-    if (ended) {
-        // A successful COMMIT (or an implicit one) keeps the claims' Redis keys; a ROLLBACK, or a
-        // failure that ended the transaction (deadlock, a failed COMMIT), gives them back.
-        if (rollback_requested_ || command_failed_)
-            release_transaction_locks();
-        else
-            transaction_locks_.clear();
+    if (ctx_.ledger) {
+        auto steps = transaction_.finish({was_in_transaction, status_, command_failed_}, memory_, *ctx_.ledger, id_);
+        release_redis_keys(std::move(steps.release));
+        report_dropped(std::move(steps.dropped), steps.committed);
     }
     // An autocommit decrement's turn ends with its reply; a transaction's with the transaction.
     if (!admission_held_.empty() && !(status_ & proto::status::in_trans)) release_admission();
-    reset_after_reply_ = false;
-    rollback_requested_ = false;
     command_failed_ = false;
     command_error_ = 0;
     admin::metrics().command_duration.observe(std::chrono::duration<double>(clock_type::now() - started).count());

@@ -24,6 +24,7 @@
 #include "proxy/engine/claim_operation.hpp"
 #include "proxy/engine/decide.hpp"
 #include "proxy/engine/rules_snapshot.hpp"
+#include "proxy/engine/transaction_tracker.hpp"
 #include "proxy/protocol/binary_value.hpp"
 #include "proxy/protocol/packets.hpp"
 #include "rules/match/rewriter.hpp"
@@ -216,6 +217,7 @@ private:
                          const rules::sql::parsed_statement* st);
     // The transaction ended: its deferred takes never sent are dropped (after a commit: an error).
     void end_transaction_now(bool committed);
+    void report_dropped(std::vector<engine::deferred_take> dropped, bool committed);
     // Matches a statement; a claim INSERT without a column list first learns the table's columns
     // (information_schema, on this backend connection, once per session and table).
     awaitable<std::optional<rules::match::match_result>> match_statement(const rules::sql::parsed_statement& st);
@@ -236,12 +238,10 @@ private:
     // give-backs again, now in autocommit (engine::session_memory::after_rollback). False: the
     // backend connection failed.
     awaitable<bool> give_back_after_rollback();
-    // Applies the command's savepoint step once the server answered OK.
-    void apply_savepoint_step();
-    // The open transaction ended without committing: its claims' Redis keys go (compare-and-delete,
-    // in the background), or a user whose claim was rolled back would hear "already claimed" for
-    // the key's ttl. The database's unique index stays the guarantee either way.
-    void release_transaction_locks();
+    // Claims' Redis keys that did not commit go (compare-and-delete, in the background), or a user
+    // whose claim was rolled back would hear "already claimed" for the key's ttl. The database's
+    // unique index stays the guarantee either way.
+    void release_redis_keys(std::vector<engine::redis_hold> keys);
     [[nodiscard]] rules::sql::lexer_options lexer_options() const;
 
     // ---- per-key admission (admission.cpp) -------------------------------------------------------
@@ -305,24 +305,10 @@ private:
     static constexpr std::size_t max_known_tables = 64;
     std::uint32_t last_prepared_id_ = 0;
     std::uint8_t command_seq_ = 0;  // last sequence id of the command being handled
-    bool reset_after_reply_ = false;  // COMMIT/ROLLBACK: bookkeeping resets once it succeeds
     bool forwarded_statement_ = false;  // apply() sent the client's statement to the database
-    struct redis_lock {
-        std::string key;
-        std::string token;
-    };
-    std::vector<redis_lock> transaction_locks_;  // Redis keys of claims inserted in the open transaction
-    bool rollback_requested_ = false;             // the command being handled is a ROLLBACK
-    // What the command being handled does to the transaction's savepoints, applied once the server
-    // said OK (the transaction's bookkeeping follows what the server undid).
-    enum class savepoint_step : std::uint8_t { none, set, rollback_to, release };
-    savepoint_step savepoint_step_ = savepoint_step::none;
-    std::string savepoint_name_;
-    // XA: PREPARE detaches the transaction from the session (its takes stay pending); XA COMMIT
-    // or XA ROLLBACK ends it, whatever the status flags say.
-    enum class xa_step : std::uint8_t { none, prepare, end };
-    xa_step xa_step_ = xa_step::none;
-    bool xa_prepared_ = false;                    // an XA transaction of this session is prepared, not ended
+    // The end of each command for the transaction's claim bookkeeping (COMMIT or not, savepoints,
+    // XA) and the Redis keys its claims hold.
+    engine::transaction_tracker transaction_;
     bool command_failed_ = false;                 // the server answered the command being handled with ERR
     std::uint16_t command_error_ = 0;             // ... its code
     struct admission_slot {

@@ -120,16 +120,6 @@ KNOWN_OPEN = {
     "sidecar_pick.shared_tier": "not claimguard's deployment: the take ledger is per sidecar, so a pool spread "
                                 "over sidecars claims through another sidecar than it took through: the claim is "
                                 "answered sold out while stock is left and the take leaks (seed 5042 app 0)",
-    "combo.hot_options_locking_read": "issue 17 row 18: read_cache+admission+defer with LOCK IN SHARE MODE "
-                                      "undersells; here 8 forced apps broke no invariant but took 158 s (see "
-                                      "combo.admission_share_lock)",
-    "combo.version_defer": "issue 17 row 18: the optimistic relative write with the hot options undersells "
-                           "(not seen failing here in 8 forced apps; kept with write.version_* open)",
-    "combo.admission_share_lock": "issue 17 row 18 (admission alone is enough): a transaction holding the row's S "
-                                  "lock waits in the admission queue for a slot whose holder waits for that S lock: "
-                                  "a cycle neither InnoDB nor claimguard detects, broken only by queue_timeout / "
-                                  "innodb_lock_wait_timeout: apps of 24 users take 10-70 s and end with users given "
-                                  "1205 while stock is left (printed as 'undersold' warnings; excluded from CI for time)",
 }
 
 
