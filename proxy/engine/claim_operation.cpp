@@ -1,6 +1,8 @@
 // The claim flows as a state machine: takes, claims, give-backs, refusals, observe mode.
 #include "claim_operation.hpp"
 
+#include "proxy/protocol/capabilities.hpp"
+
 #include <algorithm>
 #include <variant>
 
@@ -10,8 +12,7 @@ namespace match = rules::match;
 
 namespace {
 
-constexpr std::uint16_t server_in_transaction = 0x0001;  // SERVER_STATUS_IN_TRANS
-constexpr std::uint16_t server_autocommit = 0x0002;      // SERVER_STATUS_AUTOCOMMIT
+namespace status = protocol::status;
 constexpr std::uint16_t er_dup_entry = 1062;
 constexpr std::uint16_t er_lock_wait_timeout = 1205;
 // A statement that reads the session's status flags and changes nothing, not even the diagnostics
@@ -21,7 +22,7 @@ constexpr std::string_view status_question = "SHOW COUNT(*) WARNINGS";
 // Whether what the statement does commits only with a later COMMIT: inside an open transaction,
 // or with autocommit off (ORMs such as Hibernate and SQLAlchemy run so: every statement opens one).
 bool in_transaction(std::uint16_t status) {
-    return (status & server_in_transaction) != 0 || (status & server_autocommit) == 0;
+    return (status & status::in_trans) != 0 || (status & status::autocommit) == 0;
 }
 
 const match::small_vector<match::value_ref, 2>* stock_key_of(const decision& d) {
@@ -181,7 +182,7 @@ action claim_operation::defer_take() {
     a.type = action::kind::answer;
     a.answer.type = rules::answer::kind::ok;
     a.ok_rows = 1;  // the promised row (also what the app's ROW_COUNT() sees once it is sent)
-    a.status = static_cast<std::uint16_t>(ctx_.status | server_in_transaction);
+    a.status = static_cast<std::uint16_t>(ctx_.status | status::in_trans);
     return finish(std::move(a));
 }
 

@@ -5,6 +5,8 @@
 // the claim flows are unit-tested with scripted replies and the session only does I/O.
 #pragma once
 
+#include "proxy/protocol/capabilities.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -51,7 +53,7 @@ struct reply_summary {
         r.status = status;
         return r;
     }
-    static constexpr std::uint16_t autocommit_status = 0x0002;  // SERVER_STATUS_AUTOCOMMIT
+    static constexpr std::uint16_t autocommit_status = protocol::status::autocommit;
 };
 
 enum class redis_reply { acquired, held, unavailable };
@@ -116,7 +118,7 @@ struct action {
 // Where the operation runs: the session's state it may not know itself.
 struct operation_context {
     std::uint64_t session = 0;
-    std::uint16_t status = 0x0002;    // the server's status flags before the statement (autocommit)
+    std::uint16_t status = protocol::status::autocommit;  // the server's status flags before the statement
     bool redis_available = false;     // a Redis guard is configured for this sidecar
 };
 

@@ -37,8 +37,9 @@ std::string describe_action(const action& a, std::string_view what_client_sent, 
 reply_summary ok_rows(std::uint64_t n) { return reply_summary::ok_rows(n); }
 
 // One outcome: runs a fresh operation, feeding `replies` (and Redis "acquired") in order, and
-// prints every action it takes under `label`.
-void run_outcome(std::ostream& out, std::string_view label, const decision& d, const rules::sql::parsed_statement& st,
+// prints every action it takes under `label`. False when the operation wanted a reply the script
+// does not have (explain's own bug: it says so rather than inventing one).
+bool run_outcome(std::ostream& out, std::string_view label, const decision& d, const rules::sql::parsed_statement& st,
                  std::vector<reply_summary> replies, std::int64_t seeded_take, std::string_view sql) {
     session_memory memory;
     take_ledger ledger;
@@ -47,16 +48,22 @@ void run_outcome(std::ostream& out, std::string_view label, const decision& d, c
     out << label << ":\n";
     action a = op.start();
     std::size_t next = 0;
-    for (int guard = 0; guard < 16; ++guard) {
+    constexpr int max_steps = 16;
+    for (int step = 0; step < max_steps; ++step) {
         out << "  " << describe_action(a, sql, d) << "\n";
-        if (a.final()) return;
+        if (a.final()) return true;
         if (a.type == action::kind::redis_acquire) {
             a = op.on_redis(redis_reply::acquired);
             continue;
         }
-        reply_summary r = next < replies.size() ? replies[next++] : ok_rows(1);
-        a = op.on_reply(r);
+        if (next == replies.size()) {
+            out << "  error: claimguard explain has no scripted reply for this step (a bug in explain; please report it)\n";
+            return false;
+        }
+        a = op.on_reply(replies[next++]);
     }
+    out << "  error: the operation did not end within " << max_steps << " steps (a bug in explain; please report it)\n";
+    return false;
 }
 
 
@@ -82,7 +89,7 @@ void explain_deferred(std::ostream& out, const decision& d, const rules::sql::pa
 
 }  // namespace
 
-void explain(const match::rule_index& rules, std::string_view sql, const match::explain_options& options,
+bool explain(const match::rule_index& rules, std::string_view sql, const match::explain_options& options,
              std::ostream& out) {
     const auto described = match::describe_statement(rules, sql, options, out);
     const auto& st = described.statement;
@@ -108,7 +115,7 @@ void explain(const match::rule_index& rules, std::string_view sql, const match::
     if (d.observe) {
         out << "mode: observe (claimguard logs that it would " << verdict_name(d.what)
             << "; the statement is forwarded unchanged)\n";
-        return;
+        return true;
     }
     if (d.stock || d.claim) out << "mode: enforce\n";
     if (d.what == verdict::remember_read && d.stock && d.stock->read_cache) {
@@ -121,29 +128,31 @@ void explain(const match::rule_index& rules, std::string_view sql, const match::
         else
             out << "read cache: sent to the server: " << why << "\n";
     }
+    bool ok = true;
     switch (d.what) {
     case verdict::take:
     case verdict::track_decrement:
         if (d.what == verdict::take && d.stock && d.stock->defer_decrement) out << "in autocommit:\n";
-        run_outcome(out, "when 1 row changes", d, st, {ok_rows(1)}, 0, sql);
-        run_outcome(out, "when 0 rows change", d, st,
+        ok = ok & run_outcome(out, "when 1 row changes", d, st, {ok_rows(1)}, 0, sql);
+        ok = ok & run_outcome(out, "when 0 rows change", d, st,
                     {ok_rows(0), reply_summary::counter_row(d.stock ? d.stock->floor : 0)}, 0, sql);
         if (d.what == verdict::take && d.stock && d.stock->defer_decrement) explain_deferred(out, d, st, sql);
         break;
     case verdict::claim: {
         const auto& ins = std::get<match::claim_insert>(*d.fact);
-        run_outcome(out, "when a take of this sidecar backs it and the row goes in", d, st, {ok_rows(1)}, 1, sql);
-        run_outcome(out, "when the database says duplicate", d, st,
+        ok = ok & run_outcome(out, "when a take of this sidecar backs it and the row goes in", d, st, {ok_rows(1)}, 1, sql);
+        ok = ok & run_outcome(out, "when the database says duplicate", d, st,
                     {reply_summary::error(1062), ok_rows(1), ok_rows(1)}, 1, sql);
         if (ins.ignore)
-            run_outcome(out, "when INSERT IGNORE inserts nothing", d, st, {ok_rows(0), ok_rows(1)}, 1, sql);
-        run_outcome(out, "with no take of this sidecar behind it (autocommit)", d, st, {ok_rows(1)}, 0, sql);
+            ok = ok & run_outcome(out, "when INSERT IGNORE inserts nothing", d, st, {ok_rows(0), ok_rows(1)}, 1, sql);
+        ok = ok & run_outcome(out, "with no take of this sidecar behind it (autocommit)", d, st, {ok_rows(1)}, 0, sql);
         break;
     }
     default:
-        run_outcome(out, "then", d, st, {ok_rows(1)}, 0, sql);
+        ok = ok & run_outcome(out, "then", d, st, {ok_rows(1)}, 0, sql);
         break;
     }
+    return ok;
 }
 
 }  // namespace claimguard::engine

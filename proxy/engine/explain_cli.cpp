@@ -29,7 +29,10 @@ int explain_command(const std::vector<std::string>& rules_paths, const std::opti
     rules::rule_set set;
     if (const int rc = rules_cli::detail::read_and_load(rules_paths, "explain", err, set); rc != 0) return rc;
     const rules::match::rule_index index(set);
-    explain(index, sql, options, out);
+    if (!explain(index, sql, options, out)) {
+        err << "claimguard explain: the dry run is incomplete (see the error line above)\n";
+        return 1;
+    }
     return 0;
 }
 

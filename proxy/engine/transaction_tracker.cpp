@@ -1,14 +1,12 @@
 #include "transaction_tracker.hpp"
 
+#include "proxy/protocol/capabilities.hpp"
 #include "rules/sql/values.hpp"
 
 namespace claimguard::engine {
 
 namespace match = rules::match;
 
-namespace {
-constexpr std::uint16_t status_in_trans = 0x0001;  // SERVER_STATUS_IN_TRANS
-}
 
 void transaction_tracker::expect(const match::match_result& facts) {
     using ev = match::transaction_event;
@@ -73,7 +71,7 @@ transaction_tracker::end_steps transaction_tracker::finish(const outcome& o, ses
                                                            take_ledger& ledger, std::uint64_t session) {
     end_steps out;
     if (!o.failed) apply_savepoint_step(memory, ledger, session, out.release);
-    const bool open_after = (o.status & status_in_trans) != 0;
+    const bool open_after = (o.status & protocol::status::in_trans) != 0;
     // The status flags say it ended (a COMMIT, a deadlock, an implicit commit); a COMMIT, ROLLBACK
     // or BEGIN that succeeded ended it too (BEGIN inside a transaction commits it and opens the next,
     // so the flags say "in transaction" before and after).

@@ -9,15 +9,18 @@
 #include <vector>
 
 #include "binary_value.hpp"
+#include "capabilities.hpp"
 #include "wire.hpp"
 
 namespace claimguard::protocol {
 
 // Status flags a result set's closing EOF/OK takes from the session rather than from the
 // statement (a rebuilt reply carries the session's current ones).
-inline constexpr std::uint16_t session_status_flags = 0x0001 | 0x0002 | 0x0200 | 0x2000;
+inline constexpr std::uint16_t session_status_flags =
+    status::in_trans | status::autocommit | status::no_backslash_escapes | status::in_trans_readonly;
 // Flags the statement itself set (index use, slow query): kept from the server's reply.
-inline constexpr std::uint16_t statement_status_flags = 0x0010 | 0x0020 | 0x0800;
+inline constexpr std::uint16_t statement_status_flags =
+    status::no_good_index_used | status::no_index_used | status::query_was_slow;
 
 struct counter_reply {
     std::vector<byte_buffer> head;  // payloads before the row: column count, definitions, EOF

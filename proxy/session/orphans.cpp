@@ -5,14 +5,11 @@
 
 #include "proxy/protocol/column.hpp"
 #include "proxy/protocol/packets.hpp"
+#include "proxy/protocol/capabilities.hpp"
 #include "proxy/protocol/text_row.hpp"
 
 namespace claimguard::session {
 
-namespace {
-constexpr std::uint16_t status_in_trans = 0x0001;    // SERVER_STATUS_IN_TRANS
-constexpr std::uint16_t status_autocommit = 0x0002;  // SERVER_STATUS_AUTOCOMMIT
-}  // namespace
 
 std::string_view to_string(orphan_result r) {
     switch (r) {
@@ -26,7 +23,7 @@ std::string_view to_string(orphan_result r) {
 }
 
 bool may_hold_transaction(std::uint16_t server_status) {
-    return (server_status & status_in_trans) != 0 || (server_status & status_autocommit) == 0;
+    return (server_status & protocol::status::in_trans) != 0 || (server_status & protocol::status::autocommit) == 0;
 }
 
 std::string kill_statement(std::uint32_t thread_id) { return "KILL CONNECTION " + std::to_string(thread_id); }

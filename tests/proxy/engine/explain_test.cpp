@@ -114,5 +114,32 @@ TEST(explain, describe_value_forms) {
     EXPECT_EQ(rules::match::describe_value(v), "NULL");
 }
 
+// Every outcome's script covers what the operation asks for: explain never invents a reply (it
+// used to feed "OK, 1 row" when its script ran out) and says when it could not finish.
+TEST(explain, every_statement_form_runs_to_its_end) {
+    const auto& env = env_for(variant_id::coupon);
+    ASSERT_TRUE(env.index);
+    for (const char* sql : {
+             "UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7",
+             "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7",
+             "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7 AND remain > 0",
+             "UPDATE coupon_stock SET remain = remain - 1, version = version + 1 WHERE campaign_id = 7 AND version = 3",
+             "UPDATE coupon_stock SET remain = remain + 5 WHERE campaign_id = 7",
+             "UPDATE coupon_stock SET remain = ? WHERE campaign_id = ?",
+             "SELECT remain FROM coupon_stock WHERE campaign_id = 7",
+             "INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 7)",
+             "INSERT IGNORE INTO coupon_order (user_id, campaign_id) VALUES (1, 7)",
+             "INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 7) ON DUPLICATE KEY UPDATE user_id = user_id",
+             "REPLACE INTO coupon_order (user_id, campaign_id) VALUES (1, 7)",
+             "INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 7) RETURNING id",
+             "DELETE FROM coupon_stock WHERE campaign_id = 7",
+             "COMMIT",
+         }) {
+        std::ostringstream out;
+        EXPECT_TRUE(explain(*env.index, sql, {}, out)) << sql << "\n" << out.str();
+        EXPECT_EQ(out.str().find("error:"), std::string::npos) << sql << "\n" << out.str();
+    }
+}
+
 }  // namespace
 }  // namespace claimguard::engine::test
