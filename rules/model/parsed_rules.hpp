@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -41,6 +42,18 @@ struct parsed_rules {
 
 // Reads one parsed YAML document into `out`, reporting problems within a file and within a rule.
 void read_rules_document(yaml_file& file, const YAML::Node& root, parsed_rules& out);
+
+// The fields of each mapping of a rules file as the reader knows them, for the test that holds
+// docs/RULES.md to the reader. `mapping` is named as in "unknown field" errors: "a stock rule", "admission".
+struct known_field {
+    std::string_view name;
+    bool required = false;
+};
+struct known_mapping {
+    std::string_view mapping;
+    std::vector<known_field> fields;
+};
+[[nodiscard]] std::vector<known_mapping> known_fields();
 
 // Checks across rules and files (names, tables, consumes, mappings, key templates) and fills
 // each claim's stock_key_mapping.

@@ -1,8 +1,12 @@
 // Internal: reads the fields of one rules document into stock and claim rules, checking each rule on its own.
+//
+// Each mapping of a rules file (the file itself, a stock rule, admission, a claim rule, consumes, redis) has one
+// table of its fields below (field_table.hpp), each field with its reader. Adding a stock-rule field: its reader,
+// one line in stock_fields, its member in rules.hpp (and its limits in limits.hpp).
 #include <algorithm>
 #include <limits>
-#include <map>
 
+#include "rules/model/field_table.hpp"
 #include "rules/model/key_template.hpp"
 #include "rules/model/limits.hpp"
 #include "rules/model/parsed_rules.hpp"
@@ -11,541 +15,542 @@
 namespace claimguard::rules::detail {
 namespace {
 
-constexpr std::string_view top_fields[] = {"default_mode", "stock_rules", "claim_rules", "trusted_users"};
-constexpr std::string_view stock_fields[] = {"name",           "table", "key_columns", "counter_column",
-                                             "version_column", "floor", "exhausted",   "mode",
-                                             "units",          "unmodeled",  "read_cache",
-                                             "defer_decrement", "admission", "amount_evidence"};
-constexpr std::string_view claim_fields[] = {"name",     "table", "idempotency_columns", "idempotency_key_column",
-                                             "consumes", "redis", "duplicate",           "strictness",
-                                             "mode",     "unmodeled"};
-constexpr std::string_view consumes_fields[] = {"rule", "columns"};
-constexpr std::string_view redis_fields[] = {"key", "ttl"};
-constexpr std::string_view admission_fields[] = {"max_in_flight", "queue_timeout", "max_queue"};
-
 std::string display_table(const table_name& t) { return t.schema.empty() ? t.name : t.schema + "." + t.name; }
-
-// The fields of a rule by name; a missing optional field is a nullptr.
-class field_index {
-public:
-    explicit field_index(const std::vector<field>& fields) {
-        for (const auto& f : fields)
-            by_name_.emplace(f.name, &f);
-    }
-    // A present, non-null field.
-    [[nodiscard]] const field* get(std::string_view name) const {
-        const auto it = by_name_.find(std::string(name));
-        return it == by_name_.end() || it->second->value.IsNull() ? nullptr : it->second;
-    }
-    // Present at all (possibly null): a required field written as `table:` is "empty", not "missing".
-    [[nodiscard]] const field* present(std::string_view name) const {
-        const auto it = by_name_.find(std::string(name));
-        return it == by_name_.end() ? nullptr : it->second;
-    }
-
-private:
-    std::map<std::string, const field*, std::less<>> by_name_;
-};
 
 answer error_answer(std::string message) {
     return answer{answer::kind::error, default_answer_code, default_answer_sql_state, std::move(message)};
 }
 
-class rule_reader {
-public:
-    rule_reader(yaml_file& file, parsed_rules& out) : file_(file), out_(out) {}
+// Readers of the fields stock and claim rules share.
 
-    void read_document(const YAML::Node& root) {
-        if (root.IsNull())
-            return;  // an empty file is an empty rule set
-        if (!root.IsMap()) {
-            file_.error(root.Mark(), "a rules file is a mapping with default_mode:, stock_rules: and claim_rules:, "
-                                     "not " + std::string(describe_node(root)));
-            return;
-        }
-        for (const auto& f : read_fields(file_, root, "the rules file", top_fields)) {
-            if (f.name == "default_mode")
-                read_default_mode(f);
-            else if (f.name == "trusted_users")
-                read_trusted_users(f);
-            else if (f.name == "stock_rules")
-                read_rule_list(f, "stock", [this](const YAML::Node& n) { read_stock(n); });
-            else
-                read_rule_list(f, "claim", [this](const YAML::Node& n) { read_claim(n); });
-        }
+template <class Parsed>
+void read_name(yaml_file& file, const field& f, Parsed& p) {
+    p.name_pos = file.pos(f.value_mark());
+    if (auto n = read_rule_name(file, f))
+        p.rule.name = std::move(*n);
+    else
+        p.complete = false;
+}
+
+// A rule left unnamed is named after its table, as written.
+template <class Parsed>
+void name_after_table(Parsed& p) {
+    p.name_pos = p.rule.pos;
+    p.rule.name = display_table(p.rule.table);
+}
+
+template <class Parsed>
+void read_rule_table(yaml_file& file, const field& f, Parsed& p) {
+    p.table_pos = file.pos(f.value_mark());
+    p.rule.table_pos = p.table_pos;
+    if (auto t = read_table(file, f))
+        p.rule.table = std::move(*t);
+    else
+        p.complete = false;
+}
+
+template <class Parsed>
+void read_rule_mode(yaml_file& file, const field& f, Parsed& p) {
+    p.rule.rule_mode = read_mode(file, f);
+    p.complete = p.complete && p.rule.rule_mode.has_value();
+}
+
+template <class Parsed>
+void read_rule_unmodeled(yaml_file& file, const field& f, Parsed& p) {
+    const auto v = read_unmodeled_policy(file, f);
+    p.complete = p.complete && v.has_value();
+    p.rule.unmodeled = v.value_or(unmodeled_policy::refuse);
+}
+
+// Stock rules.
+
+bool is_key_column(const stock_rule& r, std::string_view column) {
+    return std::any_of(r.key_columns.begin(), r.key_columns.end(),
+                       [&](const std::string& k) { return iequals(k, column); });
+}
+
+void read_key_columns(yaml_file& file, const field& f, parsed_stock& p) {
+    const auto keys = read_column_list(file, f);
+    if (!keys) {
+        p.complete = false;
+        return;
     }
-
-private:
-    void read_default_mode(const field& f) {
-        const auto m = read_mode(file_, f);
-        if (!m)
-            return;
-        const auto here = file_.pos(f.value_mark());
-        if (out_.default_mode && out_.default_mode->first != *m) {
-            const auto& [other, where] = *out_.default_mode;
-            file_.error(f.value_mark(), "default_mode is " + std::string(*m == mode::enforce ? "enforce" : "observe") +
-                                            " here but " + (other == mode::enforce ? "enforce" : "observe") +
-                                            " at " + where.file + ":" + std::to_string(where.line) + ":" +
-                                            std::to_string(where.column) +
-                                            "; all files form one rule set with one default mode");
-            return;
-        }
-        if (!out_.default_mode)
-            out_.default_mode.emplace(*m, here);
+    for (const auto& k : *keys) {
+        p.rule.key_columns.push_back(k.name);
+        p.rule.columns_named.push_back({f.name, k.name, k.pos});
     }
+}
 
-    void read_trusted_users(const field& f) {
-        if (f.value.IsNull())
-            return;
-        const auto one = [&](const YAML::Node& n) {
-            const std::string* text = read_scalar(file_, field{f.name, n.Mark(), n}, "a database user name");
-            if (text == nullptr)
-                return;
-            if (text->empty() || text->size() > max_user_name_bytes) {
-                file_.error(n.Mark(), "trusted_users holds database user names of 1 to " +
-                                          std::to_string(max_user_name_bytes) + " bytes, not " + quoted(*text));
-                return;
-            }
-            out_.trusted_users.push_back(*text);
-        };
-        if (f.value.IsSequence()) {
-            for (const auto& item : f.value)
-                one(item);
-        } else {
-            one(f.value);
-        }
+void read_counter_column(yaml_file& file, const field& f, parsed_stock& p) {
+    const auto c = read_identifier(file, f);
+    if (c && is_key_column(p.rule, c->name)) {
+        file.error(f.value_mark(),
+                   "counter_column " + quoted(c->name) + " is also a key column; the counter must be its own column");
+        p.complete = false;
+    } else if (c) {
+        p.rule.counter_column = c->name;
+        p.rule.columns_named.push_back({f.name, c->name, c->pos});
+    } else {
+        p.complete = false;
     }
+}
 
-    void read_unmodeled(const field_index& fields, unmodeled_policy& out, bool& complete) {
-        if (const auto* f = fields.get("unmodeled")) {
-            const auto v = read_unmodeled_policy(file_, *f);
-            complete = complete && v.has_value();
-            out = v.value_or(unmodeled_policy::refuse);
-        }
+void read_version_column(yaml_file& file, const field& f, parsed_stock& p) {
+    const auto c = read_identifier(file, f);
+    if (c && (is_key_column(p.rule, c->name) || iequals(c->name, p.rule.counter_column))) {
+        file.error(f.value_mark(), "version_column " + quoted(c->name) + " is also the " +
+                                       (is_key_column(p.rule, c->name) ? "key" : "counter") +
+                                       " column; the version must be its own column");
+        p.complete = false;
+    } else if (c) {
+        p.rule.version_column = c->name;
+        p.rule.columns_named.push_back({f.name, c->name, c->pos});
+    } else {
+        p.complete = false;
     }
+}
 
-    template <class ReadOne>
-    void read_rule_list(const field& f, std::string_view kind, ReadOne read_one) {
-        if (f.value.IsNull())
-            return;
-        if (!f.value.IsSequence()) {
-            file_.error(f.value_mark(), f.name + " must be a list of " + std::string(kind) +
-                                            " rules, each starting with '- ', not " +
-                                            std::string(describe_node(f.value)));
-            return;
-        }
-        for (const auto& item : f.value) {
-            // An alias item carries its anchor's mark; report it at the list's key instead.
-            const auto item_mark = item.Mark().pos < f.key_mark.pos ? f.key_mark : item.Mark();
-            if (out_.stocks.size() + out_.claims.size() >= max_rules_per_set) {
-                file_.error(item_mark, "too many rules: a rule set holds at most " +
-                                             std::to_string(max_rules_per_set));
-                return;
-            }
-            if (file_.diags().full())
-                return;
-            if (!item.IsMap()) {
-                file_.error(item_mark, "each " + std::string(kind) + " rule is a mapping of fields (table:, ...), "
-                                         "not " + std::string(describe_node(item)));
-                continue;
-            }
-            read_one(item);
-        }
+void read_floor(yaml_file& file, const field& f, parsed_stock& p) {
+    const auto v =
+        read_integer(file, f, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(), "0");
+    p.rule.floor = v.value_or(0);
+    p.complete = p.complete && v.has_value();
+}
+
+// The "sold out" answer of a stock rule that does not say its own; names the table when it could be read.
+answer default_exhausted(const stock_rule& r) {
+    const auto table = r.table.name.empty() ? std::string("the stock") : display_table(r.table);
+    return error_answer("claimguard: " + table + " is sold out for this key");
+}
+
+void read_exhausted(yaml_file& file, const field& f, parsed_stock& p) {
+    auto a = read_answer(file, f, default_exhausted(p.rule));
+    p.complete = p.complete && a.has_value();
+    p.rule.exhausted = a ? std::move(*a) : default_exhausted(p.rule);
+}
+
+void exhausted_by_default(parsed_stock& p) { p.rule.exhausted = default_exhausted(p.rule); }
+
+void read_units(yaml_file& file, const field& f, parsed_stock& p) {
+    const auto v = read_integer(file, f, 1, max_units_per_claim, "1");
+    p.rule.units = v.value_or(1);
+    p.complete = p.complete && v.has_value();
+}
+
+void read_read_cache(yaml_file& file, const field& f, parsed_stock& p) {
+    p.rule.read_cache = read_duration(file, f, min_read_cache, max_read_cache);
+    p.complete = p.complete && p.rule.read_cache.has_value();
+}
+
+void read_defer_decrement(yaml_file& file, const field& f, parsed_stock& p) {
+    const auto v = read_bool(file, f);
+    p.rule.defer_decrement = v.value_or(false);
+    p.complete = p.complete && v.has_value();
+}
+
+void read_amount_evidence(yaml_file& file, const field& f, parsed_stock& p) {
+    const std::string* text = read_scalar(file, f, "refuse, units or read");
+    if (text == nullptr) {
+        p.complete = false;
+    } else if (*text == "refuse") {
+        p.rule.amount_evidence = stock_rule::evidence::refuse;
+    } else if (*text == "units") {
+        p.rule.amount_evidence = stock_rule::evidence::units;
+    } else if (*text == "read") {
+        p.rule.amount_evidence = stock_rule::evidence::read;
+    } else {
+        file.error(f.value_mark(), "amount_evidence must be refuse, units or read, not " + quoted(*text));
+        p.complete = false;
     }
+}
 
-    // Reports a required field that is absent; a field present but empty was reported by its reader.
-    bool require(const field_index& fields, std::string_view name, const source_pos& rule_pos,
-                 std::string_view kind, std::string_view hint) {
-        if (fields.present(name) != nullptr)
-            return true;
-        file_.diags().add(rule_pos, "this " + std::string(kind) + " rule has no " + std::string(name) + ": (" +
-                                        std::string(hint) + ")");
-        return false;
-    }
-
-    // The rule's name, or the table as written when the rule has none.
-    template <class Parsed>
-    void read_name_and_table(const field_index& fields, Parsed& p, std::string_view kind, std::string_view hint) {
-        if (const auto* f = fields.present("table")) {
-            p.table_pos = file_.pos(f->value_mark());
-            p.rule.table_pos = p.table_pos;
-            if (auto t = read_table(file_, *f))
-                p.rule.table = std::move(*t);
-            else
-                p.complete = false;
-        } else {
-            p.complete = require(fields, "table", p.rule.pos, kind, hint);
-        }
-        if (const auto* f = fields.present("name")) {
-            p.name_pos = file_.pos(f->value_mark());
-            if (auto n = read_rule_name(file_, *f))
-                p.rule.name = std::move(*n);
-            else
-                p.complete = false;
-        } else {
-            p.name_pos = p.rule.pos;
-            p.rule.name = display_table(p.rule.table);
-        }
-    }
-
-    void read_rule_mode(const field_index& fields, std::optional<mode>& out, bool& complete) {
-        if (const auto* f = fields.get("mode")) {
-            out = read_mode(file_, *f);
-            complete = complete && out.has_value();
-        }
-    }
-
-    void read_stock(const YAML::Node& node) {
-        parsed_stock p;
-        p.rule.pos = file_.pos(node.Mark());
-        const auto list = read_fields(file_, node, "a stock rule", stock_fields);
-        const field_index fields(list);
-        auto& r = p.rule;
-        read_name_and_table(fields, p, "stock", "the table that holds the stock counter, e.g. table: coupon_stock");
-
-        std::vector<located_name> keys;
-        if (const auto* f = fields.present("key_columns")) {
-            if (auto k = read_column_list(file_, *f))
-                keys = std::move(*k);
-            else
-                p.complete = false;
-        } else {
-            p.complete = require(fields, "key_columns", r.pos, "stock",
-                                 "the column(s) that pick the stock row, e.g. key_columns: [campaign_id]") &&
-                         p.complete;
-        }
-        for (const auto& k : keys) {
-            r.key_columns.push_back(k.name);
-            r.columns_named.push_back({"key_columns", k.name, k.pos});
-        }
-        const auto is_key = [&](std::string_view c) {
-            return std::any_of(keys.begin(), keys.end(), [&](const located_name& k) { return iequals(k.name, c); });
-        };
-
-        if (const auto* f = fields.present("counter_column")) {
-            const auto c = read_identifier(file_, *f);
-            if (c && is_key(c->name)) {
-                file_.error(f->value_mark(), "counter_column " + quoted(c->name) +
-                                                 " is also a key column; the counter must be its own column");
-                p.complete = false;
-            } else if (c) {
-                r.counter_column = c->name;
-                r.columns_named.push_back({"counter_column", c->name, c->pos});
-            } else {
-                p.complete = false;
-            }
-        } else {
-            p.complete = require(fields, "counter_column", r.pos, "stock",
-                                 "the column that holds the remaining stock, e.g. counter_column: remain") &&
-                         p.complete;
-        }
-
-        if (const auto* f = fields.get("version_column")) {
-            const auto c = read_identifier(file_, *f);
-            if (c && (is_key(c->name) || iequals(c->name, r.counter_column))) {
-                file_.error(f->value_mark(), "version_column " + quoted(c->name) + " is also the " +
-                                                 (is_key(c->name) ? "key" : "counter") +
-                                                 " column; the version must be its own column");
-                p.complete = false;
-            } else if (c) {
-                r.version_column = c->name;
-                r.columns_named.push_back({"version_column", c->name, c->pos});
-            } else {
-                p.complete = false;
-            }
-        }
-
-        if (const auto* f = fields.get("floor")) {
-            const auto v = read_integer(file_, *f, std::numeric_limits<std::int64_t>::min(),
-                                        std::numeric_limits<std::int64_t>::max(), "0");
-            r.floor = v.value_or(0);
-            p.complete = p.complete && v.has_value();
-        }
-        if (const auto* f = fields.get("units")) {
-            const auto v = read_integer(file_, *f, 1, max_units_per_claim, "1");
-            r.units = v.value_or(1);
-            p.complete = p.complete && v.has_value();
-        }
-        read_unmodeled(fields, r.unmodeled, p.complete);
-        if (const auto* f = fields.get("amount_evidence")) {
-            if (const std::string* text = read_scalar(file_, *f, "refuse, units or read")) {
-                if (*text == "refuse") r.amount_evidence = stock_rule::evidence::refuse;
-                else if (*text == "units") r.amount_evidence = stock_rule::evidence::units;
-                else if (*text == "read") r.amount_evidence = stock_rule::evidence::read;
-                else {
-                    file_.error(f->value_mark(), "amount_evidence must be refuse, units or read, not " + quoted(*text));
-                    p.complete = false;
-                }
-            } else {
-                p.complete = false;
-            }
-        }
-        if (const auto* f = fields.get("read_cache")) {
-            r.read_cache = read_duration(file_, *f, min_read_cache, max_read_cache);
-            p.complete = p.complete && r.read_cache.has_value();
-        }
-        if (const auto* f = fields.get("defer_decrement")) {
-            const auto v = read_bool(file_, *f);
-            r.defer_decrement = v.value_or(false);
-            p.complete = p.complete && v.has_value();
-        }
-
-        const auto table = r.table.name.empty() ? std::string("the stock") : display_table(r.table);
-        r.exhausted = error_answer("claimguard: " + table + " is sold out for this key");
-        if (const auto* f = fields.get("exhausted")) {
-            auto a = read_answer(file_, *f, r.exhausted);
-            p.complete = p.complete && a.has_value();
-            if (a)
-                r.exhausted = std::move(*a);
-        }
-        read_rule_mode(fields, r.rule_mode, p.complete);
-        if (const auto* f = fields.get("admission"))
-            read_admission(*f, p);
-        p.order = out_.stocks.size() + out_.claims.size();
-        out_.stocks.push_back(std::move(p));
-    }
-
-    // admission: {max_in_flight: 4, queue_timeout: 2s, max_queue: 10000}; the first two are required.
-    void read_admission(const field& f, parsed_stock& p) {
-        if (!f.value.IsMap()) {
-            file_.error(f.value_mark(), "admission needs a mapping with max_in_flight: and queue_timeout:, not " +
-                                            std::string(describe_node(f.value)));
-            p.complete = false;
-            return;
-        }
-        const auto list = read_fields(file_, f.value, "admission", admission_fields);
-        const field_index fields(list);
-        admission_limits limits;
-        limits.max_queue = static_cast<std::uint32_t>(default_admission_max_queue);
-        bool ok = true;
-        if (const auto* n = fields.present("max_in_flight")) {
-            const auto v = read_integer(file_, *n, 1, max_admission_in_flight, "4");
-            ok = v.has_value();
-            limits.max_in_flight = static_cast<std::uint32_t>(v.value_or(1));
-        } else {
-            file_.error(f.value_mark(), "admission has no max_in_flight: (how many decrements of one key this "
-                                        "sidecar lets reach the database at once, e.g. max_in_flight: 4)");
-            ok = false;
-        }
-        if (const auto* t = fields.present("queue_timeout")) {
-            const auto v = read_duration(file_, *t, min_admission_queue_timeout, max_admission_queue_timeout);
-            ok = ok && v.has_value();
-            limits.queue_timeout = v.value_or(min_admission_queue_timeout);
-        } else {
-            file_.error(f.value_mark(), "admission has no queue_timeout: (how long a statement may wait for its "
-                                        "turn, e.g. queue_timeout: 2s)");
-            ok = false;
-        }
-        if (const auto* q = fields.get("max_queue")) {
-            const auto v = read_integer(file_, *q, 1, max_admission_max_queue, "10000");
-            ok = ok && v.has_value();
-            limits.max_queue = static_cast<std::uint32_t>(v.value_or(default_admission_max_queue));
-        }
-        p.complete = p.complete && ok;
-        if (ok)
-            p.rule.admission = limits;
-    }
-
-    // The name of a stock rule, implied names (any table name) included; validate_rules looks it up.
-    void read_stock_reference(const field& f, parsed_claim& p) {
-        const std::string* text = read_scalar(file_, f, "a rule name");
-        if (text != nullptr && text->empty())
-            file_.error(f.value_mark(), f.name + " is empty; it needs the name of a stock rule");
-        if (text == nullptr || text->empty())
-            p.complete = false;
-        else
-            p.rule.stock_rule = *text;
-    }
-
-    void read_consumes(const field& f, parsed_claim& p) {
-        p.consumes_pos = file_.pos(f.value_mark());
-        if (!f.value.IsMap()) {
-            read_stock_reference(f, p);
-            return;
-        }
-        const auto list = read_fields(file_, f.value, "consumes", consumes_fields);
-        const field_index fields(list);
-        if (const auto* rule = fields.present("rule")) {
-            p.consumes_pos = file_.pos(rule->value_mark());
-            read_stock_reference(*rule, p);
-        } else {
-            file_.error(f.value_mark(), "consumes has no rule: (the name of the stock rule this claim uses up, "
-                                        "e.g. rule: coupon_stock)");
-            p.complete = false;
-        }
-        const auto* columns = fields.get("columns");
-        if (columns == nullptr)
-            return;
-        if (!columns->value.IsMap() || columns->value.size() == 0) {
-            file_.error(columns->value_mark(), "columns needs a mapping from each claim column to the stock key "
-                                               "column it holds, e.g. {campaign_id: campaign_id}, not " +
-                                                   std::string(columns->value.IsMap() ? "an empty mapping"
-                                                                                      : describe_node(columns->value)));
-            p.complete = false;
-            return;
-        }
-        for (const auto& entry : columns->value) {
-            const YAML::Node claim_node = entry.first;
-            const YAML::Node stock_node = entry.second;
-            const auto claim_col = read_identifier(file_, field{"the claim column", claim_node.Mark(), claim_node});
-            const auto stock_col =
-                read_identifier(file_, field{"the stock key column", stock_node.Mark(), stock_node});
-            if (!claim_col || !stock_col) {
-                p.complete = false;
-                continue;
-            }
-            const auto dup = std::find_if(p.explicit_mapping.begin(), p.explicit_mapping.end(),
-                                          [&](const auto& m) { return iequals(m.first.name, claim_col->name); });
-            if (dup != p.explicit_mapping.end()) {
-                file_.error(claim_node.Mark(), "columns lists claim column " + quoted(claim_col->name) + " twice");
-                p.complete = false;
-                continue;
-            }
-            p.rule.columns_named.push_back({"consumes.columns", claim_col->name, claim_col->pos});
-            p.explicit_mapping.emplace_back(*claim_col, *stock_col);
-        }
-    }
-
-    void read_redis(const field& f, parsed_claim& p) {
-        if (!f.value.IsMap()) {
-            file_.error(f.value_mark(), "redis needs a mapping with key: and ttl:, not " +
-                                            std::string(describe_node(f.value)));
-            p.complete = false;
-            return;
-        }
-        const auto list = read_fields(file_, f.value, "redis", redis_fields);
-        const field_index fields(list);
-        redis_guard guard;
-        guard.ttl = default_redis_ttl;
-        bool ok = true;
-        if (const auto* key = fields.present("key")) {
-            p.redis_key_pos = file_.pos(key->value_mark());
-            const std::string* text = read_scalar(file_, *key, "a key template such as lock:coupon:{user_id}");
-            ok = text != nullptr;
-            if (text != nullptr) {
-                const auto parsed = parse_key_template(*text);
-                std::string problem;
-                if (text->empty())
-                    problem = "is empty";
-                else if (text->size() > max_key_template_bytes)
-                    problem = "is longer than " + std::to_string(max_key_template_bytes) + " bytes";
-                else if (first_invalid_utf8(*text) ||
-                         std::any_of(text->begin(), text->end(),
-                                     [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; }))
-                    problem = "contains a control character or invalid UTF-8";
-                else if (!parsed.error.empty())
-                    problem = parsed.error;
-                for (const auto& part : parsed.parts) {
-                    if (!problem.empty())
-                        break;
-                    if (part.type == template_part::kind::column) {
-                        if (const auto why = identifier_problem(part.text); !why.empty())
-                            problem = "has a placeholder {" + printable(part.text) + "} that " + why;
-                    }
-                }
-                if (!problem.empty()) {
-                    file_.error(key->value_mark(), "redis key " + quoted(*text) + " " + problem);
-                    ok = false;
-                } else {
-                    guard.key_template = *text;
-                }
-            }
-        } else {
-            file_.error(f.value_mark(), "redis has no key: (the Redis key template, e.g. "
-                                        "key: \"lock:coupon:{user_id}:{campaign_id}\")");
-            ok = false;
-        }
-        if (const auto* ttl = fields.get("ttl")) {
-            const auto v = read_duration(file_, *ttl);
-            ok = ok && v.has_value();
-            guard.ttl = v.value_or(default_redis_ttl);
-        }
-        p.complete = p.complete && ok;
-        if (ok)
-            p.rule.redis = std::move(guard);
-    }
-
-    void read_claim(const YAML::Node& node) {
-        parsed_claim p;
-        p.rule.pos = file_.pos(node.Mark());
-        const auto list = read_fields(file_, node, "a claim rule", claim_fields);
-        const field_index fields(list);
-        auto& r = p.rule;
-        read_name_and_table(fields, p, "claim",
-                            "the table that gets one row per claim, e.g. table: coupon_order");
-
-        std::vector<located_name> idem;
-        if (const auto* f = fields.present("idempotency_columns")) {
-            if (auto k = read_column_list(file_, *f))
-                idem = std::move(*k);
-            else
-                p.complete = false;
-        } else {
-            p.complete = require(fields, "idempotency_columns", r.pos, "claim",
-                                 "the business key that may be claimed once, e.g. "
-                                 "idempotency_columns: [user_id, campaign_id]") &&
-                         p.complete;
-        }
-        for (const auto& c : idem) {
-            r.idempotency_columns.push_back(c.name);
-            r.columns_named.push_back({"idempotency_columns", c.name, c.pos});
-        }
-
-        if (const auto* f = fields.get("idempotency_key_column")) {
-            const auto c = read_identifier(file_, *f);
-            const bool in_idem = c && std::any_of(idem.begin(), idem.end(), [&](const located_name& k) {
-                                     return iequals(k.name, c->name);
-                                 });
-            if (in_idem) {
-                file_.error(f->value_mark(), "idempotency_key_column " + quoted(c->name) +
-                                                 " is already one of the idempotency_columns; name a separate "
-                                                 "request-id column or leave it out");
-                p.complete = false;
-            } else if (c) {
-                r.idempotency_key_column = c->name;
-                r.columns_named.push_back({"idempotency_key_column", c->name, c->pos});
-            } else {
-                p.complete = false;
-            }
-        }
-
-        if (const auto* f = fields.present("consumes")) {
-            read_consumes(*f, p);
-            r.consumes_pos = p.consumes_pos;
-        } else
-            p.complete = require(fields, "consumes", r.pos, "claim",
-                                 "the stock rule each claim uses up, e.g. consumes: coupon_stock") &&
-                         p.complete;
-
-        if (const auto* f = fields.get("redis"))
-            read_redis(*f, p);
-
-        r.duplicate = error_answer("claimguard: already claimed");
-        if (const auto* f = fields.get("duplicate")) {
-            auto a = read_answer(file_, *f, r.duplicate);
-            p.complete = p.complete && a.has_value();
-            if (a)
-                r.duplicate = std::move(*a);
-        }
-        if (const auto* f = fields.get("strictness")) {
-            const auto s = read_strictness(file_, *f);
-            p.complete = p.complete && s.has_value();
-            r.strict = s.value_or(strictness::require_decrement);
-        }
-        read_unmodeled(fields, r.unmodeled, p.complete);
-        read_rule_mode(fields, r.rule_mode, p.complete);
-        p.order = out_.stocks.size() + out_.claims.size();
-        out_.claims.push_back(std::move(p));
-    }
-
-    yaml_file& file_;
-    parsed_rules& out_;
+// admission: {max_in_flight: 4, queue_timeout: 2s, max_queue: 10000}, while it is read.
+struct admission_read {
+    admission_limits limits{.max_queue = static_cast<std::uint32_t>(default_admission_max_queue)};
+    bool complete = true;
 };
+
+void read_max_in_flight(yaml_file& file, const field& f, admission_read& a) {
+    const auto v = read_integer(file, f, 1, max_admission_in_flight, "4");
+    a.complete = a.complete && v.has_value();
+    a.limits.max_in_flight = static_cast<std::uint32_t>(v.value_or(1));
+}
+
+void read_queue_timeout(yaml_file& file, const field& f, admission_read& a) {
+    const auto v = read_duration(file, f, min_admission_queue_timeout, max_admission_queue_timeout);
+    a.complete = a.complete && v.has_value();
+    a.limits.queue_timeout = v.value_or(min_admission_queue_timeout);
+}
+
+void read_max_queue(yaml_file& file, const field& f, admission_read& a) {
+    const auto v = read_integer(file, f, 1, max_admission_max_queue, "10000");
+    a.complete = a.complete && v.has_value();
+    a.limits.max_queue = static_cast<std::uint32_t>(v.value_or(default_admission_max_queue));
+}
+
+constexpr field_spec<admission_read> admission_fields[] = {
+    {"max_in_flight", read_max_in_flight, presence::required,
+     "how many decrements of one key this sidecar lets reach the database at once, e.g. max_in_flight: 4"},
+    {"queue_timeout", read_queue_timeout, presence::required,
+     "how long a statement may wait for its turn, e.g. queue_timeout: 2s"},
+    {"max_queue", read_max_queue},
+};
+
+void read_admission(yaml_file& file, const field& f, parsed_stock& p) {
+    if (!f.value.IsMap()) {
+        file.error(f.value_mark(), "admission needs a mapping with max_in_flight: and queue_timeout:, not " +
+                                       std::string(describe_node(f.value)));
+        p.complete = false;
+        return;
+    }
+    admission_read a;
+    read_mapping(file, f.value, "admission", "admission", file.pos(f.value_mark()), admission_fields, a);
+    p.complete = p.complete && a.complete;
+    if (a.complete) p.rule.admission = a.limits;
+}
+
+// The fields of a stock rule, in the order of the "unknown field" list. A reader may use the fields above it.
+constexpr field_spec<parsed_stock> stock_fields[] = {
+    {.name = "name",
+     .read = read_name<parsed_stock>,
+     .need = presence::not_empty,
+     .left_out = name_after_table<parsed_stock>},
+    {"table", read_rule_table<parsed_stock>, presence::required,
+     "the table that holds the stock counter, e.g. table: coupon_stock"},
+    {"key_columns", read_key_columns, presence::required,
+     "the column(s) that pick the stock row, e.g. key_columns: [campaign_id]"},
+    {"counter_column", read_counter_column, presence::required,
+     "the column that holds the remaining stock, e.g. counter_column: remain"},
+    {"version_column", read_version_column},
+    {"floor", read_floor},
+    {.name = "exhausted", .read = read_exhausted, .left_out = exhausted_by_default},
+    {"mode", read_rule_mode<parsed_stock>},
+    {"units", read_units},
+    {"unmodeled", read_rule_unmodeled<parsed_stock>},
+    {"read_cache", read_read_cache},
+    {"defer_decrement", read_defer_decrement},
+    {"admission", read_admission},
+    {"amount_evidence", read_amount_evidence},
+};
+
+// Claim rules.
+
+void read_idempotency_columns(yaml_file& file, const field& f, parsed_claim& p) {
+    const auto columns = read_column_list(file, f);
+    if (!columns) {
+        p.complete = false;
+        return;
+    }
+    for (const auto& c : *columns) {
+        p.rule.idempotency_columns.push_back(c.name);
+        p.rule.columns_named.push_back({f.name, c.name, c.pos});
+    }
+}
+
+void read_idempotency_key_column(yaml_file& file, const field& f, parsed_claim& p) {
+    const auto c = read_identifier(file, f);
+    const auto& idem = p.rule.idempotency_columns;
+    const bool in_idem =
+        c && std::any_of(idem.begin(), idem.end(), [&](const std::string& k) { return iequals(k, c->name); });
+    if (in_idem) {
+        file.error(f.value_mark(), "idempotency_key_column " + quoted(c->name) +
+                                       " is already one of the idempotency_columns; name a separate "
+                                       "request-id column or leave it out");
+        p.complete = false;
+    } else if (c) {
+        p.rule.idempotency_key_column = c->name;
+        p.rule.columns_named.push_back({f.name, c->name, c->pos});
+    } else {
+        p.complete = false;
+    }
+}
+
+// The name of a stock rule, implied names (any table name) included; validate_rules looks it up.
+void read_stock_reference(yaml_file& file, const field& f, parsed_claim& p) {
+    const std::string* text = read_scalar(file, f, "a rule name");
+    if (text != nullptr && text->empty())
+        file.error(f.value_mark(), f.name + " is empty; it needs the name of a stock rule");
+    if (text == nullptr || text->empty())
+        p.complete = false;
+    else
+        p.rule.stock_rule = *text;
+}
+
+void read_consumes_rule(yaml_file& file, const field& f, parsed_claim& p) {
+    p.consumes_pos = file.pos(f.value_mark());
+    read_stock_reference(file, f, p);
+}
+
+void read_consumes_columns(yaml_file& file, const field& f, parsed_claim& p) {
+    if (!f.value.IsMap() || f.value.size() == 0) {
+        file.error(f.value_mark(),
+                   "columns needs a mapping from each claim column to the stock key "
+                   "column it holds, e.g. {campaign_id: campaign_id}, not " +
+                       std::string(f.value.IsMap() ? "an empty mapping" : describe_node(f.value)));
+        p.complete = false;
+        return;
+    }
+    for (const auto& entry : f.value) {
+        const YAML::Node claim_node = entry.first;
+        const YAML::Node stock_node = entry.second;
+        const auto claim_col = read_identifier(file, field{"the claim column", claim_node.Mark(), claim_node});
+        const auto stock_col = read_identifier(file, field{"the stock key column", stock_node.Mark(), stock_node});
+        if (!claim_col || !stock_col) {
+            p.complete = false;
+            continue;
+        }
+        const auto dup = std::find_if(p.explicit_mapping.begin(), p.explicit_mapping.end(),
+                                      [&](const auto& m) { return iequals(m.first.name, claim_col->name); });
+        if (dup != p.explicit_mapping.end()) {
+            file.error(claim_node.Mark(), "columns lists claim column " + quoted(claim_col->name) + " twice");
+            p.complete = false;
+            continue;
+        }
+        p.rule.columns_named.push_back({"consumes.columns", claim_col->name, claim_col->pos});
+        p.explicit_mapping.emplace_back(*claim_col, *stock_col);
+    }
+}
+
+constexpr field_spec<parsed_claim> consumes_fields[] = {
+    {"rule", read_consumes_rule, presence::required,
+     "the name of the stock rule this claim uses up, e.g. rule: coupon_stock"},
+    {"columns", read_consumes_columns},
+};
+
+// consumes: coupon_stock, or consumes: {rule: coupon_stock, columns: {cid: campaign_id}}.
+void read_consumes(yaml_file& file, const field& f, parsed_claim& p) {
+    p.consumes_pos = file.pos(f.value_mark());
+    if (f.value.IsMap())
+        read_mapping(file, f.value, "consumes", "consumes", file.pos(f.value_mark()), consumes_fields, p);
+    else
+        read_stock_reference(file, f, p);
+    p.rule.consumes_pos = p.consumes_pos;
+}
+
+// redis: {key: "lock:coupon:{user_id}:{campaign_id}", ttl: 3000ms}, while it is read.
+struct redis_read {
+    redis_guard guard{.key_template = {}, .ttl = default_redis_ttl};
+    source_pos key_pos;
+    bool complete = true;
+};
+
+void read_redis_key(yaml_file& file, const field& f, redis_read& r) {
+    r.key_pos = file.pos(f.value_mark());
+    const std::string* text = read_scalar(file, f, "a key template such as lock:coupon:{user_id}");
+    if (text == nullptr) {
+        r.complete = false;
+        return;
+    }
+    const auto parsed = parse_key_template(*text);
+    std::string problem;
+    if (text->empty())
+        problem = "is empty";
+    else if (text->size() > max_key_template_bytes)
+        problem = "is longer than " + std::to_string(max_key_template_bytes) + " bytes";
+    else if (first_invalid_utf8(*text) || std::any_of(text->begin(), text->end(), [](char c) {
+                 return static_cast<unsigned char>(c) < 0x20 || c == 0x7F;
+             }))
+        problem = "contains a control character or invalid UTF-8";
+    else if (!parsed.error.empty())
+        problem = parsed.error;
+    for (const auto& part : parsed.parts) {
+        if (!problem.empty()) break;
+        if (part.type == template_part::kind::column) {
+            if (const auto why = identifier_problem(part.text); !why.empty())
+                problem = "has a placeholder {" + printable(part.text) + "} that " + why;
+        }
+    }
+    if (!problem.empty()) {
+        file.error(f.value_mark(), "redis key " + quoted(*text) + " " + problem);
+        r.complete = false;
+    } else {
+        r.guard.key_template = *text;
+    }
+}
+
+void read_redis_ttl(yaml_file& file, const field& f, redis_read& r) {
+    const auto v = read_duration(file, f);
+    r.complete = r.complete && v.has_value();
+    r.guard.ttl = v.value_or(default_redis_ttl);
+}
+
+constexpr field_spec<redis_read> redis_fields[] = {
+    {"key", read_redis_key, presence::required,
+     "the Redis key template, e.g. key: \"lock:coupon:{user_id}:{campaign_id}\""},
+    {"ttl", read_redis_ttl},
+};
+
+void read_redis(yaml_file& file, const field& f, parsed_claim& p) {
+    if (!f.value.IsMap()) {
+        file.error(f.value_mark(),
+                   "redis needs a mapping with key: and ttl:, not " + std::string(describe_node(f.value)));
+        p.complete = false;
+        return;
+    }
+    redis_read r;
+    read_mapping(file, f.value, "redis", "redis", file.pos(f.value_mark()), redis_fields, r);
+    p.redis_key_pos = r.key_pos;
+    p.complete = p.complete && r.complete;
+    if (r.complete) p.rule.redis = std::move(r.guard);
+}
+
+answer default_duplicate() { return error_answer("claimguard: already claimed"); }
+
+void read_duplicate(yaml_file& file, const field& f, parsed_claim& p) {
+    auto a = read_answer(file, f, default_duplicate());
+    p.complete = p.complete && a.has_value();
+    p.rule.duplicate = a ? std::move(*a) : default_duplicate();
+}
+
+void duplicate_by_default(parsed_claim& p) { p.rule.duplicate = default_duplicate(); }
+
+void read_claim_strictness(yaml_file& file, const field& f, parsed_claim& p) {
+    const auto s = read_strictness(file, f);
+    p.complete = p.complete && s.has_value();
+    p.rule.strict = s.value_or(strictness::require_decrement);
+}
+
+// The fields of a claim rule, in the order of the "unknown field" list. A reader may use the fields above it.
+constexpr field_spec<parsed_claim> claim_fields[] = {
+    {.name = "name",
+     .read = read_name<parsed_claim>,
+     .need = presence::not_empty,
+     .left_out = name_after_table<parsed_claim>},
+    {"table", read_rule_table<parsed_claim>, presence::required,
+     "the table that gets one row per claim, e.g. table: coupon_order"},
+    {"idempotency_columns", read_idempotency_columns, presence::required,
+     "the business key that may be claimed once, e.g. idempotency_columns: [user_id, campaign_id]"},
+    {"idempotency_key_column", read_idempotency_key_column},
+    {"consumes", read_consumes, presence::required, "the stock rule each claim uses up, e.g. consumes: coupon_stock"},
+    {"redis", read_redis},
+    {.name = "duplicate", .read = read_duplicate, .left_out = duplicate_by_default},
+    {"strictness", read_claim_strictness},
+    {"mode", read_rule_mode<parsed_claim>},
+    {"unmodeled", read_rule_unmodeled<parsed_claim>},
+};
+
+// The rules file itself.
+
+void read_stock(yaml_file& file, const YAML::Node& node, parsed_rules& out) {
+    parsed_stock p;
+    p.rule.pos = file.pos(node.Mark());
+    read_mapping(file, node, "a stock rule", "this stock rule", p.rule.pos, stock_fields, p);
+    p.order = out.stocks.size() + out.claims.size();
+    out.stocks.push_back(std::move(p));
+}
+
+void read_claim(yaml_file& file, const YAML::Node& node, parsed_rules& out) {
+    parsed_claim p;
+    p.rule.pos = file.pos(node.Mark());
+    read_mapping(file, node, "a claim rule", "this claim rule", p.rule.pos, claim_fields, p);
+    p.order = out.stocks.size() + out.claims.size();
+    out.claims.push_back(std::move(p));
+}
+
+void read_rule_list(yaml_file& file, const field& f, std::string_view kind, parsed_rules& out,
+                    void (*read_one)(yaml_file&, const YAML::Node&, parsed_rules&)) {
+    if (f.value.IsNull()) return;
+    if (!f.value.IsSequence()) {
+        file.error(f.value_mark(), f.name + " must be a list of " + std::string(kind) +
+                                       " rules, each starting with '- ', not " + std::string(describe_node(f.value)));
+        return;
+    }
+    for (const auto& item : f.value) {
+        // An alias item carries its anchor's mark; report it at the list's key instead.
+        const auto item_mark = item.Mark().pos < f.key_mark.pos ? f.key_mark : item.Mark();
+        if (out.stocks.size() + out.claims.size() >= max_rules_per_set) {
+            file.error(item_mark, "too many rules: a rule set holds at most " + std::to_string(max_rules_per_set));
+            return;
+        }
+        if (file.diags().full()) return;
+        if (!item.IsMap()) {
+            file.error(item_mark, "each " + std::string(kind) + " rule is a mapping of fields (table:, ...), not " +
+                                      std::string(describe_node(item)));
+            continue;
+        }
+        read_one(file, item, out);
+    }
+}
+
+void read_stock_rules(yaml_file& file, const field& f, parsed_rules& out) {
+    read_rule_list(file, f, "stock", out, read_stock);
+}
+
+void read_claim_rules(yaml_file& file, const field& f, parsed_rules& out) {
+    read_rule_list(file, f, "claim", out, read_claim);
+}
+
+void read_default_mode(yaml_file& file, const field& f, parsed_rules& out) {
+    const auto m = read_mode(file, f);
+    if (!m) return;
+    const auto here = file.pos(f.value_mark());
+    if (out.default_mode && out.default_mode->first != *m) {
+        const auto& [other, where] = *out.default_mode;
+        file.error(f.value_mark(), "default_mode is " + std::string(*m == mode::enforce ? "enforce" : "observe") +
+                                       " here but " + (other == mode::enforce ? "enforce" : "observe") + " at " +
+                                       where.file + ":" + std::to_string(where.line) + ":" +
+                                       std::to_string(where.column) +
+                                       "; all files form one rule set with one default mode");
+        return;
+    }
+    if (!out.default_mode) out.default_mode.emplace(*m, here);
+}
+
+void read_trusted_users(yaml_file& file, const field& f, parsed_rules& out) {
+    if (f.value.IsNull()) return;
+    const auto one = [&](const YAML::Node& n) {
+        const std::string* text = read_scalar(file, field{f.name, n.Mark(), n}, "a database user name");
+        if (text == nullptr) return;
+        if (text->empty() || text->size() > max_user_name_bytes) {
+            file.error(n.Mark(), "trusted_users holds database user names of 1 to " +
+                                     std::to_string(max_user_name_bytes) + " bytes, not " + quoted(*text));
+            return;
+        }
+        out.trusted_users.push_back(*text);
+    };
+    if (f.value.IsSequence()) {
+        for (const auto& item : f.value) one(item);
+    } else {
+        one(f.value);
+    }
+}
+
+// The fields of the rules file, in the order of the "unknown field" list; read in the order written (below).
+constexpr field_spec<parsed_rules> top_fields[] = {
+    {"default_mode", read_default_mode},
+    {"stock_rules", read_stock_rules},
+    {"claim_rules", read_claim_rules},
+    {"trusted_users", read_trusted_users},
+};
+
+template <class T, std::size_t N>
+known_mapping known(std::string_view mapping, const field_spec<T> (&specs)[N]) {
+    known_mapping m{mapping, {}};
+    for (const auto& spec : specs) m.fields.push_back({spec.name, spec.need == presence::required});
+    return m;
+}
 
 }  // namespace
 
 void read_rules_document(yaml_file& file, const YAML::Node& root, parsed_rules& out) {
-    rule_reader(file, out).read_document(root);
+    if (root.IsNull()) return;  // an empty file is an empty rule set
+    if (!root.IsMap()) {
+        file.error(root.Mark(), "a rules file is a mapping with default_mode:, stock_rules: and claim_rules:, not " +
+                                    std::string(describe_node(root)));
+        return;
+    }
+    // In the order written, not the table's: rules are numbered in file order.
+    for (const auto& f : read_fields(file, root, "the rules file", names_of(top_fields))) {
+        for (const auto& spec : top_fields) {
+            if (spec.name == f.name) spec.read(file, f, out);
+        }
+    }
+}
+
+std::vector<known_mapping> known_fields() {
+    return {known("the rules file", top_fields),  known("a stock rule", stock_fields),
+            known("admission", admission_fields), known("a claim rule", claim_fields),
+            known("consumes", consumes_fields),   known("redis", redis_fields)};
 }
 
 }  // namespace claimguard::rules::detail
