@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "audit_log.hpp"
+#include "claim_metrics.hpp"
 #include "proxy/admin/metrics.hpp"
 #include "proxy/guards/redis_guard.hpp"
 #include "proxy/protocol/answers.hpp"
@@ -32,77 +33,6 @@ namespace {
 
 constexpr std::uint16_t er_dup_entry = 1062;
 constexpr std::uint32_t last_prepared_statement = 0xFFFFFFFF;  // MariaDB: "the statement just prepared"
-
-// Per-rule metrics of the claim engine (claimguard_*_total{rule=...}), one catalogue.
-struct claim_metrics {
-    admin::family<admin::counter>& rewrites;
-    admin::family<admin::counter>& tracked;
-    admin::family<admin::counter>& exhausted;
-    admin::family<admin::counter>& conflicts;
-    admin::family<admin::counter>& take_differs;
-    admin::family<admin::counter>& restocks;
-    admin::family<admin::counter>& absorbed;
-    admin::family<admin::counter>& blocked;
-    admin::family<admin::counter>& duplicates;
-    admin::family<admin::counter>& compensations;
-    admin::family<admin::counter>& compensation_failures;
-    admin::family<admin::counter>& would;
-    admin::family<admin::counter>& unmodeled;
-    admin::family<admin::counter>& claims;
-    admin::family<admin::counter>& unbacked;
-    admin::family<admin::counter>& rolled_back;
-    admin::family<admin::counter>& deferred;
-
-    static claim_metrics& get() {
-        auto& r = admin::default_registry();
-        static claim_metrics m{
-            r.counter_family("claimguard_rewrites_total", "Writes of a counter applied as conditional takes that took stock",
-                             {"rule"}),
-            r.counter_family("claimguard_tracked_decrements_total",
-                             "Guarded decrements and compare-and-sets of the app that took stock (forwarded as written)",
-                             {"rule"}),
-            r.counter_family("claimguard_exhausted_total", "Takes refused at the floor, answered with the exhausted answer",
-                             {"rule"}),
-            r.counter_family("claimguard_conflicts_total",
-                             "Takes that changed no row while stock was left (the app's own condition, e.g. a version): "
-                             "answered with the server's 0 rows",
-                             {"rule"}),
-            r.counter_family("claimguard_take_differs_total",
-                             "Absolute writes whose value meant other units than the rule's (read - written); the rule's units were taken",
-                             {"rule"}),
-            r.counter_family("claimguard_restocks_total", "Increments of a counter forwarded to the database", {"rule"}),
-            r.counter_family("claimguard_absorbed_give_backs_total",
-                             "The app's own give-back of units claimguard had already given back, answered without the database",
-                             {"rule"}),
-            r.counter_family("claimguard_blocked_claims_total",
-                             "Claim inserts answered exhausted without reaching the database", {"rule"}),
-            r.counter_family("claimguard_duplicates_total", "Claims refused as already claimed, by the guard that saw it",
-                             {"rule", "guard"}),
-            r.counter_family("claimguard_compensations_total", "Stock units given back after a claim did not happen",
-                             {"rule"}),
-            r.counter_family("claimguard_compensation_failures_total", "Give-backs that changed no row", {"rule"}),
-            r.counter_family("claimguard_would_rewrite_total", "Observe mode: what enforce mode would have done",
-                             {"rule", "action"}),
-            r.counter_family("claimguard_unmodeled_total",
-                             "Statements on protected tables in a shape claimguard does not model, by reason and policy",
-                             {"rule", "reason", "policy"}),
-            r.counter_family("claimguard_claims_total", "Claim rows inserted through the claim protocol", {"rule"}),
-            r.counter_family("claimguard_claims_before_decrement_total",
-                             "Claim rows inserted with no take behind them yet (in a transaction: its decrement must "
-                             "follow; in autocommit: not backed by stock, strictness after_refused)",
-                             {"rule", "in"}),
-            r.counter_family("claimguard_rolled_back_commits_total",
-                             "COMMITs turned into ROLLBACK because the transaction held a claim without stock", {"rule"}),
-            r.counter_family("claimguard_deferred_takes_total",
-                             "Takes in transactions deferred to COMMIT (defer_decrement), by what became of them: "
-                             "deferred (answered OK, not sent), flushed (sent before a statement on the table), "
-                             "committed (sent before COMMIT), refused (sold out when sent), failed (an error when "
-                             "sent), dropped (never sent: rolled back, or the claim gave the unit back)",
-                             {"rule", "result"}),
-        };
-        return m;
-    }
-};
 
 std::string_view rule_name(const engine::decision& d) {
     if (d.claim) return d.claim->name;
@@ -492,31 +422,32 @@ void session::report_events(const std::vector<engine::event>& events, const engi
                      const sqlns::parsed_statement& st) {
     auto& m = claim_metrics::get();
     const auto rule = rule_name(d);
+    auto& c = counters_.of(rule);
     using engine::event;
     if (ctx_.read_cache && d.stock && d.stock->read_cache) update_read_cache(events, d);
     for (auto e : events) {
         switch (e) {
-        case event::took: m.rewrites.with(rule).inc(); break;
-        case event::tracked: m.tracked.with(rule).inc(); break;
-        case event::exhausted: m.exhausted.with(rule).inc(); break;
-        case event::conflict: m.conflicts.with(rule).inc(); break;
-        case event::not_lower: m.unmodeled.with(rule, "absolute_not_lower", "refuse").inc(); break;
-        case event::app_meant_other: m.take_differs.with(rule).inc(); break;
-        case event::restocked: m.restocks.with(rule).inc(); break;
-        case event::absorbed: m.absorbed.with(rule).inc(); break;
-        case event::blocked: m.blocked.with(rule).inc(); break;
-        case event::claim_inserted: m.claims.with(rule).inc(); continue;  // the row is audited by its outcome
-        case event::claim_ahead: m.unbacked.with(rule, "transaction").inc(); continue;
-        case event::claim_unbacked: m.unbacked.with(rule, "autocommit").inc(); break;
-        case event::duplicate_redis: m.duplicates.with(rule, "redis").inc(); break;
-        case event::duplicate_db: m.duplicates.with(rule, "db").inc(); break;
-        case event::compensated: m.compensations.with(rule).inc(); break;
+        case event::took: c.rewrites->inc(); break;
+        case event::tracked: c.tracked->inc(); break;
+        case event::exhausted: c.exhausted->inc(); break;
+        case event::conflict: c.conflicts->inc(); break;
+        case event::not_lower: c.not_lower->inc(); break;
+        case event::app_meant_other: c.take_differs->inc(); break;
+        case event::restocked: c.restocks->inc(); break;
+        case event::absorbed: c.absorbed->inc(); break;
+        case event::blocked: c.blocked->inc(); break;
+        case event::claim_inserted: c.claims->inc(); continue;  // the row is audited by its outcome
+        case event::claim_ahead: c.claims_ahead->inc(); continue;
+        case event::claim_unbacked: c.claims_unbacked->inc(); break;
+        case event::duplicate_redis: c.duplicates_redis->inc(); break;
+        case event::duplicate_db: c.duplicates_db->inc(); break;
+        case event::compensated: c.compensations->inc(); break;
         case event::compensation_failed:
-            m.compensation_failures.with(rule).inc();
+            c.compensation_failures->inc();
             spdlog::error("session {}: rule {}: a give-back changed no row", id_, rule);
             break;
-        case event::rolled_back: m.rolled_back.with(rule).inc(); break;
-        case event::deferred: m.deferred.with(rule, "deferred").inc(); break;
+        case event::rolled_back: c.rolled_back->inc(); break;
+        case event::deferred: c.deferred[0]->inc(); break;
         case event::deferred_flushed:
         case event::deferred_committed:
         case event::deferred_refused:
@@ -842,7 +773,6 @@ awaitable<void> release_lock(guards::redis_guard* redis, std::string key, std::s
 }  // namespace
 
 awaitable<bool> session::give_back_after_rollback() {
-    auto& m = claim_metrics::get();
     for (const auto& g : std::exchange(memory_.after_rollback, {})) {
         const auto reply = co_await own_query(g.sql);
         if (!reply) co_return false;
@@ -850,9 +780,9 @@ awaitable<bool> session::give_back_after_rollback() {
         if (!reply->empty() && !reply->front().empty() && reply->front()[0] == proto::ok_header)
             if (auto parsed = proto::parse_ok(reply->front(), caps_)) ok = *parsed;
         if (ok && ok->affected_rows > 0) {
-            m.compensations.with(g.rule).inc();
+            counters_.of(g.rule).compensations->inc();
         } else {
-            m.compensation_failures.with(g.rule).inc();
+            counters_.of(g.rule).compensation_failures->inc();
             spdlog::error("session {}: rule {}: a give-back after a rollback changed no row", id_, g.rule);
         }
     }
@@ -868,19 +798,19 @@ void session::release_redis_keys(std::vector<engine::redis_hold> keys) {
 void session::report_deferred(const std::vector<std::pair<engine::event, engine::deferred_take>>& events,
                               const sqlns::parsed_statement* st) {
     if (events.empty()) return;
-    auto& m = claim_metrics::get();
     for (const auto& [e, t] : events) {
-        std::string_view result;
+        auto& c = counters_.of(t.rule);
+        std::size_t result = 0;  // index into deferred_results; 0: not a deferred take's end
         switch (e) {
-        case engine::event::deferred_flushed: result = "flushed"; break;
-        case engine::event::deferred_committed: result = "committed"; break;
-        case engine::event::deferred_refused: result = "refused"; break;
-        case engine::event::deferred_failed: result = "failed"; break;
-        case engine::event::deferred_dropped: result = "dropped"; break;
-        case engine::event::rolled_back: m.rolled_back.with(t.rule).inc(); break;
+        case engine::event::deferred_flushed: result = 1; break;
+        case engine::event::deferred_committed: result = 2; break;
+        case engine::event::deferred_refused: result = 3; break;
+        case engine::event::deferred_failed: result = 4; break;
+        case engine::event::deferred_dropped: result = 5; break;
+        case engine::event::rolled_back: c.rolled_back->inc(); break;
         default: break;
         }
-        if (!result.empty()) m.deferred.with(t.rule, result).inc();
+        if (result != 0) c.deferred[result]->inc();
         spdlog::debug("session {}: rule {}: {}", id_, t.rule, engine::event_name(e));
         if (!ctx_.audit || !ctx_.audit->enabled()) continue;
         audit_event a;

@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "backend_stream.hpp"
+#include "claim_metrics.hpp"
 #include "packet_buffer.hpp"
 #include "proxy/protocol/exchange.hpp"
 #include "proxy/protocol/frame.hpp"
@@ -309,6 +310,7 @@ private:
     // The end of each command for the transaction's claim bookkeeping (COMMIT or not, savepoints,
     // XA) and the Redis keys its claims hold.
     engine::transaction_tracker transaction_;
+    rule_counter_cache counters_;  // this session's per-rule metric children
     bool command_failed_ = false;                 // the server answered the command being handled with ERR
     std::uint16_t command_error_ = 0;             // ... its code
     struct admission_slot {
