@@ -10,7 +10,7 @@
 #include "column.hpp"
 #include "frame.hpp"
 #include "packets.hpp"
-#include "text_row.hpp"
+#include "reply_view.hpp"
 
 namespace claimguard::protocol {
 namespace {
@@ -24,20 +24,6 @@ constexpr std::size_t max_template_columns = 64;
 bool is_integer(field_type t) {
     return t == field_type::tiny || t == field_type::short_ || t == field_type::long_ || t == field_type::int24 ||
            t == field_type::longlong;
-}
-
-// How a label as written (`remain`, "remain", remain) names a column: unquoted, ASCII case-insensitive.
-bool same_name(std::string_view column, std::string_view label) {
-    if (label.size() >= 2 && (label.front() == '`' || label.front() == '"') && label.back() == label.front())
-        label = label.substr(1, label.size() - 2);
-    if (column.size() != label.size()) return false;
-    for (std::size_t i = 0; i < column.size(); ++i) {
-        auto a = static_cast<unsigned char>(column[i]), b = static_cast<unsigned char>(label[i]);
-        if (a >= 'A' && a <= 'Z') a = static_cast<unsigned char>(a - 'A' + 'a');
-        if (b >= 'A' && b <= 'Z') b = static_cast<unsigned char>(b - 'A' + 'a');
-        if (a != b) return false;
-    }
-    return true;
 }
 
 // The value of the counter's column type range: a rebuilt reply never says what the column cannot hold.
@@ -75,47 +61,32 @@ std::size_t counter_reply::size_bytes() const {
 std::optional<counter_reply> parse_counter_reply(bytes_view raw, std::uint32_t capabilities,
                                                  std::uint32_t mariadb_capabilities, bool binary,
                                                  std::optional<std::uint32_t> position, std::string_view label) {
-    std::vector<bytes_view> packets;
-    while (!raw.empty()) {
-        auto scan = scan_packet(raw, max_frame_payload);
-        if (!scan || scan->raw_size == 0 || scan->frames != 1 || scan->payload_size >= max_frame_payload)
-            return std::nullopt;
-        packets.push_back(scan->first_payload);
-        raw = raw.subspan(scan->raw_size);
-    }
-    if (packets.empty()) return std::nullopt;
-    auto count = parse_column_count(packets[0]);
-    if (!count || *count == 0 || *count > max_template_columns) return std::nullopt;
-    const bool eof_after_columns = !(capabilities & cap::deprecate_eof);
-    // count, definitions, [EOF], one row, the closing EOF
-    const std::size_t expected = 1 + *count + (eof_after_columns ? 1 : 0) + 2;
-    if (packets.size() != expected) return std::nullopt;
+    auto reply = read_reply(raw, capabilities, mariadb_capabilities, max_frame_payload);
+    // One result set of exactly one row, closed, nothing after it.
+    if (!reply || reply->kind() != reply_kind::result_set || reply->column_count() > max_template_columns ||
+        reply->end() != rows_end::closed || reply->row_count() != 1 || reply->packets_after() != 0)
+        return std::nullopt;
+    const std::size_t count = reply->column_count();
     counter_reply t;
     t.binary = binary;
-    constexpr std::size_t none = static_cast<std::size_t>(-1);
-    std::size_t index = position ? *position : none;
-    for (std::size_t i = 0; i < *count; ++i) {
-        auto col = parse_column_definition(packets[1 + i], mariadb_capabilities);
-        if (!col) return std::nullopt;
-        t.types.push_back(value_type_of(*col));
-        if (index == none && !label.empty() && (same_name(col->name, label) || same_name(col->org_name, label)))
-            index = i;
-    }
-    if (index >= *count) return std::nullopt;
-    t.index = index;
-    t.counter_type = t.types[index];
+    auto columns = reply->columns();
+    if (!columns) return std::nullopt;
+    for (const auto& col : *columns) t.types.push_back(value_type_of(col));
+    const auto index = position ? std::optional<std::size_t>(*position) : column_index(*columns, label);
+    if (!index || *index >= count) return std::nullopt;
+    t.index = *index;
+    t.counter_type = t.types[t.index];
     if (!is_integer(t.counter_type.type)) return std::nullopt;
-    const std::size_t row_at = 1 + *count + (eof_after_columns ? 1 : 0);
-    if (eof_after_columns) {
-        auto eof = is_eof_packet(packets[row_at - 1], capabilities) ? parse_eof(packets[row_at - 1])
-                                                                    : result<eof_packet>(errc::unexpected_packet);
-        if (!eof || packets[row_at - 1].size() < eof_status_offset + 2) return std::nullopt;
+    if (auto eof_at = reply->metadata_eof()) {
+        auto eof =
+            is_eof_packet(*eof_at, capabilities) ? parse_eof(*eof_at) : result<eof_packet>(errc::unexpected_packet);
+        if (!eof || eof_at->size() < eof_status_offset + 2) return std::nullopt;
         t.head_eof_status = eof->status;
     }
-    const auto row = packets[row_at];
-    const auto tail = packets[row_at + 1];
-    if (row.empty() || row[0] == err_header || is_eof_packet(row, capabilities)) return std::nullopt;
-    if (!is_eof_packet(tail, capabilities)) return std::nullopt;
+    const auto& row_packet = reply->row(0);
+    if (!row_packet.whole) return std::nullopt;
+    const auto row = row_packet.payload;
+    const auto tail = reply->closing();
     // Where the status flags are in the closing packet.
     if (capabilities & cap::deprecate_eof) {
         auto ok = parse_ok(tail, capabilities);
@@ -133,9 +104,9 @@ std::optional<counter_reply> parse_counter_reply(bytes_view raw, std::uint32_t c
         load_u16(tail.data() + t.status_offset) != t.status)
         return std::nullopt;
     if (binary) {
-        auto values = parse_binary_row(row, t.types);
+        auto values = reply->binary_values(0, t.types);
         if (!values) return std::nullopt;
-        const auto& v = (*values)[index];
+        const auto& v = (*values)[t.index];
         if (auto* i = std::get_if<std::int64_t>(&v))
             t.value = *i;
         else if (auto* u = std::get_if<std::uint64_t>(&v); u && *u <= static_cast<std::uint64_t>(INT64_MAX))
@@ -148,9 +119,9 @@ std::optional<counter_reply> parse_counter_reply(bytes_view raw, std::uint32_t c
             return std::nullopt;
         t.row.assign(row.begin(), row.end());
     } else {
-        auto values = parse_text_row(row, *count);
-        if (!values || !(*values)[index]) return std::nullopt;
-        const auto text = *(*values)[index];
+        auto values = reply->text_values(0);
+        if (!values || !(*values)[t.index]) return std::nullopt;
+        const auto text = *(*values)[t.index];
         auto v = to_int(text);
         if (!v) return std::nullopt;
         t.value = *v;
@@ -160,7 +131,7 @@ std::optional<counter_reply> parse_counter_reply(bytes_view raw, std::uint32_t c
         t.row_before.assign(row.begin(), row.begin() + static_cast<std::ptrdiff_t>(offset - prefix));
         t.row_after.assign(row.begin() + static_cast<std::ptrdiff_t>(offset + text.size()), row.end());
     }
-    for (std::size_t i = 0; i < row_at; ++i) t.head.emplace_back(packets[i].begin(), packets[i].end());
+    for (const auto& p : reply->metadata()) t.head.emplace_back(p.payload.begin(), p.payload.end());
     t.tail.assign(tail.begin(), tail.end());
     return t;
 }

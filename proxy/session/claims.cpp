@@ -16,8 +16,7 @@
 #include "proxy/protocol/command.hpp"
 #include "proxy/protocol/command_packets.hpp"
 #include "proxy/protocol/prepared.hpp"
-#include "proxy/protocol/text_row.hpp"
-#include "proxy/protocol/binary_row.hpp"
+#include "proxy/protocol/reply_view.hpp"
 #include "rules/match/matcher.hpp"
 #include "rules/match/rewriter.hpp"
 #include "rules/sql/values.hpp"
@@ -277,33 +276,13 @@ awaitable<std::optional<match::match_result>> session::match_statement(const sql
     auto reply = co_await run_sql(q, nullptr, nullptr);
     if (!reply) co_return std::nullopt;
     std::vector<std::string> columns;
-    proto::bytes_view rest(reply->raw);
-    bool header = true;
-    std::size_t definitions = 0;
-    while (!rest.empty()) {
-        auto scan = proto::scan_packet(rest, opt_.max_packet_bytes);
-        if (!scan || scan->raw_size == 0 || scan->frames != 1) break;
-        auto payload = scan->first_payload;
-        rest = rest.subspan(scan->raw_size);
-        if (header) {  // column count, then one definition (and an EOF without DEPRECATE_EOF)
-            header = false;
-            continue;
+    if (auto view = proto::read_reply(reply->raw, caps_, mariadb_caps_, opt_.max_packet_bytes);
+        view && view->kind() == proto::reply_kind::result_set) {
+        for (std::size_t i = 0; i < view->row_count(); ++i) {
+            auto values = view->text_values(i);
+            if (!values || !(*values)[0]) break;
+            columns.emplace_back(*(*values)[0]);
         }
-        if (definitions < 1) {
-            ++definitions;
-            continue;
-        }
-        if (proto::is_eof_packet(payload, caps_)) {
-            if (columns.empty() && !(caps_ & proto::cap::deprecate_eof) && definitions == 1) {
-                ++definitions;  // the EOF after the definitions
-                continue;
-            }
-            break;
-        }
-        if (payload.empty() || payload[0] == proto::err_header) break;
-        auto values = proto::parse_text_row(payload, 1);
-        if (!values || !(*values)[0]) break;
-        columns.emplace_back(*(*values)[0]);
     }
     if (table_columns_.size() >= max_known_tables) table_columns_.erase(table_columns_.begin());
     table_columns_[cache_key] = std::move(columns);
@@ -641,8 +620,7 @@ awaitable<std::optional<session::captured_reply>> session::run_sql(const match::
     proto::byte_buffer payload, frame;
     std::uint8_t seq = 0;  // the proxy's own commands start at 0, as the client's did
     if (sql.parameters.empty() || !params || !types) {
-        payload.push_back(proto::com::query);
-        payload.insert(payload.end(), sql.sql.begin(), sql.sql.end());
+        proto::serialize_query(sql.sql, payload);
         proto::write_packet(frame, seq, payload);
         co_return co_await roundtrip(frame, proto::com::query, 0);
     }
@@ -652,16 +630,15 @@ awaitable<std::optional<session::captured_reply>> session::run_sql(const match::
     if (auto it = derived_.find(sql.sql); it != derived_.end()) {
         statement_id = it->second;
     } else {
-        payload.push_back(proto::com::stmt_prepare);
-        payload.insert(payload.end(), sql.sql.begin(), sql.sql.end());
+        proto::serialize_stmt_prepare(sql.sql, payload);
         proto::write_packet(frame, seq, payload);
         auto prepared = co_await roundtrip(frame, proto::com::stmt_prepare, 0);
         if (!prepared) co_return std::nullopt;
         if (prepared->is_err) co_return prepared;
         statement_id = prepared->exchange.statement_id();
         if (derived_.size() >= max_derived_statements) {
-            proto::byte_buffer close_payload{proto::com::stmt_close, 0, 0, 0, 0}, close_frame;
-            for (int i = 0; i < 4; ++i) close_payload[1 + i] = static_cast<std::uint8_t>(derived_.begin()->second >> (8 * i));
+            proto::byte_buffer close_payload, close_frame;
+            proto::serialize(proto::stmt_close{derived_.begin()->second}, close_payload);
             std::uint8_t close_seq = 0;
             proto::write_packet(close_frame, close_seq, close_payload);
             if (!co_await write_backend(close_frame)) co_return std::nullopt;  // COM_STMT_CLOSE has no reply
@@ -697,73 +674,38 @@ awaitable<bool> session::answer(const rules::answer& a, std::uint16_t status, st
 }
 
 std::optional<std::uint64_t> session::count_rows(const captured_reply& reply) const {
-    proto::bytes_view rest(reply.raw);
-    auto next = [&]() -> std::optional<proto::bytes_view> {
-        auto scan = proto::scan_packet(rest, opt_.max_packet_bytes);
-        if (!scan || scan->raw_size == 0) return std::nullopt;
-        rest = rest.subspan(scan->raw_size);
-        return scan->first_payload;
-    };
-    auto head = next();
-    if (!head) return std::nullopt;
-    auto count = proto::parse_column_count(*head);
-    if (!count || *count == 0) return std::nullopt;
-    for (std::uint64_t i = 0; i < *count; ++i)
-        if (!next()) return std::nullopt;
-    if (!(caps_ & proto::cap::deprecate_eof) && !next()) return std::nullopt;
-    std::uint64_t rows = 0;
-    for (;;) {
-        auto row = next();
-        if (!row || row->empty() || (*row)[0] == proto::err_header) return std::nullopt;
-        if (proto::is_eof_packet(*row, caps_)) return rows;
-        ++rows;
-    }
+    auto view = proto::read_reply(reply.raw, caps_, mariadb_caps_, opt_.max_packet_bytes);
+    if (!view || view->kind() != proto::reply_kind::result_set || view->end() != proto::rows_end::closed)
+        return std::nullopt;
+    return view->row_count();
 }
 
 std::optional<std::int64_t> session::read_counter(const captured_reply& reply, std::optional<std::uint32_t> position,
                                                   std::string_view label, bool binary) {
-    proto::bytes_view rest(reply.raw);
-    auto next = [&]() -> std::optional<proto::bytes_view> {
-        auto scan = proto::scan_packet(rest, opt_.max_packet_bytes);
-        if (!scan || scan->raw_size == 0 || scan->frames != 1) return std::nullopt;
-        auto payload = scan->first_payload;
-        rest = rest.subspan(scan->raw_size);
-        return payload;
-    };
-    auto head = next();
-    if (!head) return std::nullopt;
-    auto count = proto::parse_column_count(*head);
-    if (!count || *count == 0 || *count > 4096) return std::nullopt;
-    std::vector<proto::value_type> types;
-    constexpr std::size_t none = static_cast<std::size_t>(-1);
-    std::size_t index = position ? *position : none;
-    for (std::size_t i = 0; i < *count; ++i) {
-        auto payload = next();
-        if (!payload) return std::nullopt;
-        auto col = proto::parse_column_definition(*payload, mariadb_caps_);
-        if (!col) return std::nullopt;
-        types.push_back(proto::value_type_of(*col));
-        if (index == none && !label.empty() && (col->name == label || sqlns::identifier_equals(col->org_name, label)))
-            index = i;
-    }
-    if (index >= *count) return std::nullopt;
-    if (!(caps_ & proto::cap::deprecate_eof) && !next()) return std::nullopt;
-    auto row = next();
-    if (!row || proto::is_eof_packet(*row, caps_) || (*row)[0] == proto::err_header) return std::nullopt;
-    auto after = next();  // exactly one row: the key pins one counter
-    if (!after || !proto::is_eof_packet(*after, caps_)) return std::nullopt;
+    constexpr std::size_t max_counter_read_columns = 4096;
+    auto view = proto::read_reply(reply.raw, caps_, mariadb_caps_, opt_.max_packet_bytes);
+    // Exactly one row: the key pins one counter.
+    if (!view || view->kind() != proto::reply_kind::result_set || view->column_count() > max_counter_read_columns ||
+        view->end() != proto::rows_end::closed || view->row_count() != 1)
+        return std::nullopt;
+    auto columns = view->columns();
+    if (!columns) return std::nullopt;
+    const auto index = position ? std::optional<std::size_t>(*position) : proto::column_index(*columns, label);
+    if (!index || *index >= columns->size()) return std::nullopt;
     if (binary) {
-        auto values = proto::parse_binary_row(*row, types);
+        std::vector<proto::value_type> types;
+        for (const auto& c : *columns) types.push_back(proto::value_type_of(c));
+        auto values = view->binary_values(0, types);
         if (!values) return std::nullopt;
-        const auto& v = (*values)[index];
+        const auto& v = (*values)[*index];
         if (auto* i = std::get_if<std::int64_t>(&v)) return *i;
         if (auto* u = std::get_if<std::uint64_t>(&v)) return *u <= INT64_MAX ? std::optional<std::int64_t>(*u) : std::nullopt;
         if (auto* b = std::get_if<proto::bytes_view>(&v)) return to_int(proto::as_chars(*b));
         return std::nullopt;
     }
-    auto values = proto::parse_text_row(*row, *count);
-    if (!values || !(*values)[index]) return std::nullopt;
-    return to_int(*(*values)[index]);
+    auto values = view->text_values(0);
+    if (!values || !(*values)[*index]) return std::nullopt;
+    return to_int(*(*values)[*index]);
 }
 
 namespace {
@@ -777,8 +719,8 @@ awaitable<bool> session::give_back_after_rollback() {
         const auto reply = co_await own_query(g.sql);
         if (!reply) co_return false;
         std::optional<proto::ok_packet> ok;
-        if (!reply->empty() && !reply->front().empty() && reply->front()[0] == proto::ok_header)
-            if (auto parsed = proto::parse_ok(reply->front(), caps_)) ok = *parsed;
+        if (const proto::reply_view view(*reply, caps_, mariadb_caps_); view.kind() == proto::reply_kind::ok)
+            if (auto parsed = proto::parse_ok(view.first(), caps_)) ok = *parsed;
         if (ok && ok->affected_rows > 0) {
             counters_.of(g.rule).compensations->inc();
         } else {

@@ -9,6 +9,8 @@
 #include "orphans.hpp"
 #include "proxy/admin/metrics.hpp"
 #include "proxy/protocol/command.hpp"
+#include "proxy/protocol/command_packets.hpp"
+#include "proxy/protocol/reply_view.hpp"
 #include "session_impl.hpp"
 
 namespace claimguard::session {
@@ -118,10 +120,8 @@ void session::note_orphan() {
 }
 
 awaitable<std::optional<std::vector<proto::byte_buffer>>> session::own_query(std::string_view sql) {
-    // COM_QUERY and the statement, built as one string (GCC 12 warns falsely on push_back + insert).
-    const std::string command = static_cast<char>(proto::com::query) + std::string(sql);
-    const proto::byte_buffer payload(command.begin(), command.end());
-    proto::byte_buffer frame;
+    proto::byte_buffer payload, frame;
+    proto::serialize_query(sql, payload);
     std::uint8_t seq = 0;  // a command of its own: the app's next one starts at 0 again
     proto::write_packet(frame, seq, payload);
     if (!co_await write_backend(frame)) co_return std::nullopt;
@@ -179,10 +179,11 @@ awaitable<bool> session::end_orphans() {
         }
         const auto reply = co_await own_query(kill_statement(o.thread_id));
         if (!reply) break;
-        const bool ok = !reply->empty() && !reply->front().empty() && reply->front()[0] == proto::ok_header;
+        const proto::reply_view view(*reply, caps_, mariadb_caps_);
+        const bool ok = view.kind() == proto::reply_kind::ok;
         std::uint16_t code = 0;
         if (!ok && !reply->empty())
-            if (auto e = proto::parse_err(reply->front())) code = e->code;
+            if (auto e = proto::parse_err(view.first())) code = e->code;
         const auto result = kill_outcome(ok, code);
         report(o, result,
                result == orphan_result::killed ? fmt::format("KILL CONNECTION from session {}", id_)

@@ -3,10 +3,8 @@
 
 #include <charconv>
 
-#include "proxy/protocol/column.hpp"
-#include "proxy/protocol/packets.hpp"
 #include "proxy/protocol/capabilities.hpp"
-#include "proxy/protocol/text_row.hpp"
+#include "proxy/protocol/reply_view.hpp"
 
 namespace claimguard::session {
 
@@ -42,14 +40,13 @@ kill_plan plan_kill(const orphan& o, std::string_view user, std::uint32_t new_se
 
 std::optional<std::uint64_t> uptime_from_reply(const std::vector<protocol::byte_buffer>& payloads, bool deprecate_eof) {
     constexpr std::size_t columns = 2;  // Variable_name, Value
-    if (payloads.empty() || payloads[0].empty() || payloads[0][0] == protocol::err_header) return std::nullopt;
-    auto count = protocol::parse_column_count(payloads[0]);
-    if (!count || *count != columns) return std::nullopt;
-    const std::size_t row_index = 1 + columns + (deprecate_eof ? 0 : 1);
-    if (payloads.size() <= row_index) return std::nullopt;
-    auto row = protocol::parse_text_row(payloads[row_index], columns);
-    if (!row || !(*row)[1]) return std::nullopt;
-    const std::string_view text = *(*row)[1];
+    constexpr std::size_t value_column = 1;
+    const protocol::reply_view reply(payloads, deprecate_eof ? protocol::cap::deprecate_eof : 0, 0);
+    if (reply.kind() != protocol::reply_kind::result_set || reply.column_count() != columns || reply.row_count() == 0)
+        return std::nullopt;
+    auto row = reply.text_values(0);
+    if (!row || !(*row)[value_column]) return std::nullopt;
+    const std::string_view text = *(*row)[value_column];
     std::uint64_t v = 0;
     const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (ec != std::errc{} || p != text.data() + text.size()) return std::nullopt;

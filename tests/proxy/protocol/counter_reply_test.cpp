@@ -64,6 +64,25 @@ TEST(counter_reply, the_value_read_and_the_counter_found_by_name) {
     EXPECT_FALSE(parse_counter_reply(kept, caps_eof, 0, false, std::nullopt, "nope"));
 }
 
+// SELECT *, remain AS `Left` ...: after a star the counter is found by the label as written, quoted
+// and in another case than the server's column name (reply_view's column_index).
+TEST(counter_reply, the_counter_found_by_a_quoted_alias_after_a_star) {
+    for (auto [capture, caps] :
+         {std::pair{rc::star_alias_text_eof, caps_eof}, std::pair{rc::star_alias_text_ok, caps_ok}}) {
+        const auto kept = hex(capture);
+        for (std::string_view label : {"`Left`", "`LEFT`", "Left"}) {
+            SCOPED_TRACE(label);
+            auto t = parse_counter_reply(kept, caps, 0, false, std::nullopt, label);
+            ASSERT_TRUE(t);
+            EXPECT_EQ(t->index, 3u);
+            EXPECT_EQ(t->value, 4);
+            auto same = rebuild_counter_reply(*t, 4, autocommit, 1);
+            ASSERT_TRUE(same);
+            EXPECT_EQ(to_hex(*same), capture);
+        }
+    }
+}
+
 TEST(counter_reply, sequence_ids_follow_the_command) {
     const auto kept = hex(rc::binary_eof_5);
     auto t = parse_counter_reply(kept, caps_eof, 0, true, 1, "");

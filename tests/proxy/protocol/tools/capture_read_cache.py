@@ -21,6 +21,8 @@ DEPRECATE_EOF = 1 << 24
 READ = "SELECT campaign_id, remain, version FROM coupon_stock WHERE campaign_id = 7"
 PREPARED = "SELECT campaign_id, remain, version FROM coupon_stock WHERE campaign_id = ?"
 WIDE = "SELECT tu, s, m, i, b, bu, name FROM wide WHERE id = 1"
+# The counter found by name after a star (reply_view's column_index): a quoted alias in other case.
+STAR_ALIAS = "SELECT *, remain AS `Left` FROM coupon_stock WHERE campaign_id = 7"
 
 
 class Client(rawmysql.RawClient):
@@ -95,6 +97,7 @@ def main():
                 cl.text("ROLLBACK")
                 cl.close()
             cl = Client(c.db.port, deprecate)
+            captures.append((f"star_alias_text_{eof_name}", cl.text(STAR_ALIAS)))
             captures.append((f"wide_text_{eof_name}", cl.text(WIDE)))
             st = cl.prepare(WIDE)
             body = struct.pack("<BIBI", rawmysql.COM_STMT_EXECUTE, st, 0, 1)
