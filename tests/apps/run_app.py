@@ -718,6 +718,12 @@ def run_rules_typo(args, c, checks):
         results[mode] = (answer, remain, audit_d)
         print(f"   UPDATE coupon_stock SET remain = {STOCK + 50} (app user, after a read of {STOCK}): {answer}; "
               f"remain {remain}; audit {audit_d}")
+        # The next mode's sidecar gets the same name (start_proxies counts from 1): stop this one, keep its files.
+        p.stop()
+        c.proxies.remove(p)
+        for path in (p.log, os.path.join(c.dir, "audit-1.jsonl")):
+            if os.path.exists(path):
+                os.rename(path, f"{path}.{mode}")
     return results
 
 
