@@ -23,19 +23,24 @@ missing (scripts/setup.sh installs them).
 """
 
 import argparse
+import collections
 import dataclasses
+import glob
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "tests", "incident"))
 import cluster  # noqa: E402  (tests/incident/cluster.py)
+import servers  # noqa: E402  (tests/integration/servers.py, on the path cluster.py set)
 
 STOCK = 100
 CAMPAIGN = 1
@@ -54,6 +59,7 @@ SKIP_EXIT_CODE = 77
 # The answers rules/examples/coupon.yaml configures, and the names of its rules: a refusal is claimguard's own
 # ERR ("claimguard: ..."; JDBC puts "(conn=N) " before it) naming one of them.
 CONFIGURED_ANSWERS = ((1644, "claimguard: coupon_stock is sold out for this key"),
+                      (1644, "claimguard: coupon_stock_s is sold out for this key"),   # the silent rules' default
                       (1644, "claimguard: already claimed"))
 RULE_NAMES = ("coupon_stock", "coupon_order")
 # What the zoo adds to the legacy schema: the shapes read a JOIN and `end_time > NOW()`.
@@ -62,6 +68,84 @@ ZOO_SCHEMA = """
     CREATE TABLE campaign (campaign_id BIGINT NOT NULL PRIMARY KEY, name VARCHAR(64) NOT NULL);
     INSERT INTO campaign VALUES (1, 'flash sale'), (2, 'control');
 """
+# Issue 17's rows (app `silent`, `mariadb_batch`): database code, another database, tenants, string keys.
+SILENT_SCHEMA = """
+    CREATE DATABASE other;
+    GRANT SELECT ON other.* TO 'cg_app'@'%';
+    GRANT EXECUTE ON incident.* TO 'cg_app'@'%';
+    CREATE TABLE coupon_stock_s (
+      code    VARCHAR(32) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL,
+      remain  INT NOT NULL,
+      version INT NOT NULL DEFAULT 0,
+      PRIMARY KEY (code)) ENGINE=InnoDB;
+    CREATE TABLE coupon_order_s (
+      id         BIGINT NOT NULL AUTO_INCREMENT,
+      user_id    BIGINT NOT NULL,
+      code       VARCHAR(32) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL,
+      created_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+      PRIMARY KEY (id),
+      UNIQUE KEY uq_user_code (user_id, code)) ENGINE=InnoDB;
+    CREATE VIEW v_stock AS SELECT campaign_id, remain, version FROM coupon_stock;
+    DELIMITER //
+    CREATE PROCEDURE claim_coupon(IN p_user BIGINT, IN p_campaign BIGINT)
+    BEGIN
+      DECLARE r INT;
+      SELECT remain INTO r FROM incident.coupon_stock WHERE campaign_id = p_campaign;
+      IF r > 0 THEN
+        UPDATE incident.coupon_stock SET remain = r - 1 WHERE campaign_id = p_campaign;
+        INSERT INTO incident.coupon_order (user_id, campaign_id) VALUES (p_user, p_campaign);
+        SELECT 1 AS claimed;
+      ELSE
+        SELECT 0 AS claimed;
+      END IF;
+    END//
+    DELIMITER ;
+    CREATE DATABASE tenant_a;
+    CREATE TABLE tenant_a.coupon_stock LIKE incident.coupon_stock;
+    CREATE TABLE tenant_a.coupon_order LIKE incident.coupon_order;
+    GRANT SELECT, INSERT, UPDATE, DELETE ON tenant_a.* TO 'cg_app'@'%';
+    CREATE DATABASE tenant_b;
+    CREATE TABLE tenant_b.coupon_stock LIKE incident.coupon_stock;
+    CREATE TABLE tenant_b.coupon_order LIKE incident.coupon_order;
+    GRANT SELECT, INSERT, UPDATE, DELETE ON tenant_b.* TO 'cg_app'@'%';
+    FLUSH PRIVILEGES;
+"""
+# The example rules plus the same pair for the string-keyed tables; the harness's admin user (root) trusted, as a
+# restock job's account would be (the change_user rows switch to it).
+SILENT_RULES_EXTRA_STOCK = """  - name: coupon_stock_s
+    table: coupon_stock_s
+    key_columns: [code]
+    counter_column: remain
+    floor: 0
+    units: 1
+    unmodeled: refuse
+    version_column: version
+"""
+SILENT_RULES_EXTRA_CLAIM = """  - name: coupon_order_s
+    table: coupon_order_s
+    idempotency_columns: [user_id, code]
+    consumes:
+      rule: coupon_stock_s
+      columns:
+        code: code
+    redis:
+      key: "lock:coupons:{user_id}:{code}"
+      ttl: 3000ms
+    strictness: require_decrement
+    unmodeled: refuse
+
+trusted_users: [root]
+"""
+# Issue 17 row 18: the rule options on (docs/RULES.md).
+OPTIONS_LINES = ("read_cache: 50ms", "admission: {max_in_flight: 2, queue_timeout: 2s}", "defer_decrement: true")
+SCHEMA_CHECK_ARGS = ("--schema-check", "warn", "--schema-check-user", cluster.ADMIN_USER, "--schema-check-password",
+                     cluster.ADMIN_PASSWORD, "--schema-check-database", cluster.DATABASE)
+STRING_KEY = "'sale-2026'"          # silent_app.py's STRING_KEY
+STRING_CONTROL_KEY = "'sale-control'"
+TENANTS = ("tenant_a", "tenant_b")
+TENANT_B_OFFSET = 10_000_000        # silent_app.py reports a tenant_b claim as user + this
+REFUSAL_ACTIONS_PREFIX = "refused-"  # audit actions of a refusal (refused-unmodeled, refused-not-lower)
+AUDIT_SETTLE_S = 0.2                # audit lines are written in batches by a background thread (20 ms linger)
 NODE_DIR = os.path.join(HERE, "node")
 PYTHON_DIR = os.path.join(HERE, "python")
 JAVA_DIR = os.path.join(HERE, "java")
@@ -79,6 +163,14 @@ class Variant:
     works_directly: bool = False  # correct without claimguard: direct must hold the invariants too
     may_refuse: bool = False      # claimguard may refuse it by policy (unmodeled: refuse) and sell nothing
     left_max: int = 0             # the stock the app itself leaves unsold (it needs 2 units, the rule takes 1)
+    expect: str = "safe"          # safe; refused (every claim refused by a rule, nothing sold); some_refused (some
+                                  # statements refused, e.g. restocks, and the stock still sells out)
+    known_open: tuple = ()        # checks (substrings of their names) known to fail: a finding not fixed yet, named in
+                                  # known_why; reported as KNOWN OPEN, not failed (--strict fails them)
+    known_why: str = ""
+    in_ctest: bool = True         # False: outside the ctest time budget (run_app.py --ctest skips it; --variant runs it)
+    scope: str = "int"            # where the stock is: int (incident.coupon_stock), string (coupon_stock_s),
+                                  # tenants (tenant_a and tenant_b)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,9 +180,17 @@ class App:
     description: str
     variants: tuple
     redis: bool = True            # False: the sidecars run without Redis, so every duplicate reaches the database
+    config: str = "zoo"           # zoo (the example rules), silent (issue 17's schema, database code, a schema
+                                  # check user, trusted admin), options (read_cache + admission + defer_decrement)
 
 
 V = Variant
+# Issue 17 row 17, still open: a claim INSERT in flight in a transaction holds its Redis key; a concurrent attempt of
+# the same user is told "already claimed"; then the first transaction rolls back (its version check failed, or the
+# write flushed after the INSERT was refused), and the user may end with nothing.
+ROW17_OPEN = ('told "already claimed" holds an order',)
+ROW17_WHY = ("issue 17 row 17: told \"already claimed\" by the Redis key of a claim in flight in a transaction that "
+             "then rolled back (a version conflict, or a refused write after the INSERT)")
 APPS = {
     "mysql2": App("node", "mysql2_app.js", "Node mysql2 createPool, a connection per statement", (
         V("query", "pool.query (text protocol)"),
@@ -99,17 +199,38 @@ APPS = {
         V("pool_query", "pool.query, a connection per statement"),)),
     "sequelize": App("node", "sequelize_app.js", "Node Sequelize 6 over mysql2: findOne, save, create", (
         V("save", "findOne, stock.remain -= 1, save(), Order.create()"),
-        V("transaction", "the same in sequelize.transaction()"))),
+        V("transaction", "the same in sequelize.transaction()"),
+        V("upsert", "Stock.upsert({campaignId, remain: read - 1}) (INSERT ... ON DUPLICATE KEY UPDATE): issue 17 row 3",
+          expect="refused"),
+        V("version", "model version: true (UPDATE ... AND version = ?), OptimisticLockError: read again (5 tries); "
+          "issue 17 row 16", in_ctest=False))),
+    "typeorm": App("node", "typeorm_app.js", "Node TypeORM 0.3 EntitySchema over mysqljs, a DataSource pool per pod", (
+        V("save", "findOneBy, stock.remain -= 1, repository.save(stock), then save(order), each save its own "
+          "START TRANSACTION ... COMMIT: issue 17 row 7"),
+        V("version", "version column (@VersionColumn): update({campaignId, version}, {remain: read - 1}), 0 rows: read "
+          "again (5 tries), then save(order); a duplicate leaks its unit directly: issue 17 row 16"))),
+    "mariadb_batch": App("node", "mariadb_batch_app.js", "Node MariaDB connector 3.x createPool (COM_STMT_BULK_EXECUTE, "
+                         "binary protocol)", (
+        V("batch", "pool.query read, UPDATE <read - 1>, pool.batch(INSERT claim): issue 17 row 5", expect="refused",
+          known_open=("no leak", "nothing taken"),
+          known_why="issue 17 row 5: the bulk claim is refused, the take of the app's own UPDATE before it is not "
+                    "given back: it waits in the ledger (claimguard_ledger_waiting_units), then unclaimed"),
+        V("batch_tx", "the same on one connection in beginTransaction() ... commit()", expect="refused"),
+        V("call_execute", "conn.execute('CALL claim_coupon(?, ?)') (prepared): issue 17 row 1", expect="refused")),
+        config="silent"),
     "sqlalchemy": App("python", "sqlalchemy_app.py", "SQLAlchemy 1.4 ORM over mysqlclient, default QueuePool", (
         V("read_then_tx", "read in a read-only session, then a write transaction (Spring readOnly-then-write)"),
-        V("session", "one ORM session: get, remain -= 1, add(Order), commit"))),
+        V("session", "one ORM session: get, remain -= 1, add(Order), commit", known_open=ROW17_OPEN,
+          known_why=ROW17_WHY),
+        V("version", "the session flow with version_id_col; StaleDataError: read again (5 tries): issue 17 row 17",
+          works_directly=True, known_open=ROW17_OPEN, known_why=ROW17_WHY, in_ctest=False))),
     "django": App("python", "django_app.py", "Django 3.2 ORM over mysqlclient, connection per request", (
         V("save", "Stock.objects.get, remain -= 1, save(), Order.objects.create"),
         V("update", "filter().update(remain=<read - 1>), Order.objects.create"),
         V("atomic", "the save() flow in transaction.atomic()"))),
     "hibernate": App("java", "HibernateApp.java", "Hibernate 3.6 @Version entity, c3p0 pool, MariaDB JDBC", (
         V("version", "get, setRemain(remain - 1), save(order), commit; StaleObjectStateException: retry",
-          works_directly=True),)),
+          works_directly=True, known_open=ROW17_OPEN, known_why=ROW17_WHY),)),
     "go": App("go", "go_app.go", "Go database/sql, default pool, go-sql-driver/mysql", (
         V("database_sql", "db.QueryRow + db.Exec without a transaction, a connection per statement (the driver's "
           "default: arguments as server-side prepared statements)"),
@@ -138,11 +259,56 @@ APPS = {
         # claimguard reads the table's columns (information_schema) and then handles it like any claim.
         V("no_column_list", "INSERT INTO coupon_order VALUES (...) with no column list")),
         redis=False),
+    # Issue 17 ("no silent path"): each row of its table as an app; sidecars with a schema check user, so that
+    # database code (the procedure, the view) and the key columns' collations are known.
+    "silent": App("python", "silent_app.py", "PyMySQL / MySQLdb: issue 17's rows (database code, upserts, SQL "
+                  "PREPARE, savepoints, XA, COM_CHANGE_USER, qualified names, string keys, tenants, amounts)", (
+        V("call_text", "CALL claim_coupon(user, campaign) (text): row 1", expect="refused"),
+        V("view_update", "UPDATE v_stock SET remain = <read - 1> (an updatable view): row 2", expect="refused"),
+        V("replace_stock", "REPLACE INTO coupon_stock (campaign_id, remain, version) VALUES (...): row 3",
+          expect="refused"),
+        V("upsert_stock", "INSERT INTO coupon_stock ... ON DUPLICATE KEY UPDATE remain = VALUES(remain): row 3",
+          expect="refused"),
+        V("sql_prepare", "PREPARE u FROM 'UPDATE coupon_stock SET remain = ? ...'; EXECUTE u USING @r, @c: row 4",
+          expect="refused"),
+        V("savepoint_rollback", "SAVEPOINT; read; UPDATE; a third ROLLBACK TO SAVEPOINT + COMMIT: row 6"),
+        V("change_user_app", "MySQLdb, pool user root (trusted) COM_CHANGE_USER to the app user per borrow: row 8"),
+        V("change_user_admin", "MySQLdb app user; restocks (FOR UPDATE; SET remain = R + 10) after COM_CHANGE_USER "
+          "to root (trusted), then back: row 8"),
+        V("qualified_other_db", "incident.coupon_stock / incident.coupon_order with default database other: row 9"),
+        V("qualified_no_db", "the same with no default database: row 9"),
+        V("string_case", "string key 'sale-2026' in the UPDATE, 'SALE-2026' / 'SALE-2026 ' in the INSERT "
+          "(utf8mb4_general_ci): row 10", scope="string"),
+        V("tenants", "tenant_a and tenant_b, the same tables, users claim in both: row 11", scope="tenants"),
+        V("xa_rollback_retry", "XA START ... XA END; XA PREPARE; half XA ROLLBACK then the retry: row 12"),
+        V("n_units", "orders of 2-3 units written SET remain = <R - N> (units: 1): row 13", expect="refused"),
+        V("app_restock", "the flow plus restocks SET remain = <R + 50> through the app's account: row 14",
+          expect="some_refused"),
+        V("relative_version", "SET remain = remain - 1, version = version + 1 ... AND version = V, retried: row 15",
+          works_directly=True)),
+        config="silent"),
+    "silent_options": App("python", "silent_app.py", "PyMySQL with read_cache + admission + defer_decrement on: "
+                          "issue 17 row 18", (
+        V("share_lock_tx", "START TRANSACTION; SELECT ... LOCK IN SHARE MODE; UPDATE <R-1>; INSERT; COMMIT; deadlocks "
+          "retried", works_directly=True, known_open=ROW17_OPEN,
+          known_why="issue 17 rows 17/18: told \"already claimed\" by the Redis key of a claim whose transaction then "
+                    "deadlocked at COMMIT (the deferred take); the race takes minutes (1-2 s directly)"),
+        V("relative_version", "SET remain = remain - 1, version = version + 1 ... AND version = V, retried",
+          works_directly=True)),
+        config="options"),
+    # Issue 17 row 19: no race; claimguard check and the sidecars' schema check against a rule naming a column the
+    # database lacks.
+    "rules_typo": App("check", "", "rules with counter_column: remainder (a typo): check, readiness, the log", (
+        V("remainder", "lint, check (exit 1, file:line), serve --schema-check refuse (not ready, file:line) and warn "
+          "(file:line in the log), a write through each"),)),
 }
 
 
 class Skip(Exception):
     """The app cannot run here (toolchain or packages missing)."""
+
+    class Done(Exception):
+        """A check-only app (no race) finished."""
 
 
 # --- building and running an app --------------------------------------------------------------------
@@ -191,16 +357,16 @@ def compile_run(cmd, what, env=None):
     print(f"{what}: {time.monotonic() - began:.1f} s")
 
 
-def run_app(prefix, variant, ports, threads, first_user, users, attempts, seed):
+def run_app(prefix, variant, ports, threads, first_user, users, attempts, seed, timeout_s=APP_TIMEOUT_S):
     cmd = prefix + ["--host", cluster.HOST, "--ports", ",".join(str(p) for p in ports), "--user", cluster.APP_USER,
                     "--password", cluster.APP_PASSWORD, "--database", cluster.DATABASE, "--campaign",
                     str(CAMPAIGN), "--threads", str(threads), "--first-user", str(first_user), "--users", str(users),
                     "--attempts", str(attempts), "--seed", str(seed), "--variant", variant.name]
     try:
         r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                           timeout=APP_TIMEOUT_S, check=False, cwd=HERE)
+                           timeout=timeout_s, check=False, cwd=HERE)
     except subprocess.TimeoutExpired as e:
-        raise cluster.HarnessError(f"the app did not finish within {APP_TIMEOUT_S}s (a hang?)") from e
+        raise cluster.HarnessError(f"the app did not finish within {timeout_s}s (a hang?)") from e
     err = r.stderr.decode(errors="replace").strip()
     lines = [ln for ln in r.stdout.decode(errors="replace").splitlines() if ln.startswith("{")]
     if r.returncode != 0 or not lines:
@@ -228,22 +394,117 @@ def describe(r):
             f"{' [' + text + ']' if text else ''}, {r['elapsed_s']:.2f} s")
 
 
+def facts_of(c, database, stock, order, col, key, offset=0):
+    """What the database holds for one stock key (the orders of that key, its remain)."""
+    out = c.db.sql(f"""
+        SELECT COUNT(*) FROM {order} WHERE {col} = {key};
+        SELECT COUNT(*) FROM (SELECT user_id FROM {order} WHERE {col} = {key} GROUP BY user_id HAVING COUNT(*) > 1) d;
+        SELECT remain FROM {stock} WHERE {col} = {key};
+    """, database=database).split("\n")
+    users = [int(x) + offset for x in c.db.sql(
+        f"SELECT user_id FROM {order} WHERE {col} = {key} ORDER BY user_id;", database=database).split()]
+    return {"rows": int(out[0]), "duplicate_pairs": int(out[1]),
+            "remain": int(out[2]) if out[2].strip() else None, "users": users}
+
+
+def scope_reset(c, scope):
+    c.reset({CAMPAIGN: STOCK, CONTROL_CAMPAIGN: STOCK})   # also empties Redis
+    if scope == "string":
+        c.sql(f"TRUNCATE TABLE coupon_order_s; DELETE FROM coupon_stock_s; INSERT INTO coupon_stock_s (code, remain, "
+              f"version) VALUES ({STRING_KEY}, {STOCK}, 0), ({STRING_CONTROL_KEY}, {STOCK}, 0);")
+    elif scope == "tenants":
+        for t in TENANTS:
+            c.db.sql(f"TRUNCATE TABLE coupon_order; DELETE FROM coupon_stock; INSERT INTO coupon_stock (campaign_id, "
+                     f"remain, version) VALUES ({CAMPAIGN}, {STOCK}, 0), ({CONTROL_CAMPAIGN}, {STOCK}, 0);", database=t)
+
+
+def scope_facts(c, scope, control=False):
+    """[(label, facts)]: every stock key the variant sells (its control key with control=True)."""
+    if scope == "string":
+        return [("coupon_stock_s", facts_of(c, cluster.DATABASE, "coupon_stock_s", "coupon_order_s", "code",
+                                            STRING_CONTROL_KEY if control else STRING_KEY))]
+    campaign = CONTROL_CAMPAIGN if control else CAMPAIGN
+    if scope == "tenants":
+        return [(t, facts_of(c, t, "coupon_stock", "coupon_order", "campaign_id", campaign, i * TENANT_B_OFFSET))
+                for i, t in enumerate(TENANTS)]
+    return [("", facts_of(c, cluster.DATABASE, "coupon_stock", "coupon_order", "campaign_id", campaign))]
+
+
+def total(facts):
+    return {"rows": sum(f["rows"] for _, f in facts), "duplicate_pairs": sum(f["duplicate_pairs"] for _, f in facts),
+            "remain": sum(f["remain"] or 0 for _, f in facts), "users": sorted(u for _, f in facts for u in f["users"])}
+
+
 def check_race(checks, label, r, facts, stock):
-    rows, remain = facts["rows"], facts["remain"]
+    """facts: [(label, facts)] per stock key; stock: what each key held (initial + restocked)."""
     checks.check(not r["setup_errors"], f"{label}: every app thread connected", "; ".join(r["setup_errors"])[:300])
     checks.equal(r["attempts"], r["attempts_planned"], f"{label}: every attempt ran")
-    checks.check(rows <= stock, f"{label}: no over-issue: orders <= {stock}", f"OVER-ISSUE: {rows} orders")
-    checks.check(remain is not None and remain >= 0, f"{label}: remain >= 0", f"remain is {remain}")
-    checks.check(remain is not None and stock - remain == rows, f"{label}: no leak: initial - remain == orders",
-                 f"{stock} - {remain} = {stock - (remain or 0)} taken, {rows} orders")
-    checks.check(facts["duplicate_pairs"] == 0, f"{label}: no (user, campaign) twice",
-                 f"{facts['duplicate_pairs']} users hold two coupons")
+    for where, f in facts:
+        at = f" ({where})" if where else ""
+        rows, remain = f["rows"], f["remain"]
+        checks.check(rows <= stock, f"{label}{at}: no over-issue: orders <= {stock}", f"OVER-ISSUE: {rows} orders")
+        checks.check(remain is not None and remain >= 0, f"{label}{at}: remain >= 0", f"remain is {remain}")
+        checks.check(remain is not None and stock - remain == rows, f"{label}{at}: no leak: initial - remain == orders",
+                     f"{stock} - {remain} = {stock - (remain or 0)} taken, {rows} orders")
+        checks.check(f["duplicate_pairs"] == 0, f"{label}{at}: no (user, campaign) twice",
+                     f"{f['duplicate_pairs']} users hold two coupons")
     bad = [e for e in r["errors"] if kind_of_error(e) == "other"]
     checks.check(not bad, f"{label}: every error is a configured answer or a refusal naming a rule",
                  "; ".join(f"{e['statement']}: {e['code']} x{e['count']} {e['message'][:160]}" for e in bad[:4]))
+    holders = set(total(facts)["users"])
     told = set(r["claimed_users"])
-    checks.check(told <= set(facts["users"]), f"{label}: every user the app counted as claimed has an order",
-                 f"told but missing: {sorted(told - set(facts['users']))[:10]}")
+    checks.check(told <= holders, f"{label}: every user the app counted as claimed has an order",
+                 f"told but missing: {sorted(told - holders)[:10]}")
+    if "already_claimed_users" in r:
+        told = set(r["already_claimed_users"])
+        checks.check(told <= holders, f"{label}: every user told \"already claimed\" holds an order",
+                     f"{len(told - holders)} told \"already claimed\" hold none: {sorted(told - holders)[:10]}")
+
+
+# --- what claimguard said about it: audit lines and metrics ------------------------------------------
+def audit_counts(c):
+    """Audit lines of every sidecar so far, by action."""
+    counts = collections.Counter()
+    for path in glob.glob(os.path.join(c.dir, "audit-*.jsonl")):
+        with open(path, "rb") as f:
+            for raw in f:
+                try:
+                    counts[json.loads(raw).get("action", "?")] += 1
+                except ValueError:
+                    counts["(unreadable)"] += 1
+    return counts
+
+
+def settled_audit_counts(c):
+    """audit_counts once the sidecars' background writers have caught up (two reads in a row agree)."""
+    before = audit_counts(c)
+    for _ in range(20):
+        time.sleep(AUDIT_SETTLE_S)
+        now = audit_counts(c)
+        if now == before:
+            return now
+        before = now
+    return before
+
+
+METRIC_LINE = re.compile(r'^(claimguard_unmodeled_total|claimguard_ledger_waiting_units)\{([^}]*)\} (\S+)$', re.M)
+
+
+def metric_snapshot(c):
+    """{(metric, reason, policy): value} summed over the sidecars."""
+    out = collections.Counter()
+    for p in c.proxies:
+        status, body = servers.http_get(p.admin_port, "/metrics")
+        if status != 200:
+            raise cluster.HarnessError(f"{p.name}: /metrics answered {status}")
+        for m in METRIC_LINE.finditer(body):
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+            out[(m.group(1), labels.get("reason", ""), labels.get("policy", ""))] += float(m.group(3))
+    return out
+
+
+def deltas(after, before):
+    return {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
 
 
 def run_variant(args, app, prefix, variant, c, checks, rows_table):
@@ -257,44 +518,87 @@ def run_variant(args, app, prefix, variant, c, checks, rows_table):
     for target in targets:
         direct = target == "direct"
         rnd = 1 if direct else int(target.split("#")[1])
-        c.reset({CAMPAIGN: STOCK, CONTROL_CAMPAIGN: STOCK})
+        scope_reset(c, variant.scope)
+        if not direct:
+            audit0, metrics0 = settled_audit_counts(c), metric_snapshot(c)
         ports = [c.db.port] * PROXIES if direct else [p.port for p in c.proxies]
-        race = run_app(prefix, variant, ports, THREADS, 1, USERS, ATTEMPTS_PER_USER, rnd)
-        after = c.facts(CAMPAIGN)
-        row = {"variant": variant.name, "target": target.split("#")[0], "orders": after["rows"],
-               "remain": after["remain"], "duplicates": after["duplicate_pairs"], "race": race}
+        began = time.monotonic()
+        race = run_app(prefix, variant, ports, THREADS, 1, USERS, ATTEMPTS_PER_USER, rnd, args.app_timeout)
+        stock = STOCK + race.get("restocked", 0)
+        after = scope_facts(c, variant.scope)
+        sums = total(after)
+        row = {"variant": variant.name, "target": target.split("#")[0], "orders": sums["rows"],
+               "remain": sums["remain"], "duplicates": sums["duplicate_pairs"], "race": race}
         print(f"-- {target}: {describe(race)}")
-        print(f"   database: {after['rows']} orders, remain {after['remain']}, {after['duplicate_pairs']} duplicate "
-              f"pairs, leak {STOCK - (after['remain'] or 0) - after['rows']}")
+        for where, f in after:
+            print(f"   database{' ' + where if where else ''}: {f['rows']} orders, remain {f['remain']}, "
+                  f"{f['duplicate_pairs']} duplicate pairs, leak {stock - (f['remain'] or 0) - f['rows']}"
+                  f"{f', restocked {stock - STOCK}' if stock != STOCK else ''}")
+        told = set(race.get("already_claimed_users", [])) - set(sums["users"])
+        if told:
+            print(f"   told \"already claimed\" but hold no order: {len(told)} {sorted(told)[:10]}")
         if race["stderr"]:
             print("   app stderr: " + race["stderr"][-600:].replace("\n", "\n   | "))
         assert_it = not direct or variant.works_directly
         if assert_it:
-            check_race(checks, f"{label} {target}", race, after, STOCK)
+            check_race(checks, f"{label} {target}", race, after, stock)
             if variant.works_directly:
                 # It sold the stock on its own: no answer through claimguard may stop it early ("sold out" for
                 # a lost version race), so the race itself must sell out, before any drain.
-                checks.check(after["remain"] == 0, f"{label} {target}: the race itself sells out",
-                             f"remain {after['remain']} after 300 users x 3 attempts")
-            drain = run_app(prefix, variant, ports[:1], 1, DRAIN_FIRST_USER, DRAIN_USERS, 1, rnd)
-            final = c.facts(CAMPAIGN)
+                for where, f in after:
+                    checks.check(f["remain"] == 0, f"{label} {target}{' ' + where if where else ''}: the race itself "
+                                 "sells out", f"remain {f['remain']} after 300 users x 3 attempts")
+            drain = run_app(prefix, variant, ports[:1], 1, DRAIN_FIRST_USER, DRAIN_USERS * len(after), 1, rnd,
+                            args.app_timeout)
+            final = scope_facts(c, variant.scope)
+            fsum = total(final)
             print(f"   drain: {describe(drain)}")
-            print(f"   after the drain: {final['rows']} orders, remain {final['remain']}")
-            check_race(checks, f"{label} {target} drain", drain, final, STOCK)
+            print(f"   after the drain: {fsum['rows']} orders, remain {fsum['remain']}")
+            check_race(checks, f"{label} {target} drain", drain, final, stock)
             refusals = sum(e["count"] for e in race["errors"] + drain["errors"] if kind_of_error(e) == "refusal")
-            if variant.may_refuse and final["rows"] == 0 and refusals > 0:
-                checks.check(final["remain"] == STOCK, f"{label} {target}: refused by policy, nothing taken",
-                             f"remain {final['remain']}")
+            if variant.expect == "refused":
+                checks.check(refusals > 0, f"{label} {target}: refused by a rule (an ERR naming it)",
+                             "no refusal: the app was never told")
+                checks.check(fsum["rows"] == 0, f"{label} {target}: refused by policy, nothing sold",
+                             f"{fsum['rows']} orders")
+                for where, f in final:
+                    checks.check(f["remain"] == stock, f"{label} {target}{' ' + where if where else ''}: refused by "
+                                 "policy, nothing taken", f"remain {f['remain']} of {stock}")
+            elif variant.may_refuse and fsum["rows"] == 0 and refusals > 0:
+                checks.check(fsum["remain"] == STOCK, f"{label} {target}: refused by policy, nothing taken",
+                             f"remain {fsum['remain']}")
             else:
-                checks.check(final["remain"] is not None and final["remain"] <= variant.left_max,
-                             f"{label} {target}: the stock sells out (remain <= {variant.left_max} after the drain)",
-                             f"remain {final['remain']}, {final['rows']} orders")
-            row.update(final_orders=final["rows"], final_remain=final["remain"])
-            control = c.facts(CONTROL_CAMPAIGN)
-            checks.check(control["rows"] == 0 and control["remain"] == STOCK,
-                         f"{label} {target}: campaign {CONTROL_CAMPAIGN} untouched",
+                if variant.expect == "some_refused":
+                    checks.check(refusals > 0, f"{label} {target}: the ambiguous writes refused by a rule",
+                                 "no refusal")
+                for where, f in final:
+                    checks.check(f["remain"] is not None and f["remain"] <= variant.left_max,
+                                 f"{label} {target}{' ' + where if where else ''}: the stock sells out (remain <= "
+                                 f"{variant.left_max} after the drain)", f"remain {f['remain']}, {f['rows']} orders")
+            row.update(final_orders=fsum["rows"], final_remain=fsum["remain"])
+            control = total(scope_facts(c, variant.scope, control=True))
+            checks.check(control["rows"] == 0 and control["remain"] == STOCK * len(after),
+                         f"{label} {target}: the control key untouched",
                          f"{control['rows']} orders, remain {control['remain']}")
         if not direct:
+            audit1, metrics1 = settled_audit_counts(c), metric_snapshot(c)
+            audit_d, metric_d = deltas(audit1, audit0), deltas(metrics1, metrics0)
+            refused_lines = sum(n for a, n in audit_d.items() if a.startswith(REFUSAL_ACTIONS_PREFIX))
+            unmodeled = {k[1] + "/" + k[2]: v for k, v in metric_d.items() if k[0] == "claimguard_unmodeled_total"}
+            waiting = metrics1.get(("claimguard_ledger_waiting_units", "", ""), 0)
+            print(f"   refusals the app saw {refusals}; audit {dict(sorted(audit_d.items()))}; "
+                  f"claimguard_unmodeled_total +{unmodeled}; ledger waiting units {waiting:g} "
+                  f"({time.monotonic() - began:.1f} s)")
+            row.update(refusals=refusals, audit_refused=refused_lines, unmodeled=unmodeled,
+                       forwarded_unmodeled=audit_d.get("forwarded-unmodeled", 0), waiting=waiting)
+            checks.check(refused_lines >= refusals, f"{label} {target}: every refusal the app saw has an audit line",
+                         f"{refusals} refusals, {refused_lines} refused-* audit lines")
+            checks.check(sum(unmodeled.values()) >= refusals,
+                         f"{label} {target}: every refusal the app saw is counted (claimguard_unmodeled_total)",
+                         f"{refusals} refusals, +{sum(unmodeled.values()):g} counted")
+            checks.check(audit_d.get("forwarded-unmodeled", 0) == 0,
+                         f"{label} {target}: nothing unmodelled forwarded (the rules say refuse)",
+                         f"{audit_d.get('forwarded-unmodeled')} forwarded-unmodeled lines")
             dead = [p.name for p in c.proxies if p.proc is not None and p.proc.poll() is not None]
             checks.check(not dead, f"{label} {target}: all {PROXIES} sidecars still running", f"exited: {dead}")
         rows_table.append(row)
@@ -302,13 +606,125 @@ def run_variant(args, app, prefix, variant, c, checks, rows_table):
 
 def print_table(app_name, rows_table):
     print(f"\n{app_name}: orders / remain after the race (300 users x 3 attempts, 100 coupons, 24 threads, 8 pods)")
-    print(f"  {'variant':<18} {'target':<11} {'orders':>6} {'remain':>6} {'dups':>4}  after drain   top answer")
+    print(f"  {'variant':<18} {'target':<11} {'orders':>6} {'remain':>6} {'dups':>4}  after drain   refusals/audit/"
+          f"counted  top answer")
     for r in rows_table:
         errs = sorted(r["race"]["errors"], key=lambda e: -e["count"])
         top = f"{errs[0]['code']} {errs[0]['message'][:70]}" if errs else "-"
         drained = (f"{r['final_orders']:>4} / {r['final_remain']:<4}" if "final_orders" in r else " " * 11)
+        loud = (f"{r['refusals']}/{r['audit_refused']}/{sum(r['unmodeled'].values()):g}" if "refusals" in r else "-")
         print(f"  {r['variant']:<18} {r['target']:<11} {r['orders']:>6} {r['remain']:>6} {r['duplicates']:>4}  "
-              f"{drained}   {top}")
+              f"{drained}   {loud:<22} {top}")
+
+
+def write_silent_rules(work):
+    with open(cluster.EXAMPLE_RULES, encoding="utf-8") as f:
+        text = f.read()
+    head, sep, tail = text.partition("\nclaim_rules:")
+    path = os.path.join(work, "rules-silent.yaml")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(head.rstrip("\n") + "\n" + SILENT_RULES_EXTRA_STOCK + sep + tail.rstrip("\n") + "\n"
+                + SILENT_RULES_EXTRA_CLAIM)
+    return path
+
+
+def start_servers(args, app, c):
+    c.start_db(unique_index=True)
+    c.sql(ZOO_SCHEMA)
+    if app.config == "silent":
+        c.sql(textwrap.dedent(SILENT_SCHEMA))
+    if args.target == "direct":
+        return
+    if app.redis:
+        c.start_redis()
+    rules, extra = cluster.EXAMPLE_RULES, ()
+    if app.config == "silent":
+        rules, extra = write_silent_rules(c.dir), SCHEMA_CHECK_ARGS
+    elif app.config == "options":
+        # A lock wait ends in 1205 after 5 s (the default 50 s; 5-10 s is common in production), as in tests/model.
+        c.db.sql("SET GLOBAL innodb_lock_wait_timeout = 5")
+        rules = cluster.rules_with_stock_lines(os.path.join(c.dir, "rules-options.yaml"), OPTIONS_LINES)
+    c.start_proxies(args.claimguard, PROXIES, rules=rules, extra_args=extra)
+    if app.config == "silent":
+        # Traffic waits for the first schema check: the procedure and the view are known, as a DBA deploys it.
+        for p in c.proxies:
+            cluster.wait_for(lambda p=p: all(n in servers.http_get(p.admin_port, "/rules")[1]
+                                             for n in ("claim_coupon", "v_stock")), 30,
+                             f"{p.name}: the schema check found claim_coupon and v_stock")
+
+
+# --- issue 17 row 19: a rule naming a column the database lacks ---------------------------------------
+def run_rules_typo(args, c, checks):
+    c.start_db(unique_index=True)
+    c.sql(ZOO_SCHEMA)
+    with open(cluster.EXAMPLE_RULES, encoding="utf-8") as f:
+        text = f.read()
+    lines = text.split("\n")
+    line_no = next(i for i, ln in enumerate(lines, 1) if re.match(r"\s*counter_column: remain\b", ln))
+    typo = os.path.join(c.dir, "typo.yaml")
+    with open(typo, "w", encoding="utf-8") as f:
+        f.write(text.replace("counter_column: remain", "counter_column: remainder", 1))
+    where = f"{typo}:{line_no}:"
+
+    def cli(*argv):
+        r = subprocess.run([args.claimguard] + list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           stdin=subprocess.DEVNULL, timeout=60, check=False)
+        return r.returncode, r.stdout.decode(errors="replace")
+    rc, out = cli("lint", typo)
+    print(f"lint: exit {rc}: {out.strip()[:300]}")
+    rc, out = cli("check", "--rules", typo, "--backend", f"{cluster.HOST}:{c.db.port}", "--user", cluster.ADMIN_USER,
+                  "--password", cluster.ADMIN_PASSWORD, "--database", cluster.DATABASE, "--skip-duplicates")
+    print(f"check: exit {rc}:\n   | " + out.strip()[:1200].replace("\n", "\n   | "))
+    checks.equal(rc, 1, "claimguard check exits 1")
+    checks.check(where in out and "remainder" in out, f"claimguard check names {os.path.basename(typo)}:{line_no} and "
+                 "remainder", out[:300])
+    c.start_redis()
+    results = {}
+    for mode in ("refuse", "warn"):
+        check = ["--schema-check", mode, "--schema-check-user", cluster.ADMIN_USER, "--schema-check-password",
+                 cluster.ADMIN_PASSWORD, "--schema-check-database", cluster.DATABASE]
+        p = c.start_proxies(args.claimguard, 1, rules=typo, extra_args=check)[-1]
+        deadline = time.monotonic() + 20
+        status, body = servers.http_get(p.admin_port, "/readiness")
+        while time.monotonic() < deadline and not (where in body or where in cluster.tail(p.log, 200)):
+            time.sleep(0.2)
+            status, body = servers.http_get(p.admin_port, "/readiness")
+        log = cluster.tail(p.log, 200)
+        print(f"serve --schema-check {mode}: /readiness {status}: {body.strip()[:300]}")
+        print("   log: " + "\n   | ".join(ln for ln in log.splitlines() if "remainder" in ln)[:600])
+        if mode == "refuse":
+            checks.equal(status, 503, "schema_check refuse: the sidecar is not ready")
+            checks.check(where in body, f"schema_check refuse: /readiness names {os.path.basename(typo)}:{line_no}",
+                         body[:300])
+        checks.check(where in log, f"schema_check {mode}: the log names {os.path.basename(typo)}:{line_no}",
+                     log[-300:])
+        # What a write through it does (an app that ignores readiness, or a Service without a readiness probe).
+        c.reset({CAMPAIGN: STOCK, CONTROL_CAMPAIGN: STOCK})
+        audit0 = settled_audit_counts(c)
+        try:
+            import pymysql
+            conn = pymysql.connect(host=cluster.HOST, port=p.port, user=cluster.APP_USER,
+                                   password=cluster.APP_PASSWORD, database=cluster.DATABASE, autocommit=True,
+                                   connect_timeout=10, read_timeout=10)
+            with conn.cursor() as cur:
+                cur.execute(f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}")
+                cur.execute(f"UPDATE coupon_stock SET remain = {STOCK + 50} WHERE campaign_id = {CAMPAIGN}")
+            answer = "OK"
+            conn.close()
+        except Exception as e:  # noqa: BLE001 - what the app is told is the result
+            answer = f"{type(e).__name__}: {e}"
+        remain = c.facts(CAMPAIGN)["remain"]
+        audit_d = deltas(settled_audit_counts(c), audit0)
+        results[mode] = (answer, remain, audit_d)
+        print(f"   UPDATE coupon_stock SET remain = {STOCK + 50} (app user, after a read of {STOCK}): {answer}; "
+              f"remain {remain}; audit {audit_d}")
+        # The next mode's sidecar gets the same name (start_proxies counts from 1): stop this one, keep its files.
+        p.stop()
+        c.proxies.remove(p)
+        for path in (p.log, os.path.join(c.dir, "audit-1.jsonl")):
+            if os.path.exists(path):
+                os.rename(path, f"{path}.{mode}")
+    return results
 
 
 def main():
@@ -321,6 +737,10 @@ def main():
     ap.add_argument("--target", choices=["claimguard", "direct", "both"], default="both")
     ap.add_argument("--rounds", type=int, default=ROUNDS, help="rounds through claimguard per variant")
     ap.add_argument("--variant", action="append", help="only these variants of APP")
+    ap.add_argument("--ctest", action="store_true", help="only the variants in the ctest time budget")
+    ap.add_argument("--strict", action="store_true", help="checks a variant marks known open fail too")
+    ap.add_argument("--app-timeout", type=int, default=APP_TIMEOUT_S, help="seconds one run of the app may take")
+    ap.add_argument("--deadline", type=int, default=HARNESS_DEADLINE_S, help="seconds the whole run may take")
     args = ap.parse_args()
     if args.list:
         for name, app in APPS.items():
@@ -331,27 +751,37 @@ def main():
     if not args.app or not args.work_dir or (args.target != "direct" and not args.claimguard):
         ap.error("give APP --work-dir DIR and --claimguard PATH (or --list)")
     app = APPS[args.app]
-    variants = [v for v in app.variants if not args.variant or v.name in args.variant]
+    variants = [v for v in app.variants if (v.name in args.variant if args.variant else v.in_ctest or not args.ctest)]
     if not variants:
         ap.error(f"{args.app} has the variants {[v.name for v in app.variants]}")
 
-    c = cluster.start_harness(args.work_dir, HARNESS_DEADLINE_S)
+    c = cluster.start_harness(args.work_dir, args.deadline)
     checks = cluster.Checks()
     began = time.monotonic()
     rows_table = []
+    known_open = []
     skipped = None
     try:
+        if app.language == "check":
+            run_rules_typo(args, c, checks)
+            raise Skip.Done()
         prefix = build(app, args.build_dir or os.path.join(c.dir, "build"))
-        c.start_db(unique_index=True)
-        c.sql(ZOO_SCHEMA)
-        if args.target != "direct":
-            if app.redis:
-                c.start_redis()
-            c.start_proxies(args.claimguard, PROXIES)
+        start_servers(args, app, c)
         print(f"{args.app}: {app.description}; servers up in {time.monotonic() - began:.1f} s "
               f"(MariaDB {c.db.port}, sidecars {[p.port for p in c.proxies]})")
         for v in variants:
+            first = len(checks.failed)
             run_variant(args, app, prefix, v, c, checks, rows_table)
+            if v.known_open and not args.strict:
+                new = checks.failed[first:]
+                known = [w for w in new if any(k in w for k in v.known_open)]
+                checks.failed[first:] = [w for w in new if w not in known]
+                known_open.extend(f"{w} ({v.known_why})" for w in known)
+                if not known:
+                    print(f"NOTE: {args.app}.{v.name} is marked known open ({v.known_why}) but its checks "
+                          f"{list(v.known_open)} passed: remove the mark if it holds")
+    except Skip.Done:
+        pass
     except Skip as e:
         skipped = str(e)
     except Exception as e:  # noqa: BLE001 - a server that would not start, a hang, ...: a failure, reported
@@ -365,6 +795,8 @@ def main():
         return SKIP_EXIT_CODE
     print_table(args.app, rows_table)
     elapsed = time.monotonic() - began
+    for what in known_open:
+        print(f"KNOWN OPEN: {what}")
     if checks.failed:
         if c.proxies:
             print(f"\n--- last lines of {c.proxies[0].log}\n{cluster.tail(c.proxies[0].log, 10)}")

@@ -163,6 +163,7 @@ public class HibernateApp {
         Map<String, Integer> counts = new HashMap<>();
         Map<List<Object>, Integer> errors = new HashMap<>();
         List<Long> claimedUsers = new ArrayList<>();
+        java.util.TreeSet<Long> alreadyClaimed = new java.util.TreeSet<>();   // told claimguard's "already claimed"
         int[] attempts = {0};
         long began = System.nanoTime();
         List<Thread> workers = new ArrayList<>();
@@ -195,6 +196,7 @@ public class HibernateApp {
                             counts.merge(kind, 1, Integer::sum);
                             if (kind.equals("claimed")) claimedUsers.add(user);
                         } else {
+                            if (((String) key.get(2)).contains("claimguard: already claimed")) alreadyClaimed.add(user);
                             if (!errors.containsKey(key) && errors.size() >= MAX_DISTINCT_ERRORS)
                                 key = List.of(key.get(0), key.get(1), "(other messages)");
                             errors.merge(key, 1, Integer::sum);
@@ -215,6 +217,7 @@ public class HibernateApp {
         for (String k : new String[] {"claimed", "sold_out_app", "conflicts"})
             out.append(", \"").append(k).append("\": ").append(counts.getOrDefault(k, 0));
         out.append(", \"claimed_users\": ").append(claimedUsers);
+        out.append(", \"already_claimed_users\": ").append(new ArrayList<>(alreadyClaimed));
         out.append(", \"errors\": [");
         String sep = "";
         for (Map.Entry<List<Object>, Integer> e : errors.entrySet()) {

@@ -4,6 +4,7 @@
 
 const MAX_DISTINCT_ERRORS = 50;
 const NO_SQL_CODE = 0;
+const ALREADY_CLAIMED = 'claimguard: already claimed';
 
 function parseArgs(argv) {
   const args = {host: '127.0.0.1', campaign: 1, threads: 24, users: 300, firstUser: 1, attempts: 3, seed: 1,
@@ -55,22 +56,25 @@ async function main(app) {
   }
   const counts = {claimed: 0, sold_out_app: 0, conflicts: 0};
   const claimedUsers = [];
+  const alreadyClaimed = new Set();   // told claimguard's "already claimed": must hold an order at the end
   const errors = new Map();
   let attempts = 0;
   let next = 0;
   const pods = await Promise.all(args.ports.map((port) => app.pod(port, args)));
 
   async function worker(pod) {
-    const trace = {statement: ''};
+    const trace = {statement: '', who: null};
     for (let i = next++; i < plan.length; i = next++) {
       trace.statement = '';
+      trace.who = null;
       attempts++;
       try {
         const kind = await app.attempt(pod, plan[i], trace, args);
         counts[kind]++;
-        if (kind === 'claimed') claimedUsers.push(plan[i]);
+        if (kind === 'claimed') claimedUsers.push(trace.who === null ? plan[i] : trace.who);
       } catch (e) {
         const [code, message] = sqlError(e);
+        if (message.includes(ALREADY_CLAIMED)) alreadyClaimed.add(trace.who === null ? plan[i] : trace.who);
         let key = JSON.stringify([trace.statement, code, message.replace(/[0-9]+/g, 'N')]);
         if (errors.size >= MAX_DISTINCT_ERRORS && !errors.has(key)) {
           key = JSON.stringify([trace.statement, code, '(other messages)']);
@@ -87,6 +91,7 @@ async function main(app) {
   const out = {
     app: app.name, variant: args.variant, attempts_planned: plan.length, attempts, claimed: counts.claimed,
     sold_out_app: counts.sold_out_app, conflicts: counts.conflicts, claimed_users: claimedUsers.sort((a, b) => a - b),
+    already_claimed_users: [...alreadyClaimed].sort((a, b) => a - b),
     errors: [...errors.entries()].sort().map(([k, n]) => {
       const [statement, code, message] = JSON.parse(k);
       return {statement, code, message, count: n};

@@ -2,7 +2,7 @@
 
 An app module defines an App subclass (pods, per-thread state, one attempt of the legacy flow) and calls
 zoo.main(AppClass). The report's keys are the contract run_app.py reads from every language:
-attempts_planned, attempts, claimed, claimed_users, sold_out_app, conflicts, errors[{statement, code,
+attempts_planned, attempts, claimed, claimed_users, already_claimed_users, sold_out_app, conflicts, errors[{statement, code,
 message, count}], elapsed_s.
 """
 
@@ -18,13 +18,17 @@ MAX_DISTINCT_ERRORS = 50
 OTHER_MESSAGES = "(other messages)"
 # Our own code for an exception that carried no MySQL error number.
 NO_SQL_CODE = 0
+# claimguard's duplicate answer (rules/examples/coupon.yaml): whoever is told it must hold an order at the end.
+ALREADY_CLAIMED = "claimguard: already claimed"
 
 
 class Trace:
-    """Per-thread: which statement of the flow runs now (names an error in the report)."""
+    """Per-thread: which statement of the flow runs now (names an error in the report), and who the attempt is
+    counted as (None: the user; an app with several tenants counts user + tenant offset)."""
 
     def __init__(self):
         self.statement = ""
+        self.who = None
 
 
 class Outcome:
@@ -80,6 +84,7 @@ class Tally:
         self.attempts = 0
         self.counts = {Outcome.CLAIMED: 0, Outcome.SOLD_OUT: 0, Outcome.CONFLICT: 0}
         self.claimed_users = []
+        self.already_claimed_users = []   # told "already claimed" (claimguard's duplicate answer)
         self.errors = {}
 
     def outcome(self, kind, user):
@@ -89,12 +94,14 @@ class Tally:
             if kind == Outcome.CLAIMED:
                 self.claimed_users.append(user)
 
-    def error(self, statement, e):
+    def error(self, statement, e, user):
         found = sql_error(e)
         code, message = found if found else (NO_SQL_CODE, f"{type(e).__name__}: {e}")
         key = (statement, code, re.sub(r"[0-9]+", "N", message))
         with self.lock:
             self.attempts += 1
+            if ALREADY_CLAIMED in message:
+                self.already_claimed_users.append(user)
             if len(self.errors) >= MAX_DISTINCT_ERRORS and key not in self.errors:
                 key = (statement, code, OTHER_MESSAGES)
             self.errors[key] = self.errors.get(key, 0) + 1
@@ -149,10 +156,12 @@ def main(app_class):
             if i is None:
                 break
             trace.statement = ""
+            trace.who = None
             try:
-                tally.outcome(app.attempt(state, plan[i], trace), plan[i])
+                kind = app.attempt(state, plan[i], trace)
+                tally.outcome(kind, plan[i] if trace.who is None else trace.who)
             except Exception as e:  # noqa: BLE001 - every failure is an answer the runner judges
-                tally.error(trace.statement, e)
+                tally.error(trace.statement, e, plan[i] if trace.who is None else trace.who)
         app.close_state(state)
 
     threads = [threading.Thread(target=worker, args=(pods[i % len(pods)],), daemon=True) for i in range(args.threads)]
@@ -169,6 +178,7 @@ def main(app_class):
     out = {"app": app.name, "variant": args.variant, "attempts_planned": len(plan), "attempts": tally.attempts,
            "claimed": tally.counts[Outcome.CLAIMED], "sold_out_app": tally.counts[Outcome.SOLD_OUT],
            "conflicts": tally.counts[Outcome.CONFLICT], "claimed_users": sorted(tally.claimed_users),
+           "already_claimed_users": sorted(set(tally.already_claimed_users)),
            "errors": [{"statement": s, "code": c, "message": m, "count": n}
                       for (s, c, m), n in sorted(tally.errors.items())],
            "setup_errors": setup_errors, "elapsed_s": elapsed}
