@@ -390,6 +390,8 @@ action claim_operation::on_redis(redis_reply r) {
         }
         return give_back_then(std::move(a));
     }
+    // pending: a claim not committed yet holds the key; the database's unique index waits for its
+    // transaction and decides. unavailable: the database decides alone.
     redis_locked_ = r == redis_reply::acquired;
     return send_claim();
 }

@@ -56,7 +56,9 @@ struct reply_summary {
     static constexpr std::uint16_t autocommit_status = protocol::status::autocommit;
 };
 
-enum class redis_reply { acquired, held, unavailable };
+// What the Redis first filter said: acquired (the key is this claim's), held (by a committed claim:
+// a duplicate), pending (held by a claim not committed yet: the database decides), unavailable.
+enum class redis_reply { acquired, held, pending, unavailable };
 
 // What happened, for the session's metrics and audit log (one catalogue: claim_events.cpp).
 enum class event : std::uint8_t {
@@ -151,6 +153,8 @@ public:
     [[nodiscard]] bool redis_locked() const { return redis_locked_; }
     [[nodiscard]] bool redis_release_now() const { return redis_locked_ && !inserted_; }
     [[nodiscard]] bool redis_keep_for_transaction() const { return redis_locked_ && inserted_ && in_transaction_; }
+    // The claim committed in autocommit: its key is marked committed.
+    [[nodiscard]] bool redis_commit_now() const { return redis_locked_ && inserted_ && !in_transaction_; }
 
 private:
     enum class state : std::uint8_t {

@@ -90,10 +90,9 @@ transaction_tracker::end_steps transaction_tracker::finish(const outcome& o, ses
         out.ended = true;
         out.committed = !(rollback_ || o.failed);
         out.dropped = end_transaction(memory, ledger, out.committed, session);
-        // Committed claims keep their keys until their TTL; the others' go now.
-        if (!out.committed)
-            out.release.insert(out.release.end(), std::make_move_iterator(held_.begin()),
-                               std::make_move_iterator(held_.end()));
+        // Committed claims keep their keys until their TTL, marked committed; the others' go now.
+        auto& to = out.committed ? out.committed_keys : out.release;
+        to.insert(to.end(), std::make_move_iterator(held_.begin()), std::make_move_iterator(held_.end()));
         held_.clear();
     }
     ends_transaction_ = false;

@@ -5,6 +5,7 @@
 // gives them back. Pure: the session carries out the steps it returns (Redis releases, admission).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@ namespace claimguard::engine {
 struct redis_hold {
     std::string key;
     std::string token;
+    std::chrono::milliseconds ttl{0};  // the claim rule's redis ttl (the commit mark starts it again)
 };
 
 class transaction_tracker {
@@ -42,7 +44,8 @@ public:
     struct end_steps {
         bool ended = false;                  // the transaction ended with this command
         bool committed = false;              // ... by a commit
-        std::vector<redis_hold> release;     // Redis keys of claims that did not commit: release them
+        std::vector<redis_hold> release;         // Redis keys of claims that did not commit: release them
+        std::vector<redis_hold> committed_keys;  // ... of claims that committed: mark them committed
         std::vector<deferred_take> dropped;  // deferred takes never sent (after a commit: an error)
     };
     // After the reply: applies the command's savepoint step (ROLLBACK TO SAVEPOINT returns what the

@@ -28,9 +28,25 @@ constexpr std::chrono::seconds warn_interval{10};  // at most one "Redis unavail
 constexpr std::chrono::milliseconds refresh_poll{20};  // while a refresh waits for a node to connect
 constexpr std::chrono::milliseconds startup_check_slack{200};
 
+// A key's value says whose claim holds it and whether that claim committed: "p:<token>" while its
+// transaction may still roll back, "c:<token>" once it committed (a bare token: a sidecar of an
+// earlier version, taken as committed).
+// Acquire: 1 the key was free and is ours ("p:"), 0 a committed claim holds it, 2 a claim not
+// committed yet holds it (the database's unique index decides: it waits for that transaction).
+constexpr std::string_view acquire_script =
+    "local v = redis.call('get', KEYS[1]) "
+    "if not v then redis.call('set', KEYS[1], 'p:' .. ARGV[1], 'px', ARGV[2]) return 1 end "
+    "if string.sub(v, 1, 2) == 'p:' then return 2 end "
+    "return 0";
+// Committed: the key, still this claim's, says so (its TTL starts again).
+constexpr std::string_view commit_script =
+    "if redis.call('get', KEYS[1]) == 'p:' .. ARGV[1] then "
+    "redis.call('set', KEYS[1], 'c:' .. ARGV[1], 'px', ARGV[2]) return 1 end return 0";
 // Deletes the lock only when it still carries this claim's token (never another claim's lock).
 constexpr std::string_view release_script =
-    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+    "local v = redis.call('get', KEYS[1]) "
+    "if v == 'p:' .. ARGV[1] or v == 'c:' .. ARGV[1] or v == ARGV[1] then return redis.call('del', KEYS[1]) end "
+    "return 0";
 
 constexpr std::array<double, 12> redis_buckets{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                                0.01,   0.025,   0.05,   0.1,   0.25,   0.5};
@@ -304,12 +320,23 @@ bool redis_guard::connected() const {
 asio::awaitable<acquire_result> redis_guard::acquire(std::string_view key, std::string_view token,
                                                      std::chrono::milliseconds ttl) {
     auto ttl_text = std::to_string(ttl.count());
-    std::array<std::string_view, 6> args{"SET", key, token, "NX", "PX", ttl_text};
+    std::array<std::string_view, 6> args{"EVAL", acquire_script, "1", key, token, ttl_text};
     auto reply = co_await impl_->run("acquire", key, args);
-    if (!reply) co_return acquire_result::unavailable;
-    if (reply->is_status("OK")) co_return acquire_result::acquired;
-    if (reply->type == resp_value::kind::nil) co_return acquire_result::held;
-    co_return acquire_result::unavailable;
+    if (!reply || reply->type != resp_value::kind::integer) co_return acquire_result::unavailable;
+    switch (reply->integer) {
+    case 1: co_return acquire_result::acquired;
+    case 0: co_return acquire_result::held;
+    case 2: co_return acquire_result::pending;
+    default: co_return acquire_result::unavailable;
+    }
+}
+
+asio::awaitable<bool> redis_guard::commit(std::string_view key, std::string_view token,
+                                          std::chrono::milliseconds ttl) {
+    auto ttl_text = std::to_string(ttl.count());
+    std::array<std::string_view, 6> args{"EVAL", commit_script, "1", key, token, ttl_text};
+    auto reply = co_await impl_->run("commit", key, args);
+    co_return reply && reply->type == resp_value::kind::integer && reply->integer == 1;
 }
 
 asio::awaitable<bool> redis_guard::release(std::string_view key, std::string_view token) {

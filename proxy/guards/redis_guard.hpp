@@ -1,5 +1,5 @@
-// The Redis first filter for claims: SET key token NX PX ttl, and a compare-and-delete
-// release, against one Redis or a Redis Cluster. An optimisation only: any failure answers
+// The Redis first filter for claims: an acquire that says whether the key's holder committed, a
+// commit mark, and a compare-and-delete release (Lua scripts), against one Redis or a Redis Cluster. An optimisation only: any failure answers
 // "unavailable" and the caller falls back to the database's unique index (fail open).
 #pragma once
 
@@ -34,7 +34,8 @@ struct redis_options {
 
 enum class acquire_result {
     acquired,     // the key was free and is now ours for ttl
-    held,         // another request holds the key: a duplicate claim in flight or done
+    held,         // a committed claim holds the key: a duplicate
+    pending,      // a claim whose transaction has not committed holds it: the database's unique index decides
     unavailable,  // Redis down, slow or erroring: the database guard decides alone
 };
 
@@ -49,6 +50,9 @@ public:
 
     boost::asio::awaitable<acquire_result> acquire(std::string_view key, std::string_view token,
                                                    std::chrono::milliseconds ttl);
+    // The claim that acquired the key committed: a later claim of the key is a duplicate (until then
+    // it is sent to the database, whose unique index waits for this claim's transaction).
+    boost::asio::awaitable<bool> commit(std::string_view key, std::string_view token, std::chrono::milliseconds ttl);
     // Deletes the key only if it still holds `token`. False when not released
     // (someone else's token, expired, or Redis unavailable).
     boost::asio::awaitable<bool> release(std::string_view key, std::string_view token);

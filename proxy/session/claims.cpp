@@ -486,8 +486,9 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
     // goes if the transaction does not commit.
     auto settle_redis = [&]() -> awaitable<void> {
         if (!op.redis_locked() || !redis_) co_return;
-        if (op.redis_keep_for_transaction()) transaction_.hold({d.redis_key, token});
+        if (op.redis_keep_for_transaction()) transaction_.hold({d.redis_key, token, d.claim->redis->ttl});
         else if (op.redis_release_now()) (void)co_await redis_->release(d.redis_key, token);
+        else if (op.redis_commit_now()) commit_redis_keys({{d.redis_key, token, d.claim->redis->ttl}});
     };
     auto act = op.start();
     for (;;) {
@@ -514,7 +515,7 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
             if (!reply) {
                 // The connection is gone: a claim's Redis key goes with it (in the background).
                 if (op.redis_locked() && redis_) {
-                    transaction_.hold({d.redis_key, token});
+                    transaction_.hold({d.redis_key, token, d.claim->redis->ttl});
                     release_redis_keys(transaction_.release_all());
                 }
                 co_return intercepted::failed;
@@ -545,6 +546,7 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
             auto got = co_await redis_->acquire(d.redis_key, token, act.ttl);
             act = op.on_redis(got == guards::acquire_result::held       ? engine::redis_reply::held
                               : got == guards::acquire_result::acquired ? engine::redis_reply::acquired
+                              : got == guards::acquire_result::pending  ? engine::redis_reply::pending
                                                                         : engine::redis_reply::unavailable);
             break;
         }
@@ -712,6 +714,10 @@ namespace {
 awaitable<void> release_lock(guards::redis_guard* redis, std::string key, std::string token) {
     (void)co_await redis->release(key, token);
 }
+awaitable<void> commit_lock(guards::redis_guard* redis, std::string key, std::string token,
+                            std::chrono::milliseconds ttl) {
+    (void)co_await redis->commit(key, token, ttl);
+}
 }  // namespace
 
 awaitable<bool> session::give_back_after_rollback() {
@@ -729,6 +735,13 @@ awaitable<bool> session::give_back_after_rollback() {
         }
     }
     co_return true;
+}
+
+void session::commit_redis_keys(std::vector<engine::redis_hold> keys) {
+    if (!redis_) return;
+    for (auto& k : keys)
+        asio::co_spawn(client_.get_executor(), commit_lock(redis_, std::move(k.key), std::move(k.token), k.ttl),
+                       asio::detached);
 }
 
 void session::release_redis_keys(std::vector<engine::redis_hold> keys) {

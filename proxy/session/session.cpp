@@ -638,6 +638,7 @@ void session::after_command(bool was_in_transaction, clock_type::time_point star
     if (ctx_.ledger) {
         auto steps = transaction_.finish({was_in_transaction, status_, command_failed_}, memory_, *ctx_.ledger, id_);
         release_redis_keys(std::move(steps.release));
+        commit_redis_keys(std::move(steps.committed_keys));
         report_dropped(std::move(steps.dropped), steps.committed);
     }
     // An autocommit decrement's turn ends with its reply; a transaction's with the transaction.

@@ -243,6 +243,9 @@ private:
     // whose claim was rolled back would hear "already claimed" for the key's ttl. The database's
     // unique index stays the guarantee either way.
     void release_redis_keys(std::vector<engine::redis_hold> keys);
+    // Claims that committed: their keys say so (in the background), so a later claim of the key is
+    // answered "already claimed" without the database.
+    void commit_redis_keys(std::vector<engine::redis_hold> keys);
     [[nodiscard]] rules::sql::lexer_options lexer_options() const;
 
     // ---- per-key admission (admission.cpp) -------------------------------------------------------

@@ -51,6 +51,7 @@ class SilentPaths(unittest.TestCase):
         cls.cluster.db.extra_args.append("--innodb-rollback-on-timeout=ON")
         try:
             cls.cluster.start_db(unique_index=True)
+            cls.cluster.start_redis()
             cls.proxy = cls.cluster.start_proxies(ARGS.claimguard, 1)[0]
             trusted = os.path.join(cls.work, "trusted.yaml")
             with open(cluster.EXAMPLE_RULES, encoding="utf-8") as src, open(trusted, "w", encoding="utf-8") as out:
@@ -203,6 +204,53 @@ class SilentPaths(unittest.TestCase):
             self.assertEqual(99 - facts["remain"], facts["rows"], "no claim without its unit")
         finally:
             blocker.close()
+
+    def test_already_claimed_only_for_a_committed_claim(self):
+        # Row 17 (SQLAlchemy / Hibernate @Version with retries): A inserts the claim first, then loses
+        # its version race and rolls back; B, whose claim arrived while A's was not committed, must not
+        # be told "already claimed" (directly its INSERT waits for A's row lock and goes in).
+        self.set_stock(99, version=1)
+        a, b = self.connect(), self.connect()
+        try:
+            a.autocommit(False)
+            b.autocommit(False)
+            with a.cursor() as ca, b.cursor() as cb:
+                ca.execute(f"SELECT remain, version FROM coupon_stock WHERE campaign_id = {CAMPAIGN}")
+                ca.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (5, {CAMPAIGN})")
+                self.assertEqual(cb.execute("UPDATE coupon_stock SET remain = 98, version = 2 "
+                                            f"WHERE campaign_id = {CAMPAIGN} AND version = 1"), 1)
+                outcome = {}
+
+                def insert_b():
+                    try:
+                        cb.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (5, {CAMPAIGN})")
+                        b.commit()
+                        outcome["b"] = "claimed"
+                    except pymysql.err.MySQLError as e:
+                        outcome["b"] = f"{e.args[0]} {e.args[1]}"
+                        b.rollback()
+
+                import threading
+                t = threading.Thread(target=insert_b)
+                t.start()
+                itlib.wait_for(lambda: int(self.cluster.sql(
+                    "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'"
+                ).split()[-1]) >= 1 or not t.is_alive(), 10, "B's INSERT waits for A's row lock")
+                try:  # B holds the stock row, A the claim row B waits for: InnoDB may pick A as the victim
+                    self.assertEqual(ca.execute("UPDATE coupon_stock SET remain = 98, version = 1 "
+                                                f"WHERE campaign_id = {CAMPAIGN} AND version = 0"), 0)
+                except pymysql.err.OperationalError as e:
+                    self.assertEqual(e.args[0], 1213)
+                a.rollback()
+                t.join(20)
+            facts = self.stock()
+            print(f"\n    B after A's rollback: {outcome.get('b')}; {facts}")
+            self.assertEqual(outcome.get("b"), "claimed")
+            self.assertEqual(facts["rows"], 1)
+            self.assertEqual(99 - facts["remain"], facts["rows"])
+        finally:
+            a.close()
+            b.close()
 
     def test_trust_follows_com_change_user(self):
         import MySQLdb  # libmariadb's COM_CHANGE_USER (python3-mysqldb)

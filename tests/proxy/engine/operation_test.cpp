@@ -299,6 +299,26 @@ TEST(operation, redis_duplicate) {
     EXPECT_TRUE(t.has(event::duplicate_redis));
 }
 
+// Redis says a claim not committed yet holds the key (issue 17 row 17: an optimistic ORM's losing
+// claim, rolled back after): the database's unique index decides, as without claimguard. The claim
+// goes in (the other transaction rolled back) and holds no Redis key of its own.
+TEST(operation, redis_pending_leaves_the_claim_to_the_database) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    (void)s.exec("UPDATE coupon_stock SET remain = 5 WHERE campaign_id = 1", {ok_rows(1)});
+    auto t = s.exec(s.claim_sql("7", "1"), {ok_rows(1)}, autocommit, resolve_literal, redis_reply::pending, true);
+    EXPECT_EQ(t.actions.front().type, action::kind::redis_acquire);
+    EXPECT_EQ(t.sent(), std::vector<std::string>{"<statement>"});
+    EXPECT_TRUE(t.has(event::claim_inserted));
+    EXPECT_FALSE(t.has(event::duplicate_redis));
+    // And when the other transaction committed: the database says duplicate, the unit goes back.
+    (void)s.exec("UPDATE coupon_stock SET remain = 4 WHERE campaign_id = 1", {ok_rows(1)});
+    auto dup = s.exec(s.claim_sql("7", "1"), {error_reply(1062), ok_rows(1)}, autocommit, resolve_literal,
+                      redis_reply::pending, true);
+    EXPECT_TRUE(dup.has(event::duplicate_db));
+    EXPECT_TRUE(dup.has(event::compensated));
+}
+
 // A transaction that borrowed a committed take and rolled back returns it.
 TEST(operation, rolled_back_transaction_returns_what_it_borrowed) {
     take_ledger ledger;

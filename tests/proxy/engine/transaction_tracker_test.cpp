@@ -47,6 +47,8 @@ TEST_F(transaction_end, commit_moves_the_takes_into_the_ledger_and_keeps_the_key
     EXPECT_TRUE(steps.ended);
     EXPECT_TRUE(steps.committed);
     EXPECT_TRUE(steps.release.empty());
+    ASSERT_EQ(steps.committed_keys.size(), 1u);  // marked committed: a later claim of it is a duplicate
+    EXPECT_EQ(steps.committed_keys[0].key, "lock:1:77");
     EXPECT_EQ(waiting(), 1u);
     EXPECT_EQ(tracker.held(), 0u);
 }
@@ -60,6 +62,7 @@ TEST_F(transaction_end, rollback_gives_back_the_keys_and_no_take_enters_the_ledg
     EXPECT_FALSE(steps.committed);
     ASSERT_EQ(steps.release.size(), 1u);
     EXPECT_EQ(steps.release[0].key, "lock:1:77");
+    EXPECT_TRUE(steps.committed_keys.empty());
     EXPECT_EQ(waiting(), 0u);
 }
 
