@@ -530,7 +530,14 @@ action claim_operation::on_reply(const reply_summary& r) {
         action a;
         a.type = action::kind::answer;
         a.status = r.status;
-        if (exhausted && exhausted->type == rules::answer::kind::error)
+        if (d_.no_decrement && !refused_answer_ && d_.stock)
+            // The claim's decrement never came (an ORM that saw no change to save): the app is told
+            // so, not "sold out" while stock may be left.
+            a.answer = {rules::answer::kind::error, 1644, "45000",
+                        "claimguard: rule " + d_.stock->name +
+                            " refuses this COMMIT: the transaction inserted a claim with no decrement of the "
+                            "stock behind it (nothing was taken for it); it was rolled back"};
+        else if (exhausted && exhausted->type == rules::answer::kind::error)
             a.answer = *exhausted;
         else
             a.answer = {rules::answer::kind::error, 1644, "45000",

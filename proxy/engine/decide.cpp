@@ -333,6 +333,7 @@ decision decide(const match::match_result& facts, const rules::rule_set& rules, 
                             if (e.claims_ahead > 0 && e.strict_ahead && !memory.transaction_poisoned) {
                                 memory.transaction_poisoned = true;
                                 memory.poisoned_rule = rule;
+                                d.no_decrement = true;  // not refused: it never came
                             }
                         });
                     }

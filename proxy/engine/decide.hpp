@@ -93,6 +93,9 @@ struct decision {
     // decrement never waits in the admission queue: a holder of the key's slot may be waiting for
     // that lock, a cycle neither InnoDB nor the queue would see.
     bool holds_row_lock = false;
+    // rollback_instead: the transaction's claim had no decrement at all (none refused: sold out
+    // is not the reason, and not the answer).
+    bool no_decrement = false;
     // take: the key as literals, for a take deferred to COMMIT (defer_decrement).
     std::vector<rules::match::key_literal> key_literals;
     // Deferred takes of the open transaction this statement sends before its own action.

@@ -365,6 +365,10 @@ TEST(operation, claim_ahead_without_its_decrement_rolls_back_at_commit) {
     EXPECT_EQ(commit.d.what, verdict::rollback_instead);
     EXPECT_EQ(commit.sent(), std::vector<std::string>{"ROLLBACK"});
     EXPECT_EQ(commit.last().answer.code, 1644);
+    // Not "sold out": no decrement was refused, none came (issue 17 row 7, TypeORM's save of an
+    // unchanged stock row).
+    EXPECT_NE(commit.last().answer.message.find("no decrement"), std::string::npos) << commit.last().answer.message;
+    EXPECT_EQ(commit.last().answer.message.find("sold out"), std::string::npos);
 }
 
 // A refused decrement does not outlive its transaction: the connection's next attempt (a pool
