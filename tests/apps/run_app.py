@@ -185,12 +185,6 @@ class App:
 
 
 V = Variant
-# Issue 17 row 17, still open: a claim INSERT in flight in a transaction holds its Redis key; a concurrent attempt of
-# the same user is told "already claimed"; then the first transaction rolls back (its version check failed, or the
-# write flushed after the INSERT was refused), and the user may end with nothing.
-ROW17_OPEN = ('told "already claimed" holds an order',)
-ROW17_WHY = ("issue 17 row 17: told \"already claimed\" by the Redis key of a claim in flight in a transaction that "
-             "then rolled back (a version conflict, or a refused write after the INSERT)")
 APPS = {
     "mysql2": App("node", "mysql2_app.js", "Node mysql2 createPool, a connection per statement", (
         V("query", "pool.query (text protocol)"),
@@ -213,24 +207,25 @@ APPS = {
                          "binary protocol)", (
         V("batch", "pool.query read, UPDATE <read - 1>, pool.batch(INSERT claim): issue 17 row 5", expect="refused",
           known_open=("no leak", "nothing taken"),
-          known_why="issue 17 row 5: the bulk claim is refused, the take of the app's own UPDATE before it is not "
-                    "given back: it waits in the ledger (claimguard_ledger_waiting_units), then unclaimed"),
+          known_why="issue 17 row 5: the bulk claim is refused loudly (bulk_execute); the take of the app's own "
+                    "UPDATE before it is not given back: it waits in the ledger (claimguard_ledger_waiting_units), "
+                    "then is counted and audited as unclaimed. Batches become modelled claims in the next issue "
+                    "(refuse less)"),
         V("batch_tx", "the same on one connection in beginTransaction() ... commit()", expect="refused"),
         V("call_execute", "conn.execute('CALL claim_coupon(?, ?)') (prepared): issue 17 row 1", expect="refused")),
         config="silent"),
     "sqlalchemy": App("python", "sqlalchemy_app.py", "SQLAlchemy 1.4 ORM over mysqlclient, default QueuePool", (
         V("read_then_tx", "read in a read-only session, then a write transaction (Spring readOnly-then-write)"),
-        V("session", "one ORM session: get, remain -= 1, add(Order), commit", known_open=ROW17_OPEN,
-          known_why=ROW17_WHY),
+        V("session", "one ORM session: get, remain -= 1, add(Order), commit",
         V("version", "the session flow with version_id_col; StaleDataError: read again (5 tries): issue 17 row 17",
-          works_directly=True, known_open=ROW17_OPEN, known_why=ROW17_WHY, in_ctest=False))),
+          works_directly=True, in_ctest=False))),
     "django": App("python", "django_app.py", "Django 3.2 ORM over mysqlclient, connection per request", (
         V("save", "Stock.objects.get, remain -= 1, save(), Order.objects.create"),
         V("update", "filter().update(remain=<read - 1>), Order.objects.create"),
         V("atomic", "the save() flow in transaction.atomic()"))),
     "hibernate": App("java", "HibernateApp.java", "Hibernate 3.6 @Version entity, c3p0 pool, MariaDB JDBC", (
         V("version", "get, setRemain(remain - 1), save(order), commit; StaleObjectStateException: retry",
-          works_directly=True, known_open=ROW17_OPEN, known_why=ROW17_WHY),)),
+          works_directly=True),)),
     "go": App("go", "go_app.go", "Go database/sql, default pool, go-sql-driver/mysql", (
         V("database_sql", "db.QueryRow + db.Exec without a transaction, a connection per statement (the driver's "
           "default: arguments as server-side prepared statements)"),
@@ -290,9 +285,7 @@ APPS = {
     "silent_options": App("python", "silent_app.py", "PyMySQL with read_cache + admission + defer_decrement on: "
                           "issue 17 row 18", (
         V("share_lock_tx", "START TRANSACTION; SELECT ... LOCK IN SHARE MODE; UPDATE <R-1>; INSERT; COMMIT; deadlocks "
-          "retried", works_directly=True, known_open=ROW17_OPEN,
-          known_why="issue 17 rows 17/18: told \"already claimed\" by the Redis key of a claim whose transaction then "
-                    "deadlocked at COMMIT (the deferred take); the race takes minutes (1-2 s directly)"),
+          "retried", works_directly=True),
         V("relative_version", "SET remain = remain - 1, version = version + 1 ... AND version = V, retried",
           works_directly=True)),
         config="options"),

@@ -80,12 +80,20 @@ TEST(redis_guard, acquire_held_and_compare_and_delete_release) {
     redis_server server;
     fixture f(options_for(server));
     ASSERT_EQ(f.acquire_when_up("lock:coupon:1:7"), acquire_result::acquired);
-    EXPECT_EQ(f.run(f.guard->acquire("lock:coupon:1:7", "other", 10s)), acquire_result::held);
+    // Not committed yet: a second claim is left to the database.
+    EXPECT_EQ(f.run(f.guard->acquire("lock:coupon:1:7", "other", 10s)), acquire_result::pending);
     EXPECT_FALSE(f.run(f.guard->release("lock:coupon:1:7", "not-the-token")));
     EXPECT_NE(server.command({"GET", "lock:coupon:1:7"}), "(nil)");
     auto token = random_token();
     ASSERT_EQ(f.run(f.guard->acquire("lock:coupon:2:7", token, 10s)), acquire_result::acquired);
-    EXPECT_EQ(server.command({"GET", "lock:coupon:2:7"}), token);
+    EXPECT_EQ(server.command({"GET", "lock:coupon:2:7"}), "p:" + token);
+    EXPECT_FALSE(f.run(f.guard->commit("lock:coupon:2:7", "not-the-token", 10s)));
+    EXPECT_TRUE(f.run(f.guard->commit("lock:coupon:2:7", token, 10s)));
+    EXPECT_EQ(server.command({"GET", "lock:coupon:2:7"}), "c:" + token);
+    EXPECT_EQ(f.run(f.guard->acquire("lock:coupon:2:7", "other", 10s)), acquire_result::held);  // committed
+    // A key an earlier version wrote (the bare token) counts as committed.
+    ASSERT_EQ(server.command({"SET", "lock:coupon:3:7", "bare-token"}), "OK");
+    EXPECT_EQ(f.run(f.guard->acquire("lock:coupon:3:7", "other", 10s)), acquire_result::held);
     EXPECT_TRUE(f.run(f.guard->release("lock:coupon:2:7", token)));
     EXPECT_EQ(server.command({"GET", "lock:coupon:2:7"}), "(nil)");
 }
