@@ -6,22 +6,29 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 jobs=${CLAIMGUARD_JOBS:-$(nproc)}
 fuzz_seconds=${CLAIMGUARD_FUZZ_SECONDS:-10}
+# Each stage says how long the one before it took (CI's budget is watched per stage).
+stage_started=$SECONDS
+stage() {
+  echo "== ($((SECONDS - stage_started)) s) $*"
+  stage_started=$SECONDS
+}
 
 bash scripts/setup.sh
 
-echo "== build (Release)"
+stage "build (Release)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"
 
-echo "== tests"
+stage "tests"
 ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600
 
-echo "== build and tests under ASan+UBSan"
+stage "build and tests under ASan+UBSan"
 # -O0 -g1: the sanitizers need line tables, not full debug info, and -O0 halves the
 # compile time of the coroutine-heavy files on CI's 2 cores.
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCLAIMGUARD_SANITIZE=ON -DCLAIMGUARD_BENCH=OFF \
   -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" >/dev/null
 cmake --build build-asan -j"$jobs"
+stage "unit tests under ASan+UBSan"
 # Under the sanitizers: every unit test (codec, rules, engine, admin server over real
 # sockets, webhook over real TLS, config). The tests that start MariaDB, Redis and the proxy (and the app zoo)
 # run once, in the release build above; so do the Redis Cluster tests (label redis_cluster: 3+3 redis-server
@@ -33,6 +40,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # never start claimguard. A server's sanitizer report goes to its log, not to the test's output: the
 # fixtures fail on it, and the scan below is the backstop. Leak checks stay with the unit tests: the
 # proxies here are stopped by signals mid-work.
+stage "integration and incident tests under ASan+UBSan"
 touch build-asan/.sanitizer-stage-start
 # Left out here (they ran in the release stage): the restart and kill scenarios and the 20 MiB and
 # one-byte-a-second transfers, whose minutes go to waiting and copying, not to code the other tests
@@ -51,7 +59,7 @@ if [ -n "$reports" ]; then
   exit 1
 fi
 
-echo "== fuzzers (${fuzz_seconds}s each)"
+stage "fuzzers (${fuzz_seconds}s each)"
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
   -DCLAIMGUARD_FUZZ=ON >/dev/null
 cmake --build build-fuzz -j"$jobs"
@@ -65,4 +73,4 @@ for fuzzer in build-fuzz/tests/fuzz/fuzz_*; do
   echo "-- $name"
   "$fuzzer" -max_total_time="$fuzz_seconds" -print_final_stats=1 "$corpus" $seeds 2>&1 | tail -n 4
 done
-echo "== all tests passed"
+stage "all tests passed (in ${SECONDS} s)"
