@@ -216,7 +216,7 @@ APPS = {
         config="silent"),
     "sqlalchemy": App("python", "sqlalchemy_app.py", "SQLAlchemy 1.4 ORM over mysqlclient, default QueuePool", (
         V("read_then_tx", "read in a read-only session, then a write transaction (Spring readOnly-then-write)"),
-        V("session", "one ORM session: get, remain -= 1, add(Order), commit",
+        V("session", "one ORM session: get, remain -= 1, add(Order), commit"),
         V("version", "the session flow with version_id_col; StaleDataError: read again (5 tries): issue 17 row 17",
           works_directly=True, in_ctest=False))),
     "django": App("python", "django_app.py", "Django 3.2 ORM over mysqlclient, connection per request", (

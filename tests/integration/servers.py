@@ -44,6 +44,9 @@ ED25519_PASSWORD = "ed25519-Pw2"
 DATABASE = "cgtest"
 
 
+PORT_COLLISION_RETRIES = 3
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -257,6 +260,7 @@ class Claimguard:
         self.backend_port = backend_port
         self.port = listen_port or free_port()
         self.admin_port = admin_port or free_port()
+        self.ports_chosen = listen_port is None and admin_port is None  # ours to change on a collision
         self.extra_args = list(extra_args)
         self.log_level = log_level
         self.log = os.path.join(state_dir, f"{name}.log")
@@ -269,6 +273,22 @@ class Claimguard:
                 "--admin", f"{HOST}:{self.admin_port}", "--log-level", self.log_level] + self.extra_args
 
     def start(self, timeout_s=PROXY_START_TIMEOUT_S):
+        # free_port() only says a port was free a moment ago: a test running beside this one may take it
+        # before claimguard binds it ("Address already in use"). Ports we chose are chosen again.
+        for attempt in range(PORT_COLLISION_RETRIES):
+            logged = os.path.getsize(self.log) if os.path.exists(self.log) else 0
+            try:
+                return self._start_once(timeout_s)
+            except RuntimeError:
+                with open(self.log, "rb") as f:
+                    f.seek(logged)
+                    collided = b"Address already in use" in f.read()
+                if not (collided and self.ports_chosen and attempt + 1 < PORT_COLLISION_RETRIES):
+                    raise
+                self.port, self.admin_port = free_port(), free_port()
+        raise AssertionError("unreachable")
+
+    def _start_once(self, timeout_s):
         with open(self.log, "ab") as err:
             self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=err,
                                          stderr=subprocess.STDOUT, start_new_session=True)
