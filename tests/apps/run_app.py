@@ -145,6 +145,7 @@ STRING_CONTROL_KEY = "'sale-control'"
 TENANTS = ("tenant_a", "tenant_b")
 TENANT_B_OFFSET = 10_000_000        # silent_app.py reports a tenant_b claim as user + this
 REFUSAL_ACTIONS_PREFIX = "refused-"  # audit actions of a refusal (refused-unmodeled, refused-not-lower)
+ROLLED_BACK_ACTION = "rolled-back"   # a COMMIT claimguard turned into ROLLBACK
 AUDIT_SETTLE_S = 0.2                # audit lines are written in batches by a background thread (20 ms linger)
 NODE_DIR = os.path.join(HERE, "node")
 PYTHON_DIR = os.path.join(HERE, "python")
@@ -480,7 +481,7 @@ def settled_audit_counts(c):
     return before
 
 
-METRIC_LINE = re.compile(r'^(claimguard_unmodeled_total|claimguard_ledger_waiting_units)\{([^}]*)\} (\S+)$', re.M)
+METRIC_LINE = re.compile(r'^(claimguard_unmodeled_total|claimguard_ledger_waiting_units|claimguard_rolled_back_commits_total)\{([^}]*)\} (\S+)$', re.M)
 
 
 def metric_snapshot(c):
@@ -576,8 +577,14 @@ def run_variant(args, app, prefix, variant, c, checks, rows_table):
         if not direct:
             audit1, metrics1 = settled_audit_counts(c), metric_snapshot(c)
             audit_d, metric_d = deltas(audit1, audit0), deltas(metrics1, metrics0)
-            refused_lines = sum(n for a, n in audit_d.items() if a.startswith(REFUSAL_ACTIONS_PREFIX))
+            # A COMMIT claimguard turned into ROLLBACK (a claim with no decrement) is a refusal too: audited
+            # rolled-back, counted in claimguard_rolled_back_commits_total.
+            refused_lines = sum(n for a, n in audit_d.items()
+                                if a.startswith(REFUSAL_ACTIONS_PREFIX) or a == ROLLED_BACK_ACTION)
             unmodeled = {k[1] + "/" + k[2]: v for k, v in metric_d.items() if k[0] == "claimguard_unmodeled_total"}
+            rolled_back = sum(v for k, v in metric_d.items() if k[0] == "claimguard_rolled_back_commits_total")
+            if rolled_back:
+                unmodeled["rolled_back_commits"] = rolled_back
             waiting = metrics1.get(("claimguard_ledger_waiting_units", "", ""), 0)
             print(f"   refusals the app saw {refusals}; audit {dict(sorted(audit_d.items()))}; "
                   f"claimguard_unmodeled_total +{unmodeled}; ledger waiting units {waiting:g} "
@@ -587,7 +594,8 @@ def run_variant(args, app, prefix, variant, c, checks, rows_table):
             checks.check(refused_lines >= refusals, f"{label} {target}: every refusal the app saw has an audit line",
                          f"{refusals} refusals, {refused_lines} refused-* audit lines")
             checks.check(sum(unmodeled.values()) >= refusals,
-                         f"{label} {target}: every refusal the app saw is counted (claimguard_unmodeled_total)",
+                         f"{label} {target}: every refusal the app saw is counted (claimguard_unmodeled_total, "
+                         "claimguard_rolled_back_commits_total)",
                          f"{refusals} refusals, +{sum(unmodeled.values()):g} counted")
             checks.check(audit_d.get("forwarded-unmodeled", 0) == 0,
                          f"{label} {target}: nothing unmodelled forwarded (the rules say refuse)",
