@@ -538,10 +538,16 @@ def run_variant(args, app, prefix, variant, c, checks, rows_table):
             check_race(checks, f"{label} {target}", race, after, stock)
             if variant.works_directly:
                 # It sold the stock on its own: no answer through claimguard may stop it early ("sold out" for
-                # a lost version race), so the race itself must sell out, before any drain.
+                # a lost version race), so the race itself must sell out, before any drain. Only a unit given
+                # back after the last buyer heard a true "sold out" may be left: claimguard answers sold out
+                # when its probe reads the counter at the floor, and a duplicate's unit (audited compensated)
+                # can come back after that, as the app's own give-back can directly; the drain sells it.
+                late = 0 if direct else deltas(settled_audit_counts(c), audit0).get("compensated", 0)
                 for where, f in after:
-                    checks.check(f["remain"] == 0, f"{label} {target}{' ' + where if where else ''}: the race itself "
-                                 "sells out", f"remain {f['remain']} after 300 users x 3 attempts")
+                    checks.check(f["remain"] == 0 or (f["remain"] or 0) <= late,
+                                 f"{label} {target}{' ' + where if where else ''}: the race itself sells out (but for "
+                                 "units given back late)",
+                                 f"remain {f['remain']} after 300 users x 3 attempts, {late} units given back")
             drain = run_app(prefix, variant, ports[:1], 1, DRAIN_FIRST_USER, DRAIN_USERS * len(after), 1, rnd,
                             args.app_timeout)
             final = scope_facts(c, variant.scope)
