@@ -9,6 +9,7 @@
 
 #include "audit_log.hpp"
 #include "claim_metrics.hpp"
+#include "proxy/engine/catalogue.hpp"
 #include "proxy/admin/metrics.hpp"
 #include "proxy/guards/redis_guard.hpp"
 #include "proxy/protocol/answers.hpp"
@@ -453,7 +454,7 @@ void session::report_events(const std::vector<engine::event>& events, const engi
             continue;
         }
         }
-        audit(d, engine::event_name(e), st);
+        audit(d, engine::action_of(e), st);
     }
 }
 
@@ -766,14 +767,14 @@ void session::report_deferred(const std::vector<std::pair<engine::event, engine:
         default: break;
         }
         if (result != 0) c.deferred[result]->inc();
-        spdlog::debug("session {}: rule {}: {}", id_, t.rule, engine::event_name(e));
+        spdlog::debug("session {}: rule {}: {}", id_, t.rule, engine::action_of(e));
         if (!ctx_.audit || !ctx_.audit->enabled()) continue;
         audit_event a;
         a.session = id_;
         a.client = peer_;
         a.user = user_;
         a.rule = t.rule;
-        a.action = engine::event_name(e);
+        a.action = engine::action_of(e);
         a.note = "take deferred to COMMIT (defer_decrement)";
         for (std::size_t i = 0; i < t.key.size() && i < t.key_columns.size(); ++i)
             a.keys.emplace_back(t.key_columns[i], t.key[i]);
