@@ -5,7 +5,7 @@
 #include <sys/socket.h>
 #include <boost/asio/post.hpp>
 
-#include "proxy/admin/metrics.hpp"
+#include "claim_metrics.hpp"
 #include "session_impl.hpp"
 
 namespace claimguard::session {
@@ -20,36 +20,6 @@ namespace {
 constexpr std::chrono::milliseconds admission_poll_interval{200};
 constexpr std::uint16_t er_lock_wait_timeout = 1205;  // what drivers and ORMs retry
 constexpr const char* er_lock_wait_timeout_state = "HY000";
-
-struct admission_metrics {
-    admin::family<admin::counter>& waits;
-    admin::family<admin::counter>& timeouts;
-    admin::family<admin::counter>& queue_full;
-    admin::family<admin::counter>& sold_out;
-    admin::family<admin::counter>& lock_held;
-    admin::gauge& queued;
-
-    static admission_metrics& get() {
-        auto& r = admin::default_registry();
-        static admission_metrics m{
-            r.counter_family("claimguard_admission_waits_total",
-                             "Decrements that waited in the per-key admission queue", {"rule"}),
-            r.counter_family("claimguard_admission_timeouts_total",
-                             "Decrements answered ERR 1205 after waiting queue_timeout for their key", {"rule"}),
-            r.counter_family("claimguard_admission_queue_full_total",
-                             "Decrements answered ERR 1205 at once because max_queue statements already waited",
-                             {"rule"}),
-            r.counter_family("claimguard_admission_sold_out_answers_total",
-                             "Decrements answered sold out by the admission queue, without the database", {"rule"}),
-            r.counter_family("claimguard_admission_lock_held_total",
-                             "Decrements let through the admission queue at once: their transaction already "
-                             "holds a lock a slot holder may wait for (a locking read of the key, another key's slot)",
-                             {"rule"}),
-            r.gauge_family("claimguard_admission_queued", "Statements waiting in admission queues now", {}).with(),
-        };
-        return m;
-    }
-};
 
 std::string describe_key(const engine::decision& d) {
     std::string out;
@@ -81,7 +51,7 @@ awaitable<std::optional<admission>> session::admit(const engine::decision& d) {
         // Waiting now could close a cycle nobody detects: a holder of this key's slot waiting in
         // InnoDB for the row lock this transaction holds (its locking read), or for a slot this
         // transaction holds (another key). Go at once: a real deadlock is then InnoDB's to find.
-        admission_metrics::get().lock_held.with(d.stock->name).inc();
+        counters_.admission(snapshot_, d.stock->name, admission_count::lock_held).inc();
         co_return admission::bypass;
     }
     auto& gate = *ctx_.admission;
@@ -96,9 +66,9 @@ awaitable<std::optional<admission>> session::admit(const engine::decision& d) {
     if (entry.what == admission::admitted) admission_held_.push_back({d.stock->name, d.key, entry.id});
     if (entry.what != admission::queued) co_return entry.what;
 
-    auto& m = admission_metrics::get();
-    m.waits.with(d.stock->name).inc();
-    m.queued.inc();
+    auto& queued = claim_metrics::get().admission_queued;
+    counters_.admission(snapshot_, d.stock->name, admission_count::waits).inc();
+    queued.inc();
     watch_client_while_queued();
     const auto deadline = clock_type::now() + d.stock->admission->queue_timeout;
     std::optional<admission> out;
@@ -120,7 +90,7 @@ awaitable<std::optional<admission>> session::admit(const engine::decision& d) {
         error_code ignored;
         client_.cancel(ignored);  // nothing else waits on the client socket while a command is handled
     }
-    m.queued.inc(-1);
+    queued.inc(-1);
     if (out == admission::admitted) {
         if (closed_ || client_gone_) {
             gate.release(entry.id);
@@ -176,9 +146,8 @@ void session::watch_client_while_queued() {
 awaitable<session::intercepted> session::answer_not_admitted(admission what, const engine::decision& d,
                                                              const rules::sql::parsed_statement& st,
                                                              engine::claim_operation& op) {
-    auto& m = admission_metrics::get();
     if (what == admission::sold_out) {
-        m.sold_out.with(d.stock->name).inc();
+        counters_.admission(snapshot_, d.stock->name, admission_count::sold_out).inc();
         auto act = op.answer_sold_out();
         report_events(op.take_events(), d, st);
         co_return co_await answer(act.answer, act.status, act.ok_rows) ? intercepted::handled : intercepted::failed;
@@ -186,12 +155,12 @@ awaitable<session::intercepted> session::answer_not_admitted(admission what, con
     const auto& limits = *d.stock->admission;
     std::string message;
     if (what == admission::queue_full) {
-        m.queue_full.with(d.stock->name).inc();
+        counters_.admission(snapshot_, d.stock->name, admission_count::queue_full).inc();
         audit(d, "admission-queue-full", st);
         message = "claimguard: the queue for key " + describe_key(d) + " of rule " + d.stock->name + " is full (" +
                   std::to_string(limits.max_queue) + " statements wait); try again";
     } else {
-        m.timeouts.with(d.stock->name).inc();
+        counters_.admission(snapshot_, d.stock->name, admission_count::timeouts).inc();
         audit(d, "admission-timeout", st);
         message = "claimguard: waited more than queue_timeout (" + format_ms(limits.queue_timeout) + ") for key " +
                   describe_key(d) + " of rule " + d.stock->name + "; try again";

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "proxy/admin/metrics.hpp"
+#include "claim_metrics.hpp"
 #include "proxy/engine/read_cache.hpp"
 #include "proxy/protocol/answers.hpp"
 #include "proxy/protocol/capabilities.hpp"
@@ -23,29 +23,6 @@ namespace {
 // COM_STMT_EXECUTE: the flags byte after the command and the statement id; non-zero asks for a
 // cursor, whose rows come by COM_STMT_FETCH (never answered from the cache).
 constexpr std::size_t execute_flags_offset = 5;
-
-struct read_cache_metrics {
-    admin::family<admin::counter>& reads;
-    admin::gauge& keys;
-    admin::gauge& templates;
-    admin::gauge& evictions;
-
-    static read_cache_metrics& get() {
-        auto& r = admin::default_registry();
-        static read_cache_metrics m{
-            r.counter_family(
-                "claimguard_read_cache_total",
-                "Counter reads of rules with read_cache: hit (answered by the sidecar), miss (nothing kept "
-                "yet), refresh (kept but older than the TTL or invalidated), bypass (not cacheable: in a "
-                "transaction that touched the key, FOR UPDATE, not plain, observe mode)",
-                {"rule", "result"}),
-            r.add_gauge("claimguard_read_cache_keys", "Keys whose counter the read cache holds"),
-            r.add_gauge("claimguard_read_cache_templates", "Reply templates the read cache holds"),
-            r.add_gauge("claimguard_read_cache_evictions", "Keys and templates the read cache dropped at its limits"),
-        };
-        return m;
-    }
-};
 
 // The statement with its key values as "?" (prepared statements have them already): reads of
 // different keys in one form share nothing, but the text says what the reply's columns are.
@@ -75,7 +52,7 @@ awaitable<std::optional<session::intercepted>> session::serve_counter_read(const
                                                                            std::uint8_t command,
                                                                            proto::bytes_view forward_bytes,
                                                                            std::uint8_t last_seq) {
-    auto& m = read_cache_metrics::get();
+    auto& m = claim_metrics::get();
     auto& cache = *ctx_.read_cache;
     const auto* r = std::get_if<match::counter_read>(d.fact);
     if (r == nullptr) co_return std::nullopt;
@@ -93,7 +70,7 @@ awaitable<std::optional<session::intercepted>> session::serve_counter_read(const
         situation.cursor = payload.size() <= execute_flags_offset || payload[execute_flags_offset] != 0;
     }
     if (auto why = engine::read_cache_bypass(*r, d.key, memory_, situation); !why.empty()) {
-        m.reads.with(rule.name, "bypass").inc();
+        counters_.read(snapshot_, rule.name, read_result::bypass).inc();
         spdlog::debug("session {}: rule {}: read sent to the server: {}", id_, rule.name, why);
         co_return std::nullopt;
     }
@@ -125,7 +102,7 @@ awaitable<std::optional<session::intercepted>> session::serve_counter_read(const
     if (found.what == engine::read_cache::outcome::hit) {
         auto bytes = proto::rebuild_counter_reply(*found.reply, found.value, status_, proto::reply_seq(command_seq_));
         if (bytes) {
-            m.reads.with(rule.name, "hit").inc();
+            counters_.read(snapshot_, rule.name, read_result::hit).inc();
             auto& e = memory_.entry(rule.name, d.key);
             memory_.note_read(e, found.value, in_transaction_before);
             e.refused = false;  // a new attempt starts with a read
@@ -134,7 +111,8 @@ awaitable<std::optional<session::intercepted>> session::serve_counter_read(const
         }
         found.what = engine::read_cache::outcome::refresh;  // the value does not fit the column: ask the server
     }
-    m.reads.with(rule.name, found.what == engine::read_cache::outcome::miss ? "miss" : "refresh").inc();
+    counters_.read(snapshot_, rule.name, found.what == engine::read_cache::outcome::miss ? read_result::miss : read_result::refresh)
+        .inc();
     forwarded_statement_ = true;
     auto reply = co_await roundtrip(forward_bytes, command, last_seq);
     bool stored = false;
@@ -156,9 +134,9 @@ awaitable<std::optional<session::intercepted>> session::serve_counter_read(const
                 cache.store(rule.name, d.key, shape, std::make_shared<const proto::counter_reply>(std::move(*kept)),
                             value, found.generation, now);
                 stored = true;
-                m.keys.set(static_cast<std::int64_t>(cache.keys()));
-                m.templates.set(static_cast<std::int64_t>(cache.templates()));
-                m.evictions.set(static_cast<std::int64_t>(cache.evictions()));
+                m.read_cache_keys.set(static_cast<std::int64_t>(cache.keys()));
+                m.read_cache_templates.set(static_cast<std::int64_t>(cache.templates()));
+                m.count_read_cache_evictions(cache.evictions());
             }
         }
     }
