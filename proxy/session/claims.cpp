@@ -527,12 +527,7 @@ awaitable<std::optional<session::captured_reply>> session::roundtrip(proto::byte
         }
         if (first && !packet.first_payload.empty()) {
             auto head = packet.first_payload[0];
-            if (head == proto::err_header) {
-                r.is_err = true;
-                command_failed_ = true;  // if the transaction ended here, it ended without a commit
-                if (auto e = proto::parse_err(packet.first_payload)) r.err_code = e->code;
-                command_error_ = r.err_code;
-            } else if (head == proto::ok_header && command != proto::com::stmt_prepare && *next == proto::next_step::done) {
+            if (head == proto::ok_header && command != proto::com::stmt_prepare && *next == proto::next_step::done) {
                 if (auto ok = proto::parse_ok(packet.first_payload, caps_)) {
                     r.is_ok = true;
                     r.affected_rows = ok->affected_rows;
@@ -544,6 +539,15 @@ awaitable<std::optional<session::captured_reply>> session::roundtrip(proto::byte
         r.raw.insert(r.raw.end(), bytes.begin(), bytes.end());
         backend_in_.consume(packet.raw_size);
         step = *next;
+    }
+    // An ERR ends the reply: the statement's own, or one after a result set's column definitions (an
+    // INSERT ... RETURNING whose row is a duplicate: Django's create() on MariaDB 10.5+). Either way
+    // the statement failed, and if the transaction ended here it ended without a commit.
+    if (r.exchange.failed()) {
+        r.is_err = true;
+        r.err_code = r.exchange.error_code();
+        command_failed_ = true;
+        command_error_ = r.err_code;
     }
     r.status = r.exchange.status();
     status_ = r.status;

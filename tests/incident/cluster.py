@@ -276,7 +276,9 @@ class Cluster:
                 extra += ["--redis", f"{HOST}:{self.redis.port}"]
             if "--audit-log" in supported and audit:
                 extra += ["--audit-log", os.path.join(self.dir, f"audit-{i}.jsonl")]
-            p = servers.Claimguard(claimguard, self.dir, f"claimguard-{i}", self.db.port, extra_args=extra)
+            # CLAIMGUARD_TEST_LOG_LEVEL=debug: each claim decision and event in the sidecars' logs.
+            p = servers.Claimguard(claimguard, self.dir, f"claimguard-{i}", self.db.port, extra_args=extra,
+                                   log_level=os.environ.get("CLAIMGUARD_TEST_LOG_LEVEL", "info"))
             self.proxies.append(p)
             p.start()
         return self.proxies

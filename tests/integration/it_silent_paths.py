@@ -252,6 +252,58 @@ class SilentPaths(unittest.TestCase):
             a.close()
             b.close()
 
+    def test_a_duplicate_inside_insert_returning_is_already_claimed(self):
+        # Django's create() on MariaDB 10.5+ sends INSERT ... RETURNING id. A duplicate ends that reply with
+        # ERR 1062 after the result set's column definitions: the app must hear the rule's "already
+        # claimed" and the unit go back, as for a plain INSERT (found by the app zoo, apps.django update:
+        # the raw 1062 was relayed and no duplicate counted).
+        user = 4242  # a user no other case claims: its Redis key is not committed yet
+        self.set_stock(99)
+        a, b = self.connect(), self.connect()
+
+        def db_duplicates():
+            status, body = servers.http_get(self.proxy.admin_port, "/metrics")
+            self.assertEqual(status, 200)
+            m = re.search(r'^claimguard_duplicates_total\{[^}]*guard="db"[^}]*\} (\S+)$', body, re.M)
+            return float(m.group(1)) if m else 0.0
+
+        before = db_duplicates()
+        try:
+            with a.cursor() as ca, b.cursor() as cb:
+                cb.execute(f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}")
+                self.assertEqual(cb.execute(f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = {CAMPAIGN}"), 1)
+                a.autocommit(False)
+                ca.execute(f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}")
+                self.assertEqual(ca.execute(f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = {CAMPAIGN}"), 1)
+                ca.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES ({user}, {CAMPAIGN}) RETURNING id")
+                outcome = {}
+
+                def insert_b():  # the key is pending in Redis: the database's unique index decides
+                    try:
+                        cb.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES ({user}, {CAMPAIGN}) "
+                                   "RETURNING id")
+                        outcome["b"] = "claimed"
+                    except pymysql.err.MySQLError as e:
+                        outcome["b"] = (e.args[0], e.args[1])
+
+                import threading
+                t = threading.Thread(target=insert_b)
+                t.start()
+                itlib.wait_for(lambda: int(self.cluster.sql(
+                    "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'"
+                ).split()[-1]) >= 1 or not t.is_alive(), 10, "B's INSERT waits for A's claim row")
+                a.commit()
+                t.join(20)
+            facts = self.stock()
+            print(f"\n    B's duplicate INSERT ... RETURNING: {outcome.get('b')}; {facts}")
+            self.assertEqual(outcome.get("b"), (ER_CLAIMGUARD, "claimguard: already claimed"))
+            self.assertEqual(facts["rows"], 1)
+            self.assertEqual(facts["remain"], 98)  # A's unit taken, B's given back
+            self.assertEqual(db_duplicates(), before + 1)
+        finally:
+            a.close()
+            b.close()
+
     def test_trust_follows_com_change_user(self):
         import MySQLdb  # libmariadb's COM_CHANGE_USER (python3-mysqldb)
         self.set_stock(99)

@@ -368,6 +368,8 @@ class AppRun:
             return f"INSERT INTO {order} VALUES (NULL, ?, ?, NOW())", p
         if c == "insert_set":
             return f"INSERT INTO {order} SET user_id = ?, {key} = ?", p
+        if c == "insert_returning":  # Django's create() on MariaDB 10.5+: a duplicate is an ERR after the columns
+            return f"INSERT INTO {order} (user_id, {key}) VALUES (?, ?) RETURNING id", p
         raise ValueError(c)
 
     @staticmethod

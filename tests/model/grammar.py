@@ -45,7 +45,7 @@ DIMENSIONS = {
     # inserts the claim anyway, as sloppy legacy code does (the claim must then be refused by claimguard)
     "write_answer": ["checked", "ignored"],
     # the claim row's INSERT
-    "claim": ["insert", "insert_ignore", "insert_odku", "replace", "no_columns", "insert_set"],
+    "claim": ["insert", "insert_ignore", "insert_odku", "replace", "no_columns", "insert_set", "insert_returning"],
     # default database and table names: incident + plain names; incident + qualified names;
     # another default database + qualified; no default database + qualified
     "schema": ["default", "qualified_same", "other_db", "no_db"],
