@@ -67,7 +67,9 @@ bool answers(const statement_input& in, statement_action::kind asked, bool start
         case k::redis: return started && asked == a::redis_acquire;
         case k::redis_done: return started && (asked == a::redis_release || asked == a::redis_commit);
         case k::turn:
-        case k::closing: return started && asked == a::wait_turn;
+        case k::closing: return started && (asked == a::wait_turn || asked == a::wait_refresh);
+        case k::refreshed: return started && asked == a::wait_refresh;
+        case k::rebuilt: return started && asked == a::serve_cached;
     }
     return false;
 }
@@ -86,6 +88,7 @@ statement_action statement_operation::step(const statement_input& in) {
     switch (in.type) {
         case k::start: {
             if (phase_ != phase::idle) break;
+            if (auto read = start_cached_read()) return *read;
             // The key's turn first: at most max_in_flight of its decrements reach the database at once.
             // (A take deferred to COMMIT reaches nothing now: it waits for its turn when it is sent.)
             if (admission_applies() && !claim_.deferrable()) {
@@ -105,7 +108,14 @@ statement_action statement_operation::step(const statement_input& in) {
             return not_admitted(in.turn);
         }
         case k::closing: return finish(statement_action::fail());
+        case k::refreshed:
+            if (phase_ != phase::cache_wait) break;
+            return look_up();
+        case k::rebuilt:
+            if (phase_ != phase::cache_serve) break;
+            return after_cached_read(in);
         case k::reply:
+            if (phase_ == phase::cache_read) return after_cached_read(in);
             if (phase_ != phase::running) break;
             return follow(claim_.on_reply(in.reply));
         case k::redis:
@@ -120,6 +130,7 @@ statement_action statement_operation::step(const statement_input& in) {
             // it the keys the transaction's earlier claims hold. The claim's take is not given back
             // to the ledger: nobody knows whether the INSERT committed.
             queued_.clear();
+            if (phase_ == phase::cache_read) end_refresh();
             if (claim_.redis_locked() && ctx_.op.redis_available) {
                 transaction_.hold({d_.redis_key, token_, d_.claim->redis->ttl});
                 queued_.push_back(statement_action::release(transaction_.release_all(), false));
@@ -130,6 +141,87 @@ statement_action statement_operation::step(const statement_input& in) {
         }
     }
     return finish(statement_action::fail());  // an input the operation did not ask for
+}
+
+std::optional<statement_action> statement_operation::start_cached_read() {
+    if (ctx_.cache == nullptr || ctx_.read == nullptr || d_.what != verdict::remember_read ||
+        d_.deferred != deferred_step::none || !d_.stock || !d_.stock->read_cache)
+        return std::nullopt;
+    const auto* r = std::get_if<rules::match::counter_read>(d_.fact);
+    if (r == nullptr) return std::nullopt;
+    // Cacheable only when the reply differs from the kept one in the counter alone and the
+    // session may see the sidecar's value (read_cache_bypass says why not).
+    if (auto why = read_cache_bypass(*r, d_.key, memory_, ctx_.read->situation); !why.empty()) {
+        reads_.push_back({read_note::kind::bypass, std::string(why)});
+        return std::nullopt;
+    }
+    // A read inside a transaction may answer from an older snapshot: its reply is never kept as
+    // the key's value, so it never refreshes the cache for the others.
+    in_transaction_before_ = (ctx_.op.status & protocol::status::in_trans) != 0;
+    return look_up();
+}
+
+statement_action statement_operation::look_up() {
+    asked_at_ = read_cache::clock::now();
+    found_ = ctx_.cache->find(d_.stock->name, d_.key, ctx_.read->shape, *d_.stock->read_cache, asked_at_,
+                              !in_transaction_before_);
+    switch (found_.what) {
+        case read_cache::outcome::wait:
+            // Another read of this key is refreshing it: its answer serves this one too (one
+            // refresh per key per TTL). find() stops saying wait after max_refresh_wait, and then
+            // this read asks the server itself.
+            phase_ = phase::cache_wait;
+            return statement_action::wait_refresh();
+        case read_cache::outcome::hit:
+            phase_ = phase::cache_serve;
+            return statement_action::serve_cached(found_.reply, found_.value);
+        case read_cache::outcome::miss: return read_from_server(read_note::kind::miss);
+        case read_cache::outcome::refresh: break;
+    }
+    return read_from_server(read_note::kind::refresh);
+}
+
+statement_action statement_operation::read_from_server(read_note::kind why) {
+    reads_.push_back({why, {}});
+    phase_ = phase::cache_read;
+    action a;
+    a.type = action::kind::send_statement;
+    a.keep_reply = true;
+    auto s = statement_action::send(std::move(a));
+    s.keep_template = true;
+    return s;
+}
+
+statement_action statement_operation::after_cached_read(const statement_input& in) {
+    const auto note_read = [&](std::int64_t value) {
+        auto& e = memory_.entry(d_.stock->name, d_.key);
+        memory_.note_read(e, value, in_transaction_before_);
+        e.refused = false;  // a new attempt starts with a read
+    };
+    if (in.type == statement_input::kind::rebuilt) {
+        if (!in.rebuilt_ok) return read_from_server(read_note::kind::refresh);  // the value does not fit the column
+        reads_.push_back({read_note::kind::hit, {}});
+        note_read(found_.value);
+        return finish(statement_action::reply_rebuilt());
+    }
+    bool stored = false;
+    if (in.kept_read) {
+        const auto value = in.kept_read->value;
+        note_read(value);
+        // In a transaction: served from the kept template later, never kept as the key's value.
+        if (!in_transaction_before_) {
+            ctx_.cache->store(d_.stock->name, d_.key, ctx_.read->shape, in.kept_read, value, found_.generation,
+                              asked_at_);
+            stored = true;
+            reads_.push_back({read_note::kind::stored, {}});
+        }
+    }
+    if (!stored) end_refresh();
+    return finish(statement_action::reply_kept());
+}
+
+void statement_operation::end_refresh() {
+    if (!in_transaction_before_) ctx_.cache->end_refresh(d_.stock->name, d_.key);
 }
 
 std::optional<statement_action> statement_operation::ask_turn(const turn_request& t) {

@@ -1,7 +1,8 @@
-// One client statement the engine decided about, carried out as an I/O-free operation: the
-// per-key admission turns it waits for, the claim operation (claim_operation.hpp) that does the
-// decision, and what becomes of a claim's Redis key. One resume(input) returns the next action;
-// the session performs it (sends, Redis calls, the admission wait) and feeds back what happened.
+// One client statement the engine decided about, carried out as an I/O-free operation: a counter
+// read the read cache answers (or whose reply it keeps), the per-key admission turns it waits for,
+// the claim operation (claim_operation.hpp) that does the decision, and what becomes of a claim's
+// Redis key. One resume(input) returns the next action; the session performs it (sends, Redis
+// calls, the admission wait, the read cache's wait and reply rebuild) and feeds back what happened.
 // The same operation runs under the proxy and under the engine's unit tests with scripted inputs.
 #pragma once
 
@@ -16,6 +17,7 @@
 #include "claim_operation.hpp"
 #include "decide.hpp"
 #include "memory.hpp"
+#include "read_cache.hpp"
 #include "rules/model/rules.hpp"
 #include "take_ledger.hpp"
 #include "transaction_tracker.hpp"
@@ -53,6 +55,8 @@ struct statement_input {
                      // bypass, sold_out, timed_out, queue_full
         closing,     // the client went away or the session closes while it waited (ticket abandoned)
         io_lost,     // the database connection failed under a send: no reply comes
+        refreshed,   // wait_refresh: the poll interval passed (another read's refresh may be done)
+        rebuilt,     // serve_cached: the kept reply was rebuilt with the value (`rebuilt_ok`) or not
     };
     kind type = kind::start;
     reply_summary reply;
@@ -60,8 +64,27 @@ struct statement_input {
     std::string token;
     admission turn = admission::bypass;
     admission_gate::ticket ticket = 0;
+    // reply to a read the cache may keep (keep_template): the server's reply as a template, if it is one
+    std::shared_ptr<const protocol::counter_reply> kept_read;
+    bool rebuilt_ok = false;
 
     static statement_input start() { return {}; }
+    static statement_input of_read(const reply_summary& r, std::shared_ptr<const protocol::counter_reply> kept) {
+        auto in = of_reply(r);
+        in.kept_read = std::move(kept);
+        return in;
+    }
+    static statement_input refresh_done() {
+        statement_input in;
+        in.type = kind::refreshed;
+        return in;
+    }
+    static statement_input of_rebuilt(bool ok) {
+        statement_input in;
+        in.type = kind::rebuilt;
+        in.rebuilt_ok = ok;
+        return in;
+    }
     static statement_input of_reply(const reply_summary& r) {
         statement_input in;
         in.type = kind::reply;
@@ -112,6 +135,9 @@ struct statement_action {
         answer,          // final: write op.answer (op.status, op.ok_rows) to the client
         reply_kept,      // final: write the kept reply of the database to the client
         fail,            // final: the command failed (the connection is gone or the client left)
+        wait_refresh,    // wait read_cache::refresh_poll_interval, then resume(refresh_done)
+        serve_cached,    // rebuild `cached` with `value` (the session's status flags): resume(rebuilt)
+        reply_rebuilt,   // final: write the rebuilt reply to the client
     };
     kind type = kind::relay;
     action op;                     // send_*, redis_acquire, answer: the claim operation's action
@@ -122,14 +148,28 @@ struct statement_action {
     key_tuple key;
     const rules::admission_limits* limits = nullptr;
     std::int64_t units = 0;
+    // send_statement of a counter read of a rule with read_cache: resume(of_read) with its template
+    bool keep_template = false;
+    // serve_cached
+    std::shared_ptr<const protocol::counter_reply> cached;
+    std::int64_t value = 0;
 
     [[nodiscard]] bool final() const {
-        return type == kind::relay || type == kind::answer || type == kind::reply_kept || type == kind::fail;
+        return type == kind::relay || type == kind::answer || type == kind::reply_kept || type == kind::fail ||
+               type == kind::reply_rebuilt;
     }
 
     static statement_action relay() { return {}; }
     static statement_action fail() { return of(kind::fail); }
     static statement_action reply_kept() { return of(kind::reply_kept); }
+    static statement_action reply_rebuilt() { return of(kind::reply_rebuilt); }
+    static statement_action wait_refresh() { return of(kind::wait_refresh); }
+    static statement_action serve_cached(std::shared_ptr<const protocol::counter_reply> reply, std::int64_t value) {
+        auto s = of(kind::serve_cached);
+        s.cached = std::move(reply);
+        s.value = value;
+        return s;
+    }
     static statement_action answer(action a) { return of(kind::answer, std::move(a)); }
     static statement_action send(action a) {
         const auto k = a.type == action::kind::send_sql ? kind::send_sql : kind::send_statement;
@@ -179,11 +219,32 @@ struct admission_note {
     std::string message;  // timed_out, queue_full: the ERR's message
 };
 
+// What the read cache did for a counter read, for the session's metrics and log.
+struct read_note {
+    enum class kind : std::uint8_t {
+        bypass,   // not cacheable (`why`): the server answers as usual
+        hit,      // answered from the cache
+        miss,     // nothing kept: the server's reply is kept
+        refresh,  // kept but stale, invalidated, or not rebuilt: the server's reply is kept
+        stored,   // the server's reply is the key's value and template now (the cache's size changed)
+    };
+    kind what = kind::bypass;
+    std::string why;
+};
+
+// A counter read of a rule with read_cache: what only the session knows of it.
+struct cached_read {
+    read_situation situation;
+    std::string shape;  // the reply's form: protocol, charset, database, the statement with its keys as ?
+};
+
 // Where the statement runs: the session's state the engine may not know itself.
 struct statement_context {
     operation_context op;                    // session id, status flags before, Redis configured
     admission_gate* gate = nullptr;          // the sidecar's admission gate (none: no admission)
     const rules::rule_set* rules = nullptr;  // the snapshot's rules (deferred takes' admission)
+    read_cache* cache = nullptr;             // the sidecar's read cache (none: reads go to the server)
+    const cached_read* read = nullptr;       // a read the cache may answer (with `cache`)
 };
 
 class statement_operation {
@@ -203,12 +264,23 @@ public:
         return claim_.take_deferred_events();
     }
     [[nodiscard]] std::vector<admission_note> take_admission_notes() { return std::exchange(notes_, {}); }
+    [[nodiscard]] std::vector<read_note> take_read_notes() { return std::exchange(reads_, {}); }
 
     // Whether the decision's decrement waits its turn in the admission gate.
     [[nodiscard]] bool admission_applies() const;
 
 private:
-    enum class phase : std::uint8_t { idle, main_turn, deferred_turns, running, settling, done };
+    enum class phase : std::uint8_t {
+        idle,
+        cache_wait,
+        cache_serve,
+        cache_read,
+        main_turn,
+        deferred_turns,
+        running,
+        settling,
+        done,
+    };
     struct turn_request {
         std::string rule;
         key_tuple key;
@@ -218,6 +290,12 @@ private:
     };
 
     statement_action step(const statement_input& in);
+    // A counter read the read cache may answer: its first action; empty: not one, or bypassed.
+    std::optional<statement_action> start_cached_read();
+    statement_action look_up();
+    statement_action read_from_server(read_note::kind why);
+    statement_action after_cached_read(const statement_input& in);
+    void end_refresh();
     // One turn: resolved at once (the transaction's own slot, a lock held) or a wait_turn action.
     std::optional<statement_action> ask_turn(const turn_request& t);
     statement_action after_main_turn();
@@ -244,6 +322,11 @@ private:
     std::string token_;
     std::vector<event> events_;
     std::vector<admission_note> notes_;
+    // the read cache
+    read_cache::lookup found_;
+    read_cache::clock::time_point asked_at_{};
+    bool in_transaction_before_ = false;
+    std::vector<read_note> reads_;
 };
 
 }  // namespace claimguard::engine

@@ -15,6 +15,7 @@
 #include "proxy/protocol/column.hpp"
 #include "proxy/protocol/command.hpp"
 #include "proxy/protocol/command_packets.hpp"
+#include "proxy/protocol/counter_reply.hpp"
 #include "proxy/protocol/prepared.hpp"
 #include "proxy/protocol/reply_view.hpp"
 #include "rules/match/matcher.hpp"
@@ -463,21 +464,19 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
                                                const std::vector<proto::value_type>* types) {
     if (d.what == verdict::forward && !d.unmodeled && d.deferred == engine::deferred_step::none)
         co_return intercepted::forward;
-    if (d.what == verdict::remember_read && d.deferred == engine::deferred_step::none && d.stock &&
-        d.stock->read_cache && ctx_.read_cache) {
-        auto served = co_await serve_counter_read(d, st, command, forward_bytes, last_seq);
-        if (served) co_return *served;
-    }
+    const auto read = cached_read_of(d, st, command, forward_bytes);
     engine::statement_context sctx{{id_, status_, redis_ != nullptr}, ctx_.admission,
-                                   snapshot_ ? &snapshot_->rules : nullptr};
+                                   snapshot_ ? &snapshot_->rules : nullptr, ctx_.read_cache, read ? &*read : nullptr};
     engine::statement_operation op(d, st, memory_, *ctx_.ledger, transaction_, admission_held_, sctx);
     op.set_database(database_);
     std::optional<captured_reply> kept;
+    std::optional<proto::byte_buffer> rebuilt;  // a read answered from the read cache
     auto act = op.resume(engine::statement_input::start());
     for (;;) {
         report_admission(op.take_admission_notes(), d, st);
         report_events(op.take_events(), d, st);
         report_deferred(op.take_deferred_events(), &st);
+        report_reads(op.take_read_notes(), d);
         using kind = engine::statement_action::kind;
         switch (act.type) {
         case kind::relay: co_return intercepted::forward;
@@ -488,6 +487,21 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
         case kind::answer:
             co_return co_await answer(act.op.answer, act.op.status, act.op.ok_rows) ? intercepted::handled
                                                                                     : intercepted::failed;
+
+        case kind::reply_rebuilt:
+            if (!rebuilt) co_return intercepted::failed;
+            co_return co_await write_client(*rebuilt) ? intercepted::handled : intercepted::failed;
+
+        case kind::serve_cached:
+            rebuilt = proto::rebuild_counter_reply(*act.cached, act.value, status_, proto::reply_seq(command_seq_));
+            act = op.resume(engine::statement_input::of_rebuilt(rebuilt.has_value()));
+            break;
+
+        case kind::wait_refresh:
+            admission_timer_.expires_after(engine::read_cache::refresh_poll_interval);
+            co_await admission_timer_.async_wait(nothrow);
+            act = op.resume(closed_ ? engine::statement_input::closing() : engine::statement_input::refresh_done());
+            break;
 
         case kind::wait_turn: {
             auto turn = co_await wait_turn(act);
@@ -508,6 +522,12 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
                 reply = co_await roundtrip(forward_bytes, command, last_seq);
             if (!reply) {
                 act = op.resume(engine::statement_input::lost());
+                break;
+            }
+            if (act.keep_template) {
+                auto read_template = kept_read(d, *reply, command);
+                kept = std::move(*reply);
+                act = op.resume(engine::statement_input::of_read({}, std::move(read_template)));
                 break;
             }
             engine::reply_summary summary;

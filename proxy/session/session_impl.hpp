@@ -193,12 +193,15 @@ private:
                                  const std::vector<proto::value_type>* types);
     awaitable<std::optional<captured_reply>> roundtrip(proto::bytes_view raw, std::uint8_t command,
                                                        std::uint8_t last_seq);
-    // A counter read of a rule with read_cache: answered from the sidecar's cache, or sent to the
-    // server and its reply kept (cached_reads.cpp). Empty: not cacheable, apply() goes on as usual.
-    awaitable<std::optional<intercepted>> serve_counter_read(const engine::decision& d,
-                                                             const rules::sql::parsed_statement& st,
-                                                             std::uint8_t command, proto::bytes_view forward_bytes,
-                                                             std::uint8_t last_seq);
+    // A counter read of a rule with read_cache: what the read cache's decision needs to know of it
+    // (cached_reads.cpp). Empty: the cache is not asked.
+    std::optional<engine::cached_read> cached_read_of(const engine::decision& d, const rules::sql::parsed_statement& st,
+                                                      std::uint8_t command, proto::bytes_view forward_bytes) const;
+    // ... the server's reply to it as a template (null: it cannot be one).
+    std::shared_ptr<const proto::counter_reply> kept_read(const engine::decision& d, const captured_reply& reply,
+                                                          std::uint8_t command) const;
+    // Counts what the read cache did for a read.
+    void report_reads(const std::vector<engine::read_note>& notes, const engine::decision& d);
     // The read cache follows the decrements, refusals and restocks a claim operation reports.
     void update_read_cache(const std::vector<engine::event>& events, const engine::decision& d);
 

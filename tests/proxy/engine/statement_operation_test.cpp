@@ -1,7 +1,10 @@
 // statement_operation with scripted inputs: admission turns (admitted, sold out, timed out, queue
 // full, the transaction's own slot, a locking read), the Redis key's settlement (committed,
-// released, kept for the transaction) and the I/O lost mid-claim.
+// released, kept for the transaction), the I/O lost mid-claim, and the read cache's decision
+// (bypass, hit, miss, refresh, wait).
 #include <gtest/gtest.h>
+
+#include <functional>
 
 #include "proxy/engine/statement_operation.hpp"
 #include "tests/proxy/engine/engine_harness.hpp"
@@ -16,7 +19,7 @@ const rules_env& admission_env() {
         auto text = read_coupon_yaml();
         if (!replace_once(text, "    units: 1 ",
                           "    admission:\n      max_in_flight: 1\n      queue_timeout: 200ms\n      max_queue: 1\n"
-                          "    units: 1 ")) {
+                          "    read_cache: 10s\n    units: 1 ")) {
             e->error = "coupon.yaml changed: cannot add admission";
             return e;
         }
@@ -39,11 +42,17 @@ struct run_result {
     std::vector<statement_action> actions;
     std::vector<event> events;
     std::vector<admission_note> notes;
+    std::vector<read_note> reads;
     [[nodiscard]] const statement_action& last() const { return actions.back(); }
     [[nodiscard]] bool has(event e) const { return std::find(events.begin(), events.end(), e) != events.end(); }
     [[nodiscard]] std::vector<sa> kinds() const {
         std::vector<sa> out;
         for (const auto& a : actions) out.push_back(a.type);
+        return out;
+    }
+    [[nodiscard]] std::vector<read_note::kind> read_kinds() const {
+        std::vector<read_note::kind> out;
+        for (const auto& n : reads) out.push_back(n.what);
         return out;
     }
     [[nodiscard]] std::vector<admission_note::kind> note_kinds() const {
@@ -73,7 +82,7 @@ public:
         run_result r;
         r.d = decide(s.facts(), *env_.rules, resolve_literal, memory);
         plan_deferred(r.d, s.facts(), s.text(), memory);
-        statement_context ctx{{id_, status, redis_}, &gate_, &*env_.rules};
+        statement_context ctx{{id_, status, redis_}, &gate_, &*env_.rules, cache, &read};
         statement_operation op(r.d, s.parsed(), memory, ledger_, transaction, slots, ctx);
         auto a = op.resume(statement_input::start());
         std::size_t next = 0;
@@ -81,6 +90,8 @@ public:
             r.actions.push_back(a);
             for (auto e : op.take_events()) r.events.push_back(e);
             for (auto& n : op.take_admission_notes()) r.notes.push_back(std::move(n));
+            for (auto& n : op.take_read_notes()) r.reads.push_back(std::move(n));
+            if (on_action) on_action(a);
             if (a.final()) break;
             if (a.type == sa::redis_release || a.type == sa::redis_commit) {
                 a = op.resume(statement_input::redis_carried_out());
@@ -119,6 +130,9 @@ public:
     transaction_tracker transaction;
     admission_slots slots;
     admission_gate::ticket queued_ticket = 0;
+    read_cache* cache = nullptr;                             // the sidecar's read cache, when the test gives one
+    cached_read read{{}, "T-E-33\n\nshape"};                 // what the session knows of a counter read
+    std::function<void(const statement_action&)> on_action;  // the rest of the sidecar, between two steps
 
 private:
     const rules_env& env_;
@@ -435,6 +449,138 @@ TEST(statement_operation, io_lost_under_a_take_records_nothing) {
     EXPECT_EQ(r.kinds(), (std::vector<sa>{sa::wait_turn, sa::send_sql, sa::fail}));
     EXPECT_EQ(ledger.waiting_takes("coupon_stock", key1), 0u);
     EXPECT_TRUE(r.events.empty());
+}
+
+// ---- the read cache ------------------------------------------------------------------------------
+
+const std::string read_sql = "SELECT remain FROM coupon_stock WHERE campaign_id = 1";
+
+std::shared_ptr<const protocol::counter_reply> kept_reply(std::int64_t value) {
+    auto t = std::make_shared<protocol::counter_reply>();
+    t->value = value;
+    return t;
+}
+statement_input server_read(std::int64_t value) { return statement_input::of_read({}, kept_reply(value)); }
+
+// The first read asks the server and keeps its reply; the next (another connection) is answered
+// from it, and the connection's memory sees the value as its read.
+TEST(statement_operation, read_missed_then_answered_from_the_cache) {
+    admission_gate gate;
+    take_ledger ledger;
+    read_cache cache;
+    connection a(gate, ledger, 1), b(gate, ledger, 2);
+    ASSERT_TRUE(a.ready()) << a.error();
+    a.cache = b.cache = &cache;
+    auto first = a.run(read_sql, {server_read(5)});
+    ASSERT_EQ(first.d.what, verdict::remember_read);
+    EXPECT_EQ(first.kinds(), (std::vector<sa>{sa::send_statement, sa::reply_kept}));
+    EXPECT_TRUE(first.actions[0].keep_template);
+    EXPECT_EQ(first.read_kinds(), (std::vector<read_note::kind>{read_note::kind::miss, read_note::kind::stored}));
+    EXPECT_EQ(a.memory.find("coupon_stock", key1)->last_read, 5);
+    EXPECT_EQ(cache.keys(), 1u);
+    auto second = b.run(read_sql, {statement_input::of_rebuilt(true)});
+    EXPECT_EQ(second.kinds(), (std::vector<sa>{sa::serve_cached, sa::reply_rebuilt}));
+    EXPECT_EQ(second.actions[0].value, 5);
+    ASSERT_TRUE(second.actions[0].cached);
+    EXPECT_EQ(second.read_kinds(), std::vector<read_note::kind>{read_note::kind::hit});
+    EXPECT_EQ(b.memory.find("coupon_stock", key1)->last_read, 5);
+}
+
+// A value the kept reply cannot carry (the session could not rebuild it): the server is asked.
+TEST(statement_operation, read_not_rebuilt_goes_to_the_server) {
+    admission_gate gate;
+    take_ledger ledger;
+    read_cache cache;
+    connection a(gate, ledger, 1);
+    ASSERT_TRUE(a.ready()) << a.error();
+    a.cache = &cache;
+    (void)a.run(read_sql, {server_read(5)});
+    auto r = a.run(read_sql, {statement_input::of_rebuilt(false), server_read(6)});
+    EXPECT_EQ(r.kinds(), (std::vector<sa>{sa::serve_cached, sa::send_statement, sa::reply_kept}));
+    EXPECT_EQ(r.read_kinds(), (std::vector<read_note::kind>{read_note::kind::refresh, read_note::kind::stored}));
+    EXPECT_EQ(a.memory.find("coupon_stock", key1)->last_read, 6);
+}
+
+// Not cacheable (a cursor): the read goes as any read, said why.
+TEST(statement_operation, read_bypassing_the_cache_goes_as_usual) {
+    admission_gate gate;
+    take_ledger ledger;
+    read_cache cache;
+    connection a(gate, ledger, 1);
+    ASSERT_TRUE(a.ready()) << a.error();
+    a.cache = &cache;
+    a.read.situation.cursor = true;
+    auto r = a.run(read_sql, {reply(counter_row(5))});
+    EXPECT_EQ(r.kinds(), (std::vector<sa>{sa::send_statement, sa::reply_kept}));
+    EXPECT_FALSE(r.actions[0].keep_template);
+    ASSERT_EQ(r.read_kinds(), std::vector<read_note::kind>{read_note::kind::bypass});
+    EXPECT_EQ(r.reads[0].why, "a cursor");
+    EXPECT_EQ(cache.keys(), 0u);
+}
+
+// Another read is refreshing the key: this one waits for its answer and is served from it.
+TEST(statement_operation, read_waits_for_another_refresh_then_hits) {
+    admission_gate gate;
+    take_ledger ledger;
+    read_cache cache;
+    connection a(gate, ledger, 1);
+    ASSERT_TRUE(a.ready()) << a.error();
+    a.cache = &cache;
+    (void)a.run(read_sql, {server_read(5)});
+    cache.invalidate("coupon_stock", key1);
+    const auto other = cache.find("coupon_stock", key1, a.read.shape, std::chrono::seconds(10));
+    ASSERT_EQ(other.what, read_cache::outcome::refresh);
+    int waits = 0;
+    a.on_action = [&](const statement_action& act) {
+        if (act.type == sa::wait_refresh && ++waits == 2)
+            cache.store("coupon_stock", key1, a.read.shape, kept_reply(7), 7, other.generation,
+                        read_cache::clock::now());
+    };
+    auto r = a.run(read_sql, {statement_input::refresh_done(), statement_input::refresh_done(),
+                              statement_input::of_rebuilt(true)});
+    EXPECT_EQ(r.kinds(), (std::vector<sa>{sa::wait_refresh, sa::wait_refresh, sa::serve_cached, sa::reply_rebuilt}));
+    EXPECT_EQ(r.actions[2].value, 7);
+    EXPECT_EQ(r.read_kinds(), std::vector<read_note::kind>{read_note::kind::hit});
+    // The session closing while it waits ends the command.
+    cache.invalidate("coupon_stock", key1);
+    ASSERT_EQ(cache.find("coupon_stock", key1, a.read.shape, std::chrono::seconds(10)).what,
+              read_cache::outcome::refresh);
+    a.on_action = nullptr;
+    auto closing = a.run(read_sql, {statement_input::closing()});
+    EXPECT_EQ(closing.kinds(), (std::vector<sa>{sa::wait_refresh, sa::fail}));
+}
+
+// A read inside a transaction may see an older snapshot: its reply is never the key's value.
+TEST(statement_operation, read_in_a_transaction_is_not_kept) {
+    admission_gate gate;
+    take_ledger ledger;
+    read_cache cache;
+    connection a(gate, ledger, 1);
+    ASSERT_TRUE(a.ready()) << a.error();
+    a.cache = &cache;
+    auto r = a.run(read_sql, {server_read(5)}, in_trans);
+    EXPECT_EQ(r.kinds(), (std::vector<sa>{sa::send_statement, sa::reply_kept}));
+    EXPECT_EQ(r.read_kinds(), std::vector<read_note::kind>{read_note::kind::miss});
+    EXPECT_EQ(cache.templates(), 0u);
+    EXPECT_EQ(a.memory.find("coupon_stock", key1)->last_read, 5);
+}
+
+// The read's connection fails: its refresh ends, so the next read asks the server at once.
+TEST(statement_operation, io_lost_under_a_refresh_ends_it) {
+    admission_gate gate;
+    take_ledger ledger;
+    read_cache cache;
+    connection a(gate, ledger, 1), b(gate, ledger, 2);
+    ASSERT_TRUE(a.ready()) << a.error();
+    a.cache = b.cache = &cache;
+    (void)a.run(read_sql, {server_read(5)});
+    cache.invalidate("coupon_stock", key1);
+    auto lost = a.run(read_sql, {statement_input::lost()});
+    EXPECT_EQ(lost.kinds(), (std::vector<sa>{sa::send_statement, sa::fail}));
+    EXPECT_EQ(lost.read_kinds(), std::vector<read_note::kind>{read_note::kind::refresh});
+    auto next = b.run(read_sql, {server_read(4)});
+    EXPECT_EQ(next.kinds(), (std::vector<sa>{sa::send_statement, sa::reply_kept}));  // no wait
+    EXPECT_EQ(next.read_kinds(), (std::vector<read_note::kind>{read_note::kind::refresh, read_note::kind::stored}));
 }
 
 // An input the operation did not ask for ends it (the session's bug, never a hang).
