@@ -19,8 +19,18 @@ stage "build (Release)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"
 
-stage "tests"
-ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600
+# The integration and incident tests (labels integration, incident) run once, in the ASan+UBSan
+# stage below, except the few that stage leaves out (asan_skip): here the unit tests, the app zoo,
+# the model test, the peer suites, the Redis Cluster and Helm tests, and those few.
+# Left out of the ASan stage (they run here): the restart and kill scenarios and the 20 MiB and
+# one-byte-a-second transfers, whose minutes go to waiting and copying, not to code the other tests
+# there do not run.
+asan_skip="^incident\.(fixed_direct|baseline_direct|mysql_restart|mysql_restart_transaction|sidecar_killed)$"
+asan_skip+="|blob_20mib|slow_client_one_byte_a_second"
+stage "tests (Release)"
+ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600 -LE "integration|incident"
+stage "integration and incident tests the ASan stage leaves out (Release)"
+ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600 -R "$asan_skip"
 
 stage "build and tests under ASan+UBSan"
 # -O0 -g1: the sanitizers need line tables, not full debug info, and -O0 halves the
@@ -30,9 +40,9 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCLAIMGUARD_SANITIZE
 cmake --build build-asan -j"$jobs"
 stage "unit tests under ASan+UBSan"
 # Under the sanitizers: every unit test (codec, rules, engine, admin server over real
-# sockets, webhook over real TLS, config). The tests that start MariaDB, Redis and the proxy (and the app zoo)
-# run once, in the release build above; so do the Redis Cluster tests (label redis_cluster: 3+3 redis-server
-# nodes per case, about 2 minutes in all) and the peer suites (label peers), which the ASan stages below never run.
+# sockets, webhook over real TLS, config). The app zoo, the model test, the Redis Cluster tests (label
+# redis_cluster: 3+3 redis-server nodes per case, about 2 minutes in all) and the peer suites (label peers)
+# ran in the release stage above; the ASan stages never run them.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900 -LE "integration|incident|helm|apps|redis_cluster|peers|model"
 # Also under ASan+UBSan: every test that runs the proxy (two chained proxies, client and backend faults,
@@ -42,11 +52,6 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # proxies here are stopped by signals mid-work.
 stage "integration and incident tests under ASan+UBSan"
 touch build-asan/.sanitizer-stage-start
-# Left out here (they ran in the release stage): the restart and kill scenarios and the 20 MiB and
-# one-byte-a-second transfers, whose minutes go to waiting and copying, not to code the other tests
-# here do not run.
-asan_skip="^incident\.(fixed_direct|baseline_direct|mysql_restart|mysql_restart_transaction|sidecar_killed)$"
-asan_skip+="|blob_20mib|slow_client_one_byte_a_second"
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900 -L "integration|incident" -E "$asan_skip"
 reports=$(find build-asan/it_* build-asan/integration-* build-asan/incident -name '*.log' \
@@ -70,7 +75,19 @@ for fuzzer in build-fuzz/tests/fuzz/fuzz_*; do
   mkdir -p "$corpus"
   seeds="$root/tests/fuzz/corpus/$name"
   [ -d "$seeds" ] || seeds=""
+  artifacts="$root/build-fuzz/artifacts/$name"
+  mkdir -p "$artifacts"
   echo "-- $name"
-  "$fuzzer" -max_total_time="$fuzz_seconds" -print_final_stats=1 "$corpus" $seeds 2>&1 | tail -n 4
+  # A finding prints libFuzzer's report and the input (hex) so the run that found it can be replayed:
+  # save the hex as a file and run the fuzzer on it.
+  if ! "$fuzzer" -max_total_time="$fuzz_seconds" -print_final_stats=1 -artifact_prefix="$artifacts/" \
+      "$corpus" $seeds > "$artifacts/log" 2>&1; then
+    grep -v '^"' "$artifacts/log" | tail -n 60
+    for input in "$artifacts"/crash-* "$artifacts"/leak-* "$artifacts"/timeout-* "$artifacts"/oom-*; do
+      [ -f "$input" ] && { echo "input $(basename "$input"):"; od -An -tx1 -v "$input" | tr -d " \n"; echo; }
+    done
+    exit 1
+  fi
+  tail -n 4 "$artifacts/log"
 done
 stage "all tests passed (in ${SECONDS} s)"

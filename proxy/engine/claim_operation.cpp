@@ -68,39 +68,6 @@ void record_refusal(session_memory& memory, const decision& d, bool in_trans) {
 
 }  // namespace
 
-std::string_view event_name(event e) {
-    switch (e) {
-    case event::took: return "rewritten";
-    case event::tracked: return "tracked";
-    case event::exhausted: return "exhausted";
-    case event::conflict: return "conflict";
-    case event::not_lower: return "refused-not-lower";
-    case event::app_meant_other: return "take-differs-from-write";
-    case event::restocked: return "restock";
-    case event::absorbed: return "absorbed-give-back";
-    case event::blocked: return "blocked";
-    case event::claim_inserted: return "claimed";
-    case event::claim_ahead: return "claim-ahead";
-    case event::claim_unbacked: return "claim-before-decrement";
-    case event::duplicate_redis: return "duplicate-redis";
-    case event::duplicate_db: return "duplicate-db";
-    case event::compensated: return "compensated";
-    case event::compensation_failed: return "compensation-failed";
-    case event::rolled_back: return "rolled-back";
-    case event::unmodeled_refused: return "refused-unmodeled";
-    case event::unmodeled_forwarded: return "forwarded-unmodeled";
-    case event::would: return "would";
-    case event::would_block: return "would-exhausted";
-    case event::deferred: return "deferred";
-    case event::deferred_flushed: return "deferred-flushed";
-    case event::deferred_committed: return "deferred-committed";
-    case event::deferred_refused: return "deferred-refused";
-    case event::deferred_failed: return "deferred-failed";
-    case event::deferred_dropped: return "deferred-dropped";
-    }
-    return "?";
-}
-
 claim_operation::claim_operation(const decision& d, const rules::sql::parsed_statement& st, session_memory& memory,
                                  take_ledger& ledger, const operation_context& ctx)
     : d_(d), st_(st), memory_(memory), ledger_(ledger), ctx_(ctx), in_transaction_(in_transaction(ctx.status)) {}

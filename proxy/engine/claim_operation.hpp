@@ -60,7 +60,8 @@ struct reply_summary {
 // a duplicate), pending (held by a claim not committed yet: the database decides), unavailable.
 enum class redis_reply { acquired, held, pending, unavailable };
 
-// What happened, for the session's metrics and audit log (one catalogue: claim_events.cpp).
+// What happened, for the session's metrics and audit log: each event's audit word and metric are
+// in one table, catalogue.hpp (keep it in step when adding one).
 enum class event : std::uint8_t {
     took,                  // a write became a conditional take that took stock
     tracked,               // a guarded decrement or compare-and-set of the app took stock
@@ -91,8 +92,6 @@ enum class event : std::uint8_t {
     deferred_failed,       // ... sent and answered with an error (the app gets it)
     deferred_dropped,      // ... never sent: the transaction rolled back, or its claim gave the unit back
 };
-
-[[nodiscard]] std::string_view event_name(event e);
 
 struct action {
     enum class kind : std::uint8_t {

@@ -131,6 +131,9 @@ std::optional<counter_reply> parse_counter_reply(bytes_view raw, std::uint32_t c
         t.row_before.assign(row.begin(), row.begin() + static_cast<std::ptrdiff_t>(offset - prefix));
         t.row_after.assign(row.begin() + static_cast<std::ptrdiff_t>(offset + text.size()), row.end());
     }
+    // A value its column cannot hold (a binary MEDIUMINT travels in 4 bytes) is no reply a server
+    // sends, and no template: rebuild_counter_reply would refuse even its own value.
+    if (!fits(t.counter_type, t.value)) return std::nullopt;
     for (const auto& p : reply->metadata()) t.head.emplace_back(p.payload.begin(), p.payload.end());
     t.tail.assign(tail.begin(), tail.end());
     return t;

@@ -6,7 +6,7 @@
 #include <sys/socket.h>
 #include <boost/asio/post.hpp>
 
-#include "proxy/admin/metrics.hpp"
+#include "claim_metrics.hpp"
 #include "session_impl.hpp"
 
 namespace claimguard::session {
@@ -18,36 +18,6 @@ namespace {
 // How often a waiter looks at its ticket even without a wake-up (a safety net: the gate's wake
 // is the normal path).
 constexpr std::chrono::milliseconds admission_poll_interval{200};
-
-struct admission_metrics {
-    admin::family<admin::counter>& waits;
-    admin::family<admin::counter>& timeouts;
-    admin::family<admin::counter>& queue_full;
-    admin::family<admin::counter>& sold_out;
-    admin::family<admin::counter>& lock_held;
-    admin::gauge& queued;
-
-    static admission_metrics& get() {
-        auto& r = admin::default_registry();
-        static admission_metrics m{
-            r.counter_family("claimguard_admission_waits_total",
-                             "Decrements that waited in the per-key admission queue", {"rule"}),
-            r.counter_family("claimguard_admission_timeouts_total",
-                             "Decrements answered ERR 1205 after waiting queue_timeout for their key", {"rule"}),
-            r.counter_family("claimguard_admission_queue_full_total",
-                             "Decrements answered ERR 1205 at once because max_queue statements already waited",
-                             {"rule"}),
-            r.counter_family("claimguard_admission_sold_out_answers_total",
-                             "Decrements answered sold out by the admission queue, without the database", {"rule"}),
-            r.counter_family("claimguard_admission_lock_held_total",
-                             "Decrements let through the admission queue at once: their transaction already "
-                             "holds a lock a slot holder may wait for (a locking read of the key, another key's slot)",
-                             {"rule"}),
-            r.gauge_family("claimguard_admission_queued", "Statements waiting in admission queues now", {}).with(),
-        };
-        return m;
-    }
-};
 
 }  // namespace
 
@@ -63,9 +33,9 @@ awaitable<engine::statement_input> session::wait_turn(const engine::statement_ac
     auto entry = gate.enter(act.rule, act.key, *act.limits, act.units, std::move(wake));
     if (entry.what != admission::queued) co_return engine::statement_input::of_turn(entry.what, entry.id);
 
-    auto& m = admission_metrics::get();
-    m.waits.with(act.rule).inc();
-    m.queued.inc();
+    auto& queued = claim_metrics::get().admission_queued;
+    counters_.admission(snapshot_, act.rule, admission_count::waits).inc();
+    queued.inc();
     watch_client_while_queued();
     const auto deadline = clock_type::now() + act.limits->queue_timeout;
     std::optional<admission> out;
@@ -87,7 +57,7 @@ awaitable<engine::statement_input> session::wait_turn(const engine::statement_ac
         error_code ignored;
         client_.cancel(ignored);  // nothing else waits on the client socket while a command is handled
     }
-    m.queued.inc(-1);
+    queued.inc(-1);
     if (out == admission::admitted && (closed_ || client_gone_)) {
         gate.release(entry.id);
         co_return engine::statement_input::closing();
@@ -114,18 +84,17 @@ void session::watch_client_while_queued() {
 
 void session::report_admission(const std::vector<engine::admission_note>& notes, const engine::decision& d,
                                const rules::sql::parsed_statement& st) {
-    auto& m = admission_metrics::get();
     for (const auto& n : notes) {
         switch (n.what) {
-        case engine::admission_note::kind::lock_held: m.lock_held.with(n.rule).inc(); break;
-        case engine::admission_note::kind::sold_out: m.sold_out.with(n.rule).inc(); break;
+        case engine::admission_note::kind::lock_held: counters_.admission(snapshot_, n.rule, admission_count::lock_held).inc(); break;
+        case engine::admission_note::kind::sold_out: counters_.admission(snapshot_, n.rule, admission_count::sold_out).inc(); break;
         case engine::admission_note::kind::queue_full:
-            m.queue_full.with(n.rule).inc();
+            counters_.admission(snapshot_, n.rule, admission_count::queue_full).inc();
             audit(d, "admission-queue-full", st);
             spdlog::debug("session {}: {}", id_, n.message);
             break;
         case engine::admission_note::kind::timed_out:
-            m.timeouts.with(n.rule).inc();
+            counters_.admission(snapshot_, n.rule, admission_count::timeouts).inc();
             audit(d, "admission-timeout", st);
             spdlog::debug("session {}: {}", id_, n.message);
             break;

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "proxy/admin/metrics.hpp"
+#include "claim_metrics.hpp"
 #include "proxy/engine/read_cache.hpp"
 #include "proxy/protocol/answers.hpp"
 #include "proxy/protocol/capabilities.hpp"
@@ -24,29 +24,6 @@ namespace {
 // COM_STMT_EXECUTE: the flags byte after the command and the statement id; non-zero asks for a
 // cursor, whose rows come by COM_STMT_FETCH (never answered from the cache).
 constexpr std::size_t execute_flags_offset = 5;
-
-struct read_cache_metrics {
-    admin::family<admin::counter>& reads;
-    admin::gauge& keys;
-    admin::gauge& templates;
-    admin::gauge& evictions;
-
-    static read_cache_metrics& get() {
-        auto& r = admin::default_registry();
-        static read_cache_metrics m{
-            r.counter_family(
-                "claimguard_read_cache_total",
-                "Counter reads of rules with read_cache: hit (answered by the sidecar), miss (nothing kept "
-                "yet), refresh (kept but older than the TTL or invalidated), bypass (not cacheable: in a "
-                "transaction that touched the key, FOR UPDATE, not plain, observe mode)",
-                {"rule", "result"}),
-            r.add_gauge("claimguard_read_cache_keys", "Keys whose counter the read cache holds"),
-            r.add_gauge("claimguard_read_cache_templates", "Reply templates the read cache holds"),
-            r.add_gauge("claimguard_read_cache_evictions", "Keys and templates the read cache dropped at its limits"),
-        };
-        return m;
-    }
-};
 
 // The statement with its key values as "?" (prepared statements have them already): reads of
 // different keys in one form share nothing, but the text says what the reply's columns are.
@@ -112,22 +89,22 @@ std::shared_ptr<const proto::counter_reply> session::kept_read(const engine::dec
 
 void session::report_reads(const std::vector<engine::read_note>& notes, const engine::decision& d) {
     if (notes.empty()) return;
-    auto& m = read_cache_metrics::get();
+    auto& m = claim_metrics::get();
     const auto& rule = d.stock->name;
     for (const auto& n : notes) {
         switch (n.what) {
             case engine::read_note::kind::bypass:
-                m.reads.with(rule, "bypass").inc();
+                counters_.read(snapshot_, rule, read_result::bypass).inc();
                 spdlog::debug("session {}: rule {}: read sent to the server: {}", id_, rule, n.why);
                 break;
-            case engine::read_note::kind::hit: m.reads.with(rule, "hit").inc(); break;
-            case engine::read_note::kind::miss: m.reads.with(rule, "miss").inc(); break;
-            case engine::read_note::kind::refresh: m.reads.with(rule, "refresh").inc(); break;
+            case engine::read_note::kind::hit: counters_.read(snapshot_, rule, read_result::hit).inc(); break;
+            case engine::read_note::kind::miss: counters_.read(snapshot_, rule, read_result::miss).inc(); break;
+            case engine::read_note::kind::refresh: counters_.read(snapshot_, rule, read_result::refresh).inc(); break;
             case engine::read_note::kind::stored: {
                 const auto& cache = *ctx_.read_cache;
-                m.keys.set(static_cast<std::int64_t>(cache.keys()));
-                m.templates.set(static_cast<std::int64_t>(cache.templates()));
-                m.evictions.set(static_cast<std::int64_t>(cache.evictions()));
+                m.read_cache_keys.set(static_cast<std::int64_t>(cache.keys()));
+                m.read_cache_templates.set(static_cast<std::int64_t>(cache.templates()));
+                m.count_read_cache_evictions(cache.evictions());
                 break;
             }
         }

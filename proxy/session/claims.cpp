@@ -34,12 +34,6 @@ namespace {
 constexpr std::uint16_t er_dup_entry = 1062;
 constexpr std::uint32_t last_prepared_statement = 0xFFFFFFFF;  // MariaDB: "the statement just prepared"
 
-std::string_view rule_name(const engine::decision& d) {
-    if (d.claim) return d.claim->name;
-    if (d.stock) return d.stock->name;
-    return "";
-}
-
 std::optional<std::int64_t> to_int(std::string_view text) {
     std::int64_t v = 0;
     auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
@@ -398,66 +392,6 @@ awaitable<session::intercepted> session::intercept_execute(const proto::packet_s
     co_return result;
 }
 
-void session::report_events(const std::vector<engine::event>& events, const engine::decision& d,
-                     const sqlns::parsed_statement& st) {
-    auto& m = claim_metrics::get();
-    const auto rule = rule_name(d);
-    auto& c = counters_.of(rule);
-    using engine::event;
-    if (ctx_.read_cache && d.stock && d.stock->read_cache) update_read_cache(events, d);
-    for (auto e : events) {
-        switch (e) {
-        case event::took: c.rewrites->inc(); break;
-        case event::tracked: c.tracked->inc(); break;
-        case event::exhausted: c.exhausted->inc(); break;
-        case event::conflict: c.conflicts->inc(); break;
-        case event::not_lower: c.not_lower->inc(); break;
-        case event::app_meant_other: c.take_differs->inc(); break;
-        case event::restocked: c.restocks->inc(); break;
-        case event::absorbed: c.absorbed->inc(); break;
-        case event::blocked: c.blocked->inc(); break;
-        case event::claim_inserted: c.claims->inc(); continue;  // the row is audited by its outcome
-        case event::claim_ahead: c.claims_ahead->inc(); continue;
-        case event::claim_unbacked: c.claims_unbacked->inc(); break;
-        case event::duplicate_redis: c.duplicates_redis->inc(); break;
-        case event::duplicate_db: c.duplicates_db->inc(); break;
-        case event::compensated: c.compensations->inc(); break;
-        case event::compensation_failed:
-            c.compensation_failures->inc();
-            spdlog::error("session {}: rule {}: a give-back changed no row", id_, rule);
-            break;
-        case event::rolled_back: c.rolled_back->inc(); break;
-        case event::deferred: c.deferred[0]->inc(); break;
-        case event::deferred_flushed:
-        case event::deferred_committed:
-        case event::deferred_refused:
-        case event::deferred_failed:
-        case event::deferred_dropped: continue;  // reported with their take by report_deferred
-        case event::unmodeled_refused:
-        case event::unmodeled_forwarded: {
-            const bool refused = e == event::unmodeled_refused;
-            m.unmodeled.with(rule, d.reason.empty() ? std::string_view("rewrite_failed") : d.reason,
-                             refused ? "refuse" : "forward")
-                .inc();
-            spdlog::info("session {}: rule {}: {} a statement claimguard does not model: {}", id_, rule,
-                         refused ? "refused" : "forwarded", d.note);
-            break;
-        }
-        case event::would:
-        case event::would_block: {
-            const auto what = e == event::would_block ? std::string_view("exhausted")
-                              : d.unmodeled ? std::string_view(d.what == engine::verdict::refuse ? "refuse" : "forward")
-                                            : engine::verdict_name(d.what);
-            m.would.with(rule, what).inc();
-            if (d.unmodeled) m.unmodeled.with(rule, d.reason, "observe").inc();
-            audit(d, "would-" + std::string(what), st);
-            continue;
-        }
-        }
-        audit(d, engine::event_name(e), st);
-    }
-}
-
 awaitable<session::intercepted> session::apply(const engine::decision& d, const sqlns::parsed_statement& st,
                                                std::uint8_t command, proto::bytes_view forward_bytes,
                                                std::uint8_t last_seq, const std::vector<proto::binary_value>* params,
@@ -764,74 +698,9 @@ void session::release_redis_keys(std::vector<engine::redis_hold> keys) {
         asio::co_spawn(client_.get_executor(), release_lock(redis_, std::move(k.key), std::move(k.token)), asio::detached);
 }
 
-void session::report_deferred(const std::vector<std::pair<engine::event, engine::deferred_take>>& events,
-                              const sqlns::parsed_statement* st) {
-    if (events.empty()) return;
-    for (const auto& [e, t] : events) {
-        auto& c = counters_.of(t.rule);
-        std::size_t result = 0;  // index into deferred_results; 0: not a deferred take's end
-        switch (e) {
-        case engine::event::deferred_flushed: result = 1; break;
-        case engine::event::deferred_committed: result = 2; break;
-        case engine::event::deferred_refused: result = 3; break;
-        case engine::event::deferred_failed: result = 4; break;
-        case engine::event::deferred_dropped: result = 5; break;
-        case engine::event::rolled_back: c.rolled_back->inc(); break;
-        default: break;
-        }
-        if (result != 0) c.deferred[result]->inc();
-        spdlog::debug("session {}: rule {}: {}", id_, t.rule, engine::event_name(e));
-        if (!ctx_.audit || !ctx_.audit->enabled()) continue;
-        audit_event a;
-        a.session = id_;
-        a.client = peer_;
-        a.user = user_;
-        a.rule = t.rule;
-        a.action = engine::event_name(e);
-        a.note = "take deferred to COMMIT (defer_decrement)";
-        for (std::size_t i = 0; i < t.key.size() && i < t.key_columns.size(); ++i)
-            a.keys.emplace_back(t.key_columns[i], t.key[i]);
-        std::string digest;
-        if (st) digest = statement_digest(*st);
-        a.digest = digest;
-        ctx_.audit->write(a);
-    }
-}
-
 void session::end_transaction_now(bool committed) {
     if (!ctx_.ledger) return;
     report_dropped(engine::end_transaction(memory_, *ctx_.ledger, committed, id_), committed);
-}
-
-void session::report_dropped(std::vector<engine::deferred_take> dropped, bool committed) {
-    if (dropped.empty()) return;
-    if (committed)  // a commit claimguard did not see coming: its claims went in without these takes
-        spdlog::error("session {}: the transaction committed with {} deferred take(s) of rule {} never sent", id_,
-                      dropped.size(), dropped.front().rule);
-    std::vector<std::pair<engine::event, engine::deferred_take>> events;
-    for (auto& t : dropped) events.emplace_back(engine::event::deferred_dropped, std::move(t));
-    report_deferred(events, nullptr);
-}
-
-void session::audit(const engine::decision& d, std::string_view action, const sqlns::parsed_statement& st) {
-    spdlog::debug("session {}: rule {}: {} ({})", id_, rule_name(d), action, d.note);
-    if (!ctx_.audit || !ctx_.audit->enabled()) return;
-    audit_event e;
-    e.session = id_;
-    e.client = peer_;
-    e.user = user_;
-    e.rule = rule_name(d);
-    e.action = action;
-    e.note = d.note;
-    if (d.stock)
-        for (std::size_t i = 0; i < d.key.size() && i < d.stock->key_columns.size(); ++i)
-            e.keys.emplace_back(d.stock->key_columns[i], d.key[i]);
-    if (d.claim)
-        for (std::size_t i = 0; i < d.idempotency.size() && i < d.claim->idempotency_columns.size(); ++i)
-            e.keys.emplace_back(d.claim->idempotency_columns[i], d.idempotency[i]);
-    auto digest = statement_digest(st);
-    e.digest = digest;
-    ctx_.audit->write(e);
 }
 
 }  // namespace claimguard::session

@@ -10,6 +10,7 @@
 #include <set>
 #include <spdlog/spdlog.h>
 
+#include "claim_metrics.hpp"
 #include "proxy/admin/metrics.hpp"
 
 namespace claimguard::session {
@@ -113,6 +114,7 @@ std::pair<bool, std::string> rules_reloader::reload(std::string_view trigger) {
                                snapshot->rules.version_hash);
     m.stock_rules.set(static_cast<std::int64_t>(snapshot->rules.stocks.size()));
     m.claim_rules.set(static_cast<std::int64_t>(snapshot->rules.claims.size()));
+    claim_counter_tables::get().install(snapshot);  // its rules' metric children, before sessions see it
     holder_.replace(std::move(snapshot));  // commands in flight keep the snapshot they started with
     loaded_at_ = unix_now();
     m.last_successful.set(1);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "claim_metrics.hpp"
 #include "proxy/schema/report.hpp"
 
 namespace claimguard::session {
@@ -200,6 +201,7 @@ void schema_watch::publish(const std::shared_ptr<const engine::rules_snapshot>& 
                                                          std::move(key_compare));
     next->files = checked->files;
     // A reload in the meantime wins: it was vetted with its own database code, and it wakes us.
+    claim_counter_tables::get().install(next);  // its rules' metric children, before sessions see it
     (void)holder_.replace_if(checked, std::move(next));
 }
 

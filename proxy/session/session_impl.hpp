@@ -311,7 +311,7 @@ private:
     // The end of each command for the transaction's claim bookkeeping (COMMIT or not, savepoints,
     // XA) and the Redis keys its claims hold.
     engine::transaction_tracker transaction_;
-    rule_counter_cache counters_;  // this session's per-rule metric children
+    session_counters counters_;  // the per-rule metric children of the command's rules snapshot
     bool command_failed_ = false;                 // the server answered the command being handled with ERR
     std::uint16_t command_error_ = 0;             // ... its code
     engine::admission_slots admission_held_;  // slots held until the reply / the transaction's end

@@ -495,10 +495,10 @@ def expected_observe_audit(steps, stock_rule="coupon_stock", claim_rule="coupon_
     for s in steps:
         m = re.match(r"UPDATE \S+ SET remain = \S+ WHERE campaign_id = (\d+)$", s.sql)
         if m:
-            out.append(("would-take", stock_rule, (("campaign_id", m.group(1)),)))
+            out.append(("would-rewritten", stock_rule, (("campaign_id", m.group(1)),)))
         m = re.match(r"INSERT INTO \S+ \(user_id, campaign_id\) VALUES \((\d+), (\d+)\)$", s.sql)
         if m:
-            out.append(("would-claim", claim_rule, (("campaign_id", m.group(2)), ("user_id", m.group(1)))))
+            out.append(("would-claimed", claim_rule, (("campaign_id", m.group(2)), ("user_id", m.group(1)))))
     return out
 
 
@@ -777,15 +777,15 @@ def run_observe_load(args, c, checks):
         checks.check(s["sold_out_by"]["server_answer"] == 0 and s["duplicate_by"]["server_answer"] == 0,
                      f"{protocol}: no claimguard answer reached the app")
         checks.check(total(delta, "claimguard_would_rewrite_total") > 0, f"{protocol}: would_rewrite counted")
-        checks.equal(total(delta, "claimguard_would_rewrite_total", rule="coupon_stock", action="take"),
-                     updates, f"{protocol}: would-take counted once per UPDATE the app sent")
-        checks.equal(total(delta, "claimguard_would_rewrite_total", rule="coupon_order", action="claim"),
-                     inserts, f"{protocol}: would-claim counted once per INSERT the app sent")
+        checks.equal(total(delta, "claimguard_would_rewrite_total", rule="coupon_stock", action="rewritten"),
+                     updates, f"{protocol}: would-rewritten counted once per UPDATE the app sent")
+        checks.equal(total(delta, "claimguard_would_rewrite_total", rule="coupon_order", action="claimed"),
+                     inserts, f"{protocol}: would-claimed counted once per INSERT the app sent")
         for name in ("claimguard_exhausted_total", "claimguard_blocked_claims_total", "claimguard_rewrites_total",
                      "claimguard_duplicates_total", "claimguard_compensations_total", "claimguard_claims_total"):
             checks.equal(total(delta, name), 0, f"{protocol}: {name} == 0")
         checks.equal(collections.Counter(a for a, _, _ in audit),
-                     collections.Counter({"would-take": updates, "would-claim": inserts}),
+                     collections.Counter({"would-rewritten": updates, "would-claimed": inserts}),
                      f"{protocol}: audit lines: one would-* per decision")
         checks.equal(c.redis.command("DBSIZE"), ":0", f"{protocol}: no Redis key taken")
         checks.equal(sorted(s["claimed_users"]), order_users(c),
@@ -1086,15 +1086,15 @@ def run_insert_first_autocommit(args, c, checks):
     checks.equal([(e["action"], e["keys"].get("user_id")) for e in audit], [("blocked", "61"), ("rewritten", None)],
                  "require_decrement: audit actions")
 
-    # require_decrement in observe mode first (docs/RULES.md): would-exhausted only for the claim
+    # require_decrement in observe mode first (docs/RULES.md): would-blocked only for the claim
     # enforce would refuse; nothing changed.
     steps, delta, audit = run("observe, require_decrement", strict_observe, sc, 4)
     checks.check(all(s.result.error is None for s in steps), "observe: no answer changed")
     checks.equal(order_users(c), [61, 62], "observe: both claims in coupon_order")
     checks.equal([(e["action"], e["keys"].get("user_id")) for e in audit],
-                 [("would-exhausted", "61"), ("would-take", None), ("would-claim", "62"),
-                  ("would-take", None)],
-                 "observe: would-exhausted for the insert-first claim only; the usual claim is would-claim")
+                 [("would-blocked", "61"), ("would-rewritten", None), ("would-claimed", "62"),
+                  ("would-rewritten", None)],
+                 "observe: would-blocked for the insert-first claim only; the usual claim is would-claimed")
     for p in c.proxies:
         checks.check(p.proc.poll() is None, f"{p.name} still running")
 

@@ -2,6 +2,9 @@
 // another value and status must equal, byte for byte, what the server itself sent for that value.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
+
 #include "captures_read_cache.hpp"
 #include "proxy/protocol/capabilities.hpp"
 #include "proxy/protocol/counter_reply.hpp"
@@ -160,6 +163,29 @@ TEST(counter_reply, what_is_never_a_template) {
     EXPECT_FALSE(parse_counter_reply(more, caps_eof, 0, false, 1, ""));
     // a column past the row
     EXPECT_FALSE(parse_counter_reply(kept, caps_eof, 0, false, 3, ""));
+}
+
+TEST(counter_reply, a_value_its_column_cannot_hold_is_no_template) {
+    // Found by fuzz_server_packets: a binary row (3 columns, the counter a MEDIUMINT UNSIGNED) whose
+    // 4-byte value is 1650555000, beyond the column's 16777215. Kept, the template could not be
+    // rebuilt even with its own value.
+    const auto reply = hex(
+        "01000001034c0000020364656608696e636964656e740c636f75706f6e5f737491976b0c636f75706f6e5f73746f636b0b63616d"
+        "706169676e5f69640b63616d706169676e5f69640c3f0014000300000850000000420000030364656608696e636964656e740c63"
+        "6f75706f6e5f73746f636b0c636ff5706f6e5f73746f636b0672656d61696e0672656d69616e0c3f000b00000109ffe700000044"
+        "0000040364656608696e636964656e740c636f75706f6e5f73746f636b0c636f75706f6e5f73746f636b0776657273696f6e0776"
+        "657273696f6e0c3f000b00000003010000040012000005000007004e31305f5f63787861626976000007000006fe000002000000");
+    EXPECT_FALSE(parse_counter_reply(reply, caps_ok, 0, true, 1, ""));
+    // The same row with a value that fits is kept and rebuilt with its own value.
+    auto fitting = reply;
+    const std::array<std::uint8_t, 4> old_value{0x78, 0x78, 0x61, 0x62};  // 1650555000, little-endian
+    auto at = std::search(fitting.begin(), fitting.end(), old_value.begin(), old_value.end());
+    ASSERT_NE(at, fitting.end());
+    at[3] = 0;  // 6387832 (0x617878)
+    auto t = parse_counter_reply(fitting, caps_ok, 0, true, 1, "");
+    ASSERT_TRUE(t);
+    EXPECT_EQ(t->value, 0x617878);
+    EXPECT_TRUE(rebuild_counter_reply(*t, t->value, t->status, 1));
 }
 
 }  // namespace

@@ -1,0 +1,77 @@
+// The catalogue's one table. The enforce words are a documented contract (docs/OPERATIONS.md, the
+// helm alerts, the tests): change them only with those.
+#include "catalogue.hpp"
+
+namespace claimguard::engine {
+
+namespace {
+
+constexpr std::string_view unmodeled_total = "claimguard_unmodeled_total";
+constexpr std::string_view deferred_total = "claimguard_deferred_takes_total";
+
+constexpr std::array<event_row, event_count> rows{{
+    {event::took, "rewritten", true, "claimguard_rewrites_total", {}},
+    {event::tracked, "tracked", true, "claimguard_tracked_decrements_total", {}},
+    {event::exhausted, "exhausted", true, "claimguard_exhausted_total", {}},
+    {event::conflict, "conflict", true, "claimguard_conflicts_total", {}},
+    {event::not_lower, "refused-not-lower", true, unmodeled_total, {"absolute_not_lower", "refuse"}},
+    {event::app_meant_other, "take-differs-from-write", true, "claimguard_take_differs_total", {}},
+    {event::restocked, "restock", true, "claimguard_restocks_total", {}},
+    {event::absorbed, "absorbed-give-back", true, "claimguard_absorbed_give_backs_total", {}},
+    {event::blocked, "blocked", true, "claimguard_blocked_claims_total", {}},
+    // A claim row is audited by its outcome (duplicate, compensated, ...), not as it goes in.
+    {event::claim_inserted, "claimed", false, "claimguard_claims_total", {}},
+    {event::claim_ahead, "claim-ahead", false, "claimguard_claims_before_decrement_total", {"transaction"}},
+    {event::claim_unbacked, "claim-before-decrement", true, "claimguard_claims_before_decrement_total", {"autocommit"}},
+    {event::duplicate_redis, "duplicate-redis", true, "claimguard_duplicates_total", {"redis"}},
+    {event::duplicate_db, "duplicate-db", true, "claimguard_duplicates_total", {"db"}},
+    {event::compensated, "compensated", true, "claimguard_compensations_total", {}},
+    {event::compensation_failed, "compensation-failed", true, "claimguard_compensation_failures_total", {}},
+    {event::rolled_back, "rolled-back", true, "claimguard_rolled_back_commits_total", {}},
+    {event::unmodeled_refused, "refused-unmodeled", true, unmodeled_total, {from_decision, "refuse"}},
+    {event::unmodeled_forwarded, "forwarded-unmodeled", true, unmodeled_total, {from_decision, "forward"}},
+    // Observe mode: audited as observe_action(enforce_event(d)), counted with that word as action.
+    {event::would, "would", true, "claimguard_would_rewrite_total", {from_decision}},
+    {event::would_block, "would-blocked", true, "claimguard_would_rewrite_total", {"blocked"}},
+    {event::deferred, "deferred", true, deferred_total, {"deferred"}},
+    {event::deferred_flushed, "deferred-flushed", true, deferred_total, {"flushed"}, true},
+    {event::deferred_committed, "deferred-committed", true, deferred_total, {"committed"}, true},
+    {event::deferred_refused, "deferred-refused", true, deferred_total, {"refused"}, true},
+    {event::deferred_failed, "deferred-failed", true, deferred_total, {"failed"}, true},
+    {event::deferred_dropped, "deferred-dropped", true, deferred_total, {"dropped"}, true},
+}};
+
+constexpr bool in_enum_order() {
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        if (static_cast<std::size_t>(rows[i].what) != i) return false;
+    return true;
+}
+static_assert(in_enum_order(), "one catalogue row per engine::event, in the enum's order");
+
+constexpr std::array<event, 9> observable{event::took,        event::tracked,           event::exhausted,
+                                          event::restocked,   event::blocked,           event::claim_inserted,
+                                          event::rolled_back, event::unmodeled_refused, event::unmodeled_forwarded};
+
+}  // namespace
+
+const std::array<event_row, event_count>& catalogue() { return rows; }
+
+const std::array<event, 9>& observable_events() { return observable; }
+
+event enforce_event(verdict what, bool blocked) {
+    if (blocked) return event::blocked;
+    switch (what) {
+        case verdict::take: return event::took;
+        case verdict::track_decrement: return event::tracked;
+        case verdict::restock: return event::restocked;
+        case verdict::exhausted: return event::exhausted;
+        case verdict::claim: return event::claim_inserted;
+        case verdict::rollback_instead: return event::rolled_back;
+        case verdict::refuse: return event::unmodeled_refused;  // unmodeled or ambiguous: refused either way
+        case verdict::forward:
+        case verdict::remember_read: break;  // never observed (decide() does not mark them)
+    }
+    return event::unmodeled_forwarded;
+}
+
+}  // namespace claimguard::engine

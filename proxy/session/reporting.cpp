@@ -1,0 +1,120 @@
+// What the claim engine reports, counted and audited: each event by its catalogue row
+// (proxy/engine/catalogue.hpp) with the counters of the command's rules snapshot (claim_metrics.hpp).
+#include <spdlog/spdlog.h>
+
+#include "audit_log.hpp"
+#include "claim_metrics.hpp"
+#include "proxy/engine/catalogue.hpp"
+#include "session_impl.hpp"
+
+namespace claimguard::session {
+
+namespace sqlns = rules::sql;
+using engine::event;
+
+namespace {
+
+std::string_view rule_name(const engine::decision& d) {
+    if (d.claim) return d.claim->name;
+    if (d.stock) return d.stock->name;
+    return "";
+}
+
+std::size_t index_of(event e) { return static_cast<std::size_t>(e); }
+
+}  // namespace
+
+void session::report_events(const std::vector<engine::event>& events, const engine::decision& d,
+                            const sqlns::parsed_statement& st) {
+    auto& m = claim_metrics::get();
+    const auto rule = rule_name(d);
+    counters_.follow(snapshot_);
+    const auto& c = counters_.of(rule);
+    if (ctx_.read_cache && d.stock && d.stock->read_cache) update_read_cache(events, d);
+    for (auto e : events) {
+        const auto& row = engine::row_of(e);
+        if (row.with_take) continue;  // reported with their take by report_deferred
+        if (e == event::would || e == event::would_block) {
+            // Observe mode: the word of the event enforce mode would have produced.
+            const auto enforce = engine::enforce_event(d.what, e == event::would_block);
+            if (auto* w = c.would[index_of(enforce)])
+                w->inc();
+            else
+                counters_.dynamic(m.would, rule, engine::action_of(enforce)).inc();
+            if (d.unmodeled) counters_.dynamic(m.unmodeled, rule, d.reason, "observe").inc();
+            audit(d, engine::observe_action(enforce), st);
+            continue;
+        }
+        if (auto* counter = c.by_event[index_of(e)])
+            counter->inc();
+        else  // the reason comes from the decision (unmodeled_refused, unmodeled_forwarded)
+            counters_
+                .dynamic(m.family(row.metric), rule, d.reason.empty() ? std::string_view("rewrite_failed") : d.reason,
+                         row.labels[1])
+                .inc();
+        if (e == event::compensation_failed)
+            spdlog::error("session {}: rule {}: a give-back changed no row", id_, rule);
+        if (e == event::unmodeled_refused || e == event::unmodeled_forwarded)
+            spdlog::info("session {}: rule {}: {} a statement claimguard does not model: {}", id_, rule,
+                         e == event::unmodeled_refused ? "refused" : "forwarded", d.note);
+        if (row.audited) audit(d, row.action, st);
+    }
+}
+
+void session::report_deferred(const std::vector<std::pair<engine::event, engine::deferred_take>>& events,
+                              const sqlns::parsed_statement* st) {
+    if (events.empty()) return;
+    counters_.follow(snapshot_);
+    for (const auto& [e, t] : events) {
+        const auto& row = engine::row_of(e);
+        if (auto* counter = counters_.of(t.rule).by_event[index_of(e)]) counter->inc();
+        spdlog::debug("session {}: rule {}: {}", id_, t.rule, row.action);
+        if (!ctx_.audit || !ctx_.audit->enabled()) continue;
+        audit_event a;
+        a.session = id_;
+        a.client = peer_;
+        a.user = user_;
+        a.rule = t.rule;
+        a.action = row.action;
+        a.note = "take deferred to COMMIT (defer_decrement)";
+        for (std::size_t i = 0; i < t.key.size() && i < t.key_columns.size(); ++i)
+            a.keys.emplace_back(t.key_columns[i], t.key[i]);
+        std::string digest;
+        if (st) digest = statement_digest(*st);
+        a.digest = digest;
+        ctx_.audit->write(a);
+    }
+}
+
+void session::report_dropped(std::vector<engine::deferred_take> dropped, bool committed) {
+    if (dropped.empty()) return;
+    if (committed)  // a commit claimguard did not see coming: its claims went in without these takes
+        spdlog::error("session {}: the transaction committed with {} deferred take(s) of rule {} never sent", id_,
+                      dropped.size(), dropped.front().rule);
+    std::vector<std::pair<engine::event, engine::deferred_take>> events;
+    for (auto& t : dropped) events.emplace_back(engine::event::deferred_dropped, std::move(t));
+    report_deferred(events, nullptr);
+}
+
+void session::audit(const engine::decision& d, std::string_view action, const sqlns::parsed_statement& st) {
+    spdlog::debug("session {}: rule {}: {} ({})", id_, rule_name(d), action, d.note);
+    if (!ctx_.audit || !ctx_.audit->enabled()) return;
+    audit_event e;
+    e.session = id_;
+    e.client = peer_;
+    e.user = user_;
+    e.rule = rule_name(d);
+    e.action = action;
+    e.note = d.note;
+    if (d.stock)
+        for (std::size_t i = 0; i < d.key.size() && i < d.stock->key_columns.size(); ++i)
+            e.keys.emplace_back(d.stock->key_columns[i], d.key[i]);
+    if (d.claim)
+        for (std::size_t i = 0; i < d.idempotency.size() && i < d.claim->idempotency_columns.size(); ++i)
+            e.keys.emplace_back(d.claim->idempotency_columns[i], d.idempotency[i]);
+    auto digest = statement_digest(st);
+    e.digest = digest;
+    ctx_.audit->write(e);
+}
+
+}  // namespace claimguard::session
