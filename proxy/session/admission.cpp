@@ -1,5 +1,6 @@
 // Per-key admission in the session: waiting for a key's turn in the sidecar's admission gate
-// (on this session's executor), answering what the gate refused, giving the slots back.
+// (on this session's executor), counting what the gate did, giving the slots back. Whether a
+// statement waits and what a refused one is answered: engine::statement_operation.
 #include <algorithm>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
@@ -11,49 +12,16 @@
 namespace claimguard::session {
 
 using engine::admission;
-using engine::verdict;
 
 namespace {
 
 // How often a waiter looks at its ticket even without a wake-up (a safety net: the gate's wake
-// is the normal path), and the ERR a waiter gets when its turn does not come.
+// is the normal path).
 constexpr std::chrono::milliseconds admission_poll_interval{200};
-constexpr std::uint16_t er_lock_wait_timeout = 1205;  // what drivers and ORMs retry
-constexpr const char* er_lock_wait_timeout_state = "HY000";
-
-std::string describe_key(const engine::decision& d) {
-    std::string out;
-    for (std::size_t i = 0; i < d.key.size(); ++i) {
-        if (i) out += ", ";
-        if (i < d.stock->key_columns.size()) out += d.stock->key_columns[i] + "=";
-        else out += "in database ";  // the key's database, after its columns
-        out += d.key[i];
-    }
-    return out;
-}
-
-std::string format_ms(std::chrono::milliseconds d) {
-    if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + "s";
-    return std::to_string(d.count()) + "ms";
-}
 
 }  // namespace
 
-bool session::admission_applies(const engine::decision& d) const {
-    return ctx_.admission && !d.observe && d.stock && d.stock->admission &&
-           (d.what == verdict::take || d.what == verdict::track_decrement);
-}
-
-awaitable<std::optional<admission>> session::admit(const engine::decision& d) {
-    for (const auto& h : admission_held_)
-        if (h.rule == d.stock->name && h.key == d.key) co_return admission::admitted;  // its transaction's slot
-    if (d.holds_row_lock || !admission_held_.empty()) {
-        // Waiting now could close a cycle nobody detects: a holder of this key's slot waiting in
-        // InnoDB for the row lock this transaction holds (its locking read), or for a slot this
-        // transaction holds (another key). Go at once: a real deadlock is then InnoDB's to find.
-        counters_.admission(snapshot_, d.stock->name, admission_count::lock_held).inc();
-        co_return admission::bypass;
-    }
+awaitable<engine::statement_input> session::wait_turn(const engine::statement_action& act) {
     auto& gate = *ctx_.admission;
     // The gate wakes the waiter from whichever thread freed its slot: post to this session's
     // executor, where the wait runs; a session already gone is not touched.
@@ -62,15 +30,14 @@ awaitable<std::optional<admission>> session::admit(const engine::decision& d) {
             if (auto self = weak.lock()) self->admission_timer_.cancel();
         });
     };
-    auto entry = gate.enter(d.stock->name, d.key, *d.stock->admission, d.units, std::move(wake));
-    if (entry.what == admission::admitted) admission_held_.push_back({d.stock->name, d.key, entry.id});
-    if (entry.what != admission::queued) co_return entry.what;
+    auto entry = gate.enter(act.rule, act.key, *act.limits, act.units, std::move(wake));
+    if (entry.what != admission::queued) co_return engine::statement_input::of_turn(entry.what, entry.id);
 
     auto& queued = claim_metrics::get().admission_queued;
-    counters_.admission(snapshot_, d.stock->name, admission_count::waits).inc();
+    counters_.admission(snapshot_, act.rule, admission_count::waits).inc();
     queued.inc();
     watch_client_while_queued();
-    const auto deadline = clock_type::now() + d.stock->admission->queue_timeout;
+    const auto deadline = clock_type::now() + act.limits->queue_timeout;
     std::optional<admission> out;
     for (;;) {
         auto what = gate.resolve(entry.id);
@@ -91,40 +58,12 @@ awaitable<std::optional<admission>> session::admit(const engine::decision& d) {
         client_.cancel(ignored);  // nothing else waits on the client socket while a command is handled
     }
     queued.inc(-1);
-    if (out == admission::admitted) {
-        if (closed_ || client_gone_) {
-            gate.release(entry.id);
-            co_return std::nullopt;
-        }
-        admission_held_.push_back({d.stock->name, d.key, entry.id});
+    if (out == admission::admitted && (closed_ || client_gone_)) {
+        gate.release(entry.id);
+        co_return engine::statement_input::closing();
     }
-    co_return out;
-}
-
-awaitable<bool> session::admit_deferred(const engine::decision& d) {
-    if (!ctx_.admission || d.deferred == engine::deferred_step::none || memory_.deferred.empty() || !snapshot_)
-        co_return true;
-    // Whatever the gate answers (sold out, timed out), the takes are sent: each is conditional, so
-    // the database has the last word; the turn only orders them. Slots are held to the end of the
-    // transaction, which follows at once.
-    std::vector<engine::decision> takes;
-    for (const auto& t : memory_.deferred) {
-        if (d.deferred == engine::deferred_step::flush &&
-            std::find(d.flush_rules.begin(), d.flush_rules.end(), t.rule) == d.flush_rules.end())
-            continue;
-        const auto* rule = snapshot_->rules.find_stock(t.rule);
-        if (rule == nullptr || !rule->admission) continue;
-        engine::decision td;
-        td.what = verdict::take;
-        td.stock = rule;
-        td.key = t.key;
-        td.units = t.units;
-        td.holds_row_lock = memory_.holds_row_lock(t.rule, t.key);
-        takes.push_back(std::move(td));
-    }
-    for (const auto& td : takes)
-        if (!co_await admit(td)) co_return false;
-    co_return true;
+    if (!out) co_return engine::statement_input::closing();
+    co_return engine::statement_input::of_turn(*out, entry.id);
 }
 
 void session::watch_client_while_queued() {
@@ -143,47 +82,29 @@ void session::watch_client_while_queued() {
     });
 }
 
-awaitable<session::intercepted> session::answer_not_admitted(admission what, const engine::decision& d,
-                                                             const rules::sql::parsed_statement& st,
-                                                             engine::claim_operation& op) {
-    if (what == admission::sold_out) {
-        counters_.admission(snapshot_, d.stock->name, admission_count::sold_out).inc();
-        auto act = op.answer_sold_out();
-        report_events(op.take_events(), d, st);
-        co_return co_await answer(act.answer, act.status, act.ok_rows) ? intercepted::handled : intercepted::failed;
-    }
-    const auto& limits = *d.stock->admission;
-    std::string message;
-    if (what == admission::queue_full) {
-        counters_.admission(snapshot_, d.stock->name, admission_count::queue_full).inc();
-        audit(d, "admission-queue-full", st);
-        message = "claimguard: the queue for key " + describe_key(d) + " of rule " + d.stock->name + " is full (" +
-                  std::to_string(limits.max_queue) + " statements wait); try again";
-    } else {
-        counters_.admission(snapshot_, d.stock->name, admission_count::timeouts).inc();
-        audit(d, "admission-timeout", st);
-        message = "claimguard: waited more than queue_timeout (" + format_ms(limits.queue_timeout) + ") for key " +
-                  describe_key(d) + " of rule " + d.stock->name + "; try again";
-    }
-    spdlog::debug("session {}: {}", id_, message);
-    rules::answer a{rules::answer::kind::error, er_lock_wait_timeout, er_lock_wait_timeout_state, std::move(message)};
-    co_return co_await answer(a, status_) ? intercepted::handled : intercepted::failed;
-}
-
-void session::note_admission_events(const std::vector<engine::event>& events, const engine::decision& d) {
-    if (!ctx_.admission || !d.stock || !d.stock->admission || d.observe) return;
-    for (auto e : events) {
-        if (e == engine::event::exhausted)
-            ctx_.admission->note_sold_out(d.stock->name, d.key, d.units);
-        else if (e == engine::event::took || e == engine::event::tracked || e == engine::event::restocked)
-            ctx_.admission->note_available(d.stock->name, d.key);
+void session::report_admission(const std::vector<engine::admission_note>& notes, const engine::decision& d,
+                               const rules::sql::parsed_statement& st) {
+    for (const auto& n : notes) {
+        switch (n.what) {
+        case engine::admission_note::kind::lock_held: counters_.admission(snapshot_, n.rule, admission_count::lock_held).inc(); break;
+        case engine::admission_note::kind::sold_out: counters_.admission(snapshot_, n.rule, admission_count::sold_out).inc(); break;
+        case engine::admission_note::kind::queue_full:
+            counters_.admission(snapshot_, n.rule, admission_count::queue_full).inc();
+            audit(d, "admission-queue-full", st);
+            spdlog::debug("session {}: {}", id_, n.message);
+            break;
+        case engine::admission_note::kind::timed_out:
+            counters_.admission(snapshot_, n.rule, admission_count::timeouts).inc();
+            audit(d, "admission-timeout", st);
+            spdlog::debug("session {}: {}", id_, n.message);
+            break;
+        }
     }
 }
 
 void session::release_admission() {
     if (!ctx_.admission) return;
-    for (const auto& h : admission_held_) ctx_.admission->release(h.id);
-    admission_held_.clear();
+    admission_held_.release_all(*ctx_.admission);
 }
 
 }  // namespace claimguard::session

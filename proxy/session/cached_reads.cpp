@@ -1,6 +1,7 @@
-// Counter reads answered by the sidecar (stock rule read_cache): which reads may be, the shape
-// their reply is kept under, serving them from the sidecar-wide read cache or keeping the
-// server's reply, and the cache following what this sidecar's claim operations did.
+// Counter reads answered by the sidecar (stock rule read_cache): what the read cache's decision
+// (engine::statement_operation) needs of a read (the shape its reply is kept under, whether a
+// cursor is asked for), the server's reply as a template, the cache's metrics, and the cache
+// following what this sidecar's claim operations did.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -47,34 +48,24 @@ std::string normalised_text(const sqlns::parsed_statement& st, const match::coun
 
 }  // namespace
 
-awaitable<std::optional<session::intercepted>> session::serve_counter_read(const engine::decision& d,
-                                                                           const sqlns::parsed_statement& st,
-                                                                           std::uint8_t command,
-                                                                           proto::bytes_view forward_bytes,
-                                                                           std::uint8_t last_seq) {
-    auto& m = claim_metrics::get();
-    auto& cache = *ctx_.read_cache;
+std::optional<engine::cached_read> session::cached_read_of(const engine::decision& d, const sqlns::parsed_statement& st,
+                                                          std::uint8_t command, proto::bytes_view forward_bytes) const {
+    if (d.what != engine::verdict::remember_read || d.deferred != engine::deferred_step::none || !d.stock ||
+        !d.stock->read_cache || !ctx_.read_cache || !snapshot_)
+        return std::nullopt;
     const auto* r = std::get_if<match::counter_read>(d.fact);
-    if (r == nullptr) co_return std::nullopt;
-    const auto& rule = *d.stock;
-    // Cacheable only when the reply differs from the kept one in the counter alone and the
-    // session may see the sidecar's value (engine::read_cache_bypass says why not).
-    engine::read_situation situation;
-    situation.observe = snapshot_->rules.effective_mode(rule) != rules::mode::enforce;
+    if (r == nullptr) return std::nullopt;
+    engine::cached_read out;
+    out.situation.observe = snapshot_->rules.effective_mode(*d.stock) != rules::mode::enforce;
     // With autocommit off and no transaction open, the read itself would open one (the server's
     // reply says so): only the server can answer it.
-    situation.autocommit_or_transaction = (status_ & (proto::status::autocommit | proto::status::in_trans)) != 0;
+    out.situation.autocommit_or_transaction = (status_ & (proto::status::autocommit | proto::status::in_trans)) != 0;
     const bool binary = command == proto::com::stmt_execute;
     if (binary) {
         const auto payload = forward_bytes.subspan(proto::frame_header_size);
-        situation.cursor = payload.size() <= execute_flags_offset || payload[execute_flags_offset] != 0;
+        out.situation.cursor = payload.size() <= execute_flags_offset || payload[execute_flags_offset] != 0;
     }
-    if (auto why = engine::read_cache_bypass(*r, d.key, memory_, situation); !why.empty()) {
-        counters_.read(snapshot_, rule.name, read_result::bypass).inc();
-        spdlog::debug("session {}: rule {}: read sent to the server: {}", id_, rule.name, why);
-        co_return std::nullopt;
-    }
-    std::string shape;
+    auto& shape = out.shape;
     shape.push_back(binary ? 'B' : 'T');
     shape += (caps_ & proto::cap::deprecate_eof) ? 'E' : '-';
     shape += (mariadb_caps_ & proto::mariadb_cap::extended_metadata) ? 'X' : '-';
@@ -83,66 +74,41 @@ awaitable<std::optional<session::intercepted>> session::serve_counter_read(const
     shape += database_;
     shape += '\n';
     shape += normalised_text(st, *r);
+    return out;
+}
 
-    // A read inside a transaction may answer from an older snapshot: its reply is never kept as
-    // the key's value, so it never refreshes the cache for the others.
-    const bool in_transaction_before = (status_ & proto::status::in_trans) != 0;
-    auto now = engine::read_cache::clock::now();
-    auto found = cache.find(rule.name, d.key, shape, *rule.read_cache, now, !in_transaction_before);
-    // Another read of this key is refreshing it: its answer serves this one too (one refresh per
-    // key per TTL, however many reads arrive meanwhile). find() stops saying wait after
-    // max_refresh_wait, and then this read asks the server itself.
-    while (found.what == engine::read_cache::outcome::wait) {
-        admission_timer_.expires_after(engine::read_cache::refresh_poll_interval);
-        co_await admission_timer_.async_wait(nothrow);
-        if (closed_) co_return intercepted::failed;
-        now = engine::read_cache::clock::now();
-        found = cache.find(rule.name, d.key, shape, *rule.read_cache, now, !in_transaction_before);
-    }
-    if (found.what == engine::read_cache::outcome::hit) {
-        auto bytes = proto::rebuild_counter_reply(*found.reply, found.value, status_, proto::reply_seq(command_seq_));
-        if (bytes) {
-            counters_.read(snapshot_, rule.name, read_result::hit).inc();
-            auto& e = memory_.entry(rule.name, d.key);
-            memory_.note_read(e, found.value, in_transaction_before);
-            e.refused = false;  // a new attempt starts with a read
-            if (!co_await write_client(*bytes)) co_return intercepted::failed;
-            co_return intercepted::handled;
-        }
-        found.what = engine::read_cache::outcome::refresh;  // the value does not fit the column: ask the server
-    }
-    counters_.read(snapshot_, rule.name, found.what == engine::read_cache::outcome::miss ? read_result::miss : read_result::refresh)
-        .inc();
-    forwarded_statement_ = true;
-    auto reply = co_await roundtrip(forward_bytes, command, last_seq);
-    bool stored = false;
-    if (!reply) {
-        if (!in_transaction_before) cache.end_refresh(rule.name, d.key);
-        co_return intercepted::failed;
-    }
-    if (!reply->is_err && !reply->is_ok) {
-        auto kept =
-            proto::parse_counter_reply(reply->raw, caps_, mariadb_caps_, binary, r->counter_position, r->counter_label);
-        if (kept) {
-            const auto value = kept->value;
-            auto& e = memory_.entry(rule.name, d.key);
-            memory_.note_read(e, value, in_transaction_before);
-            e.refused = false;
-            // A read inside a transaction may answer from an older snapshot: served from the
-            // kept template later, never kept as the key's value.
-            if (!in_transaction_before) {
-                cache.store(rule.name, d.key, shape, std::make_shared<const proto::counter_reply>(std::move(*kept)),
-                            value, found.generation, now);
-                stored = true;
+std::shared_ptr<const proto::counter_reply> session::kept_read(const engine::decision& d, const captured_reply& reply,
+                                                               std::uint8_t command) const {
+    const auto* r = std::get_if<match::counter_read>(d.fact);
+    if (r == nullptr || reply.is_err || reply.is_ok) return nullptr;
+    auto kept = proto::parse_counter_reply(reply.raw, caps_, mariadb_caps_, command == proto::com::stmt_execute,
+                                           r->counter_position, r->counter_label);
+    if (!kept) return nullptr;
+    return std::make_shared<const proto::counter_reply>(std::move(*kept));
+}
+
+void session::report_reads(const std::vector<engine::read_note>& notes, const engine::decision& d) {
+    if (notes.empty()) return;
+    auto& m = claim_metrics::get();
+    const auto& rule = d.stock->name;
+    for (const auto& n : notes) {
+        switch (n.what) {
+            case engine::read_note::kind::bypass:
+                counters_.read(snapshot_, rule, read_result::bypass).inc();
+                spdlog::debug("session {}: rule {}: read sent to the server: {}", id_, rule, n.why);
+                break;
+            case engine::read_note::kind::hit: counters_.read(snapshot_, rule, read_result::hit).inc(); break;
+            case engine::read_note::kind::miss: counters_.read(snapshot_, rule, read_result::miss).inc(); break;
+            case engine::read_note::kind::refresh: counters_.read(snapshot_, rule, read_result::refresh).inc(); break;
+            case engine::read_note::kind::stored: {
+                const auto& cache = *ctx_.read_cache;
                 m.read_cache_keys.set(static_cast<std::int64_t>(cache.keys()));
                 m.read_cache_templates.set(static_cast<std::int64_t>(cache.templates()));
                 m.count_read_cache_evictions(cache.evictions());
+                break;
             }
         }
     }
-    if (!stored && !in_transaction_before) cache.end_refresh(rule.name, d.key);
-    if (!co_await write_client(reply->raw)) co_return intercepted::failed;
-    co_return intercepted::handled;
 }
 
 void session::update_read_cache(const std::vector<engine::event>& events, const engine::decision& d) {

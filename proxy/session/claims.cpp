@@ -15,6 +15,7 @@
 #include "proxy/protocol/column.hpp"
 #include "proxy/protocol/command.hpp"
 #include "proxy/protocol/command_packets.hpp"
+#include "proxy/protocol/counter_reply.hpp"
 #include "proxy/protocol/prepared.hpp"
 #include "proxy/protocol/reply_view.hpp"
 #include "rules/match/matcher.hpp"
@@ -397,62 +398,71 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
                                                const std::vector<proto::value_type>* types) {
     if (d.what == verdict::forward && !d.unmodeled && d.deferred == engine::deferred_step::none)
         co_return intercepted::forward;
-    if (d.what == verdict::remember_read && d.deferred == engine::deferred_step::none && d.stock &&
-        d.stock->read_cache && ctx_.read_cache) {
-        auto served = co_await serve_counter_read(d, st, command, forward_bytes, last_seq);
-        if (served) co_return *served;
-    }
-    engine::operation_context octx{id_, status_, redis_ != nullptr};
-    engine::claim_operation op(d, st, memory_, *ctx_.ledger, octx);
+    const auto read = cached_read_of(d, st, command, forward_bytes);
+    engine::statement_context sctx{{id_, status_, redis_ != nullptr}, ctx_.admission,
+                                   snapshot_ ? &snapshot_->rules : nullptr, ctx_.read_cache, read ? &*read : nullptr};
+    engine::statement_operation op(d, st, memory_, *ctx_.ledger, transaction_, admission_held_, sctx);
     op.set_database(database_);
-    if (admission_applies(d) && !op.deferrable()) {
-        // The key's turn first: at most max_in_flight of its decrements reach the database at once.
-        // (A take deferred to COMMIT reaches nothing now: it waits for its turn when it is sent.)
-        auto turn = co_await admit(d);
-        if (!turn) co_return intercepted::failed;
-        if (*turn != engine::admission::admitted && *turn != engine::admission::bypass)
-            co_return co_await answer_not_admitted(*turn, d, st, op);
-    }
-    if (!co_await admit_deferred(d)) co_return intercepted::failed;
     std::optional<captured_reply> kept;
-    std::string token;
-    // The Redis key of a claim that did not go in goes at once; one inserted in a transaction
-    // goes if the transaction does not commit.
-    auto settle_redis = [&]() -> awaitable<void> {
-        if (!op.redis_locked() || !redis_) co_return;
-        if (op.redis_keep_for_transaction()) transaction_.hold({d.redis_key, token, d.claim->redis->ttl});
-        else if (op.redis_release_now()) (void)co_await redis_->release(d.redis_key, token);
-        else if (op.redis_commit_now()) commit_redis_keys({{d.redis_key, token, d.claim->redis->ttl}});
-    };
-    auto act = op.start();
+    std::optional<proto::byte_buffer> rebuilt;  // a read answered from the read cache
+    auto act = op.resume(engine::statement_input::start());
     for (;;) {
-        auto events = op.take_events();
-        note_admission_events(events, d);
-        report_events(events, d, st);
+        report_admission(op.take_admission_notes(), d, st);
+        report_events(op.take_events(), d, st);
         report_deferred(op.take_deferred_events(), &st);
+        report_reads(op.take_read_notes(), d);
+        using kind = engine::statement_action::kind;
         switch (act.type) {
-        case engine::action::kind::relay:
-            co_await settle_redis();
-            co_return intercepted::forward;
+        case kind::relay: co_return intercepted::forward;
+        case kind::fail: co_return intercepted::failed;
+        case kind::reply_kept:
+            if (!kept) co_return intercepted::failed;
+            co_return co_await write_client(kept->raw) ? intercepted::handled : intercepted::failed;
+        case kind::answer:
+            co_return co_await answer(act.op.answer, act.op.status, act.op.ok_rows) ? intercepted::handled
+                                                                                    : intercepted::failed;
 
-        case engine::action::kind::send_statement:
-        case engine::action::kind::send_sql: {
-            const bool own = act.type == engine::action::kind::send_sql;
+        case kind::reply_rebuilt:
+            if (!rebuilt) co_return intercepted::failed;
+            co_return co_await write_client(*rebuilt) ? intercepted::handled : intercepted::failed;
+
+        case kind::serve_cached:
+            rebuilt = proto::rebuild_counter_reply(*act.cached, act.value, status_, proto::reply_seq(command_seq_));
+            act = op.resume(engine::statement_input::of_rebuilt(rebuilt.has_value()));
+            break;
+
+        case kind::wait_refresh:
+            admission_timer_.expires_after(engine::read_cache::refresh_poll_interval);
+            co_await admission_timer_.async_wait(nothrow);
+            act = op.resume(closed_ ? engine::statement_input::closing() : engine::statement_input::refresh_done());
+            break;
+
+        case kind::wait_turn: {
+            auto turn = co_await wait_turn(act);
+            act = op.resume(turn);
+            break;
+        }
+
+        case kind::send_statement:
+        case kind::send_sql: {
+            const bool own = act.type == kind::send_sql;
             if (!own) forwarded_statement_ = true;
             // Not `own ? co_await a : co_await b`: GCC 12 mishandles temporaries of a conditional
             // around co_await (a double free seen before in this code base).
             std::optional<captured_reply> reply;
             if (own)
-                reply = co_await run_sql(act.sql, params, types);
+                reply = co_await run_sql(act.op.sql, params, types);
             else
                 reply = co_await roundtrip(forward_bytes, command, last_seq);
             if (!reply) {
-                // The connection is gone: a claim's Redis key goes with it (in the background).
-                if (op.redis_locked() && redis_) {
-                    transaction_.hold({d.redis_key, token, d.claim->redis->ttl});
-                    release_redis_keys(transaction_.release_all());
-                }
-                co_return intercepted::failed;
+                act = op.resume(engine::statement_input::lost());
+                break;
+            }
+            if (act.keep_template) {
+                auto read_template = kept_read(d, *reply, command);
+                kept = std::move(*reply);
+                act = op.resume(engine::statement_input::of_read({}, std::move(read_template)));
+                break;
             }
             engine::reply_summary summary;
             summary.ok = reply->is_ok;
@@ -461,8 +471,8 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
             summary.affected_rows = reply->affected_rows;
             summary.status = reply->status;
             if (!reply->is_ok && !reply->is_err) summary.rows = count_rows(*reply);
-            if (act.read_counter && !reply->is_err) {
-                const bool binary = own ? (!act.sql.parameters.empty() && params && types)
+            if (act.op.read_counter && !reply->is_err) {
+                const bool binary = own ? (!act.op.sql.parameters.empty() && params && types)
                                         : command == proto::com::stmt_execute;
                 if (own) {
                     summary.counter = read_counter(*reply, 0, {}, binary);
@@ -470,32 +480,36 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
                     summary.counter = read_counter(*reply, r->counter_position, r->counter_label, binary);
                 }
             }
-            if (act.keep_reply) kept = std::move(*reply);
-            act = op.on_reply(summary);
+            if (act.op.keep_reply) kept = std::move(*reply);
+            act = op.resume(engine::statement_input::of_reply(summary));
             break;
         }
 
-        case engine::action::kind::redis_acquire: {
-            token = guards::random_token();
-            auto got = co_await redis_->acquire(d.redis_key, token, act.ttl);
-            act = op.on_redis(got == guards::acquire_result::held       ? engine::redis_reply::held
-                              : got == guards::acquire_result::acquired ? engine::redis_reply::acquired
-                              : got == guards::acquire_result::pending  ? engine::redis_reply::pending
-                                                                        : engine::redis_reply::unavailable);
+        case kind::redis_acquire: {
+            auto token = guards::random_token();
+            auto got = co_await redis_->acquire(d.redis_key, token, act.op.ttl);
+            act = op.resume(engine::statement_input::of_redis(
+                got == guards::acquire_result::held       ? engine::redis_reply::held
+                : got == guards::acquire_result::acquired ? engine::redis_reply::acquired
+                : got == guards::acquire_result::pending  ? engine::redis_reply::pending
+                                                          : engine::redis_reply::unavailable,
+                std::move(token)));
             break;
         }
 
-        case engine::action::kind::reply_client: {
-            co_await settle_redis();
-            if (!kept) co_return intercepted::failed;
-            co_return co_await write_client(kept->raw) ? intercepted::handled : intercepted::failed;
-        }
+        case kind::redis_release:
+            if (act.wait && redis_) {
+                for (const auto& k : act.keys) (void)co_await redis_->release(k.key, k.token);
+            } else {
+                release_redis_keys(std::move(act.keys));
+            }
+            act = op.resume(engine::statement_input::redis_carried_out());
+            break;
 
-        case engine::action::kind::answer: {
-            co_await settle_redis();
-            if (d.what == verdict::rollback_instead || op.rolled_back()) release_redis_keys(transaction_.release_all());
-            co_return co_await answer(act.answer, act.status, act.ok_rows) ? intercepted::handled : intercepted::failed;
-        }
+        case kind::redis_commit:
+            commit_redis_keys(std::move(act.keys));
+            act = op.resume(engine::statement_input::redis_carried_out());
+            break;
         }
     }
 }

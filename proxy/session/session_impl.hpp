@@ -25,6 +25,7 @@
 #include "proxy/engine/claim_operation.hpp"
 #include "proxy/engine/decide.hpp"
 #include "proxy/engine/rules_snapshot.hpp"
+#include "proxy/engine/statement_operation.hpp"
 #include "proxy/engine/transaction_tracker.hpp"
 #include "proxy/protocol/binary_value.hpp"
 #include "proxy/protocol/packets.hpp"
@@ -192,12 +193,15 @@ private:
                                  const std::vector<proto::value_type>* types);
     awaitable<std::optional<captured_reply>> roundtrip(proto::bytes_view raw, std::uint8_t command,
                                                        std::uint8_t last_seq);
-    // A counter read of a rule with read_cache: answered from the sidecar's cache, or sent to the
-    // server and its reply kept (cached_reads.cpp). Empty: not cacheable, apply() goes on as usual.
-    awaitable<std::optional<intercepted>> serve_counter_read(const engine::decision& d,
-                                                             const rules::sql::parsed_statement& st,
-                                                             std::uint8_t command, proto::bytes_view forward_bytes,
-                                                             std::uint8_t last_seq);
+    // A counter read of a rule with read_cache: what the read cache's decision needs to know of it
+    // (cached_reads.cpp). Empty: the cache is not asked.
+    std::optional<engine::cached_read> cached_read_of(const engine::decision& d, const rules::sql::parsed_statement& st,
+                                                      std::uint8_t command, proto::bytes_view forward_bytes) const;
+    // ... the server's reply to it as a template (null: it cannot be one).
+    std::shared_ptr<const proto::counter_reply> kept_read(const engine::decision& d, const captured_reply& reply,
+                                                          std::uint8_t command) const;
+    // Counts what the read cache did for a read.
+    void report_reads(const std::vector<engine::read_note>& notes, const engine::decision& d);
     // The read cache follows the decrements, refusals and restocks a claim operation reports.
     void update_read_cache(const std::vector<engine::event>& events, const engine::decision& d);
 
@@ -249,19 +253,13 @@ private:
     [[nodiscard]] rules::sql::lexer_options lexer_options() const;
 
     // ---- per-key admission (admission.cpp) -------------------------------------------------------
-    // Whether the decision's decrement waits its turn in the sidecar's admission gate.
-    [[nodiscard]] bool admission_applies(const engine::decision& d) const;
-    // Waits for the key's turn (a slot this session already holds in its transaction counts).
-    // nullopt: the client went away or the session is closing while it waited (the ticket is gone).
-    awaitable<std::optional<engine::admission>> admit(const engine::decision& d);
-    // The deferred takes this statement sends first (defer_decrement: at COMMIT, or before a
-    // statement on their table) wait for their keys' turns too; false: the client went away.
-    awaitable<bool> admit_deferred(const engine::decision& d);
-    // Answers a decrement the gate did not admit (sold out, timed out, queue full).
-    awaitable<intercepted> answer_not_admitted(engine::admission what, const engine::decision& d,
-                                               const rules::sql::parsed_statement& st, engine::claim_operation& op);
-    // What the database said about the key (sold out, a take or restock went through).
-    void note_admission_events(const std::vector<engine::event>& events, const engine::decision& d);
+    // Waits for the turn a statement operation asked for (engine::statement_action::wait_turn) in
+    // the sidecar's admission gate: what the gate said, or closing when the client went away or
+    // the session closes while it waited (the ticket is gone then).
+    awaitable<engine::statement_input> wait_turn(const engine::statement_action& act);
+    // Counts and audits what the admission gate did for a statement.
+    void report_admission(const std::vector<engine::admission_note>& notes, const engine::decision& d,
+                          const rules::sql::parsed_statement& st);
     // Gives back every slot this session holds (outside a transaction, at the session's end).
     void release_admission();
     // While queued: a client that hangs up (EOF) wakes the waiter so it leaves the queue.
@@ -316,12 +314,7 @@ private:
     session_counters counters_;  // the per-rule metric children of the command's rules snapshot
     bool command_failed_ = false;                 // the server answered the command being handled with ERR
     std::uint16_t command_error_ = 0;             // ... its code
-    struct admission_slot {
-        std::string rule;
-        engine::key_tuple key;
-        engine::admission_gate::ticket id = 0;
-    };
-    std::vector<admission_slot> admission_held_;  // slots held until the reply / the transaction's end
+    engine::admission_slots admission_held_;  // slots held until the reply / the transaction's end
     bool client_gone_ = false;                    // the client hung up while its statement was queued
     std::uint64_t client_watch_ = 0;              // generation of watch_client_while_queued()'s wait
 };

@@ -1,0 +1,353 @@
+// One statement carried out: admission turns, the claim operation, the Redis key's settlement.
+#include "statement_operation.hpp"
+
+#include <algorithm>
+
+namespace claimguard::engine {
+
+namespace {
+
+constexpr std::uint16_t er_lock_wait_timeout = 1205;  // what drivers and ORMs retry
+constexpr const char* er_lock_wait_timeout_state = "HY000";
+
+std::string describe_key(const decision& d) {
+    std::string out;
+    for (std::size_t i = 0; i < d.key.size(); ++i) {
+        if (i) out += ", ";
+        if (i < d.stock->key_columns.size())
+            out += d.stock->key_columns[i] + "=";
+        else
+            out += "in database ";  // the key's database, after its columns
+        out += d.key[i];
+    }
+    return out;
+}
+
+std::string format_ms(std::chrono::milliseconds d) {
+    if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + "s";
+    return std::to_string(d.count()) + "ms";
+}
+
+}  // namespace
+
+bool admission_slots::holds(const std::string& rule, const key_tuple& key) const {
+    return std::any_of(held_.begin(), held_.end(), [&](const slot& s) { return s.rule == rule && s.key == key; });
+}
+
+void admission_slots::release_all(admission_gate& gate) {
+    for (const auto& s : held_) gate.release(s.id);
+    held_.clear();
+}
+
+statement_operation::statement_operation(const decision& d, const rules::sql::parsed_statement& st,
+                                         session_memory& memory, take_ledger& ledger, transaction_tracker& transaction,
+                                         admission_slots& slots, const statement_context& ctx)
+    : d_(d),
+      memory_(memory),
+      transaction_(transaction),
+      slots_(slots),
+      ctx_(ctx),
+      claim_(d, st, memory, ledger, ctx.op) {}
+
+bool statement_operation::admission_applies() const {
+    return ctx_.gate != nullptr && !d_.observe && d_.stock && d_.stock->admission &&
+           (d_.what == verdict::take || d_.what == verdict::track_decrement);
+}
+
+namespace {
+
+// Whether `in` answers `asked`, the last action the operation returned.
+bool answers(const statement_input& in, statement_action::kind asked, bool started) {
+    using k = statement_input::kind;
+    using a = statement_action::kind;
+    switch (in.type) {
+        case k::start: return !started;
+        case k::reply:
+        case k::io_lost: return started && (asked == a::send_statement || asked == a::send_sql);
+        case k::redis: return started && asked == a::redis_acquire;
+        case k::redis_done: return started && (asked == a::redis_release || asked == a::redis_commit);
+        case k::turn:
+        case k::closing: return started && (asked == a::wait_turn || asked == a::wait_refresh);
+        case k::refreshed: return started && asked == a::wait_refresh;
+        case k::rebuilt: return started && asked == a::serve_cached;
+    }
+    return false;
+}
+
+}  // namespace
+
+statement_action statement_operation::resume(const statement_input& in) {
+    if (!answers(in, asked_, phase_ != phase::idle)) return finish(statement_action::fail());
+    auto next = step(in);
+    asked_ = next.type;
+    return next;
+}
+
+statement_action statement_operation::step(const statement_input& in) {
+    using k = statement_input::kind;
+    switch (in.type) {
+        case k::start: {
+            if (phase_ != phase::idle) break;
+            if (auto read = start_cached_read()) return *read;
+            // The key's turn first: at most max_in_flight of its decrements reach the database at once.
+            // (A take deferred to COMMIT reaches nothing now: it waits for its turn when it is sent.)
+            if (admission_applies() && !claim_.deferrable()) {
+                phase_ = phase::main_turn;
+                if (auto wait = ask_turn({d_.stock->name, d_.key, &*d_.stock->admission, d_.units, d_.holds_row_lock}))
+                    return *wait;
+            }
+            return after_main_turn();
+        }
+        case k::turn: {
+            if (!waiting_ || (phase_ != phase::main_turn && phase_ != phase::deferred_turns)) break;
+            auto t = std::move(*waiting_);
+            waiting_.reset();
+            if (in.turn == admission::admitted) slots_.add({std::move(t.rule), std::move(t.key), in.ticket});
+            if (phase_ == phase::deferred_turns) return next_deferred_turn();
+            if (in.turn == admission::admitted || in.turn == admission::bypass) return after_main_turn();
+            return not_admitted(in.turn);
+        }
+        case k::closing: return finish(statement_action::fail());
+        case k::refreshed:
+            if (phase_ != phase::cache_wait) break;
+            return look_up();
+        case k::rebuilt:
+            if (phase_ != phase::cache_serve) break;
+            return after_cached_read(in);
+        case k::reply:
+            if (phase_ == phase::cache_read) return after_cached_read(in);
+            if (phase_ != phase::running) break;
+            return follow(claim_.on_reply(in.reply));
+        case k::redis:
+            if (phase_ != phase::running) break;
+            token_ = in.token;
+            return follow(claim_.on_redis(in.redis));
+        case k::redis_done:
+            if (phase_ != phase::settling || queued_.empty()) break;
+            return next_queued();
+        case k::io_lost: {
+            // The connection is gone: a claim's Redis key goes with it (in the background), and with
+            // it the keys the transaction's earlier claims hold. The claim's take is not given back
+            // to the ledger: nobody knows whether the INSERT committed.
+            queued_.clear();
+            if (phase_ == phase::cache_read) end_refresh();
+            if (claim_.redis_locked() && ctx_.op.redis_available) {
+                transaction_.hold({d_.redis_key, token_, d_.claim->redis->ttl});
+                queued_.push_back(statement_action::release(transaction_.release_all(), false));
+            }
+            queued_.push_back(statement_action::fail());
+            phase_ = phase::settling;
+            return next_queued();
+        }
+    }
+    return finish(statement_action::fail());  // an input the operation did not ask for
+}
+
+std::optional<statement_action> statement_operation::start_cached_read() {
+    if (ctx_.cache == nullptr || ctx_.read == nullptr || d_.what != verdict::remember_read ||
+        d_.deferred != deferred_step::none || !d_.stock || !d_.stock->read_cache)
+        return std::nullopt;
+    const auto* r = std::get_if<rules::match::counter_read>(d_.fact);
+    if (r == nullptr) return std::nullopt;
+    // Cacheable only when the reply differs from the kept one in the counter alone and the
+    // session may see the sidecar's value (read_cache_bypass says why not).
+    if (auto why = read_cache_bypass(*r, d_.key, memory_, ctx_.read->situation); !why.empty()) {
+        reads_.push_back({read_note::kind::bypass, std::string(why)});
+        return std::nullopt;
+    }
+    // A read inside a transaction may answer from an older snapshot: its reply is never kept as
+    // the key's value, so it never refreshes the cache for the others.
+    in_transaction_before_ = (ctx_.op.status & protocol::status::in_trans) != 0;
+    return look_up();
+}
+
+statement_action statement_operation::look_up() {
+    asked_at_ = read_cache::clock::now();
+    found_ = ctx_.cache->find(d_.stock->name, d_.key, ctx_.read->shape, *d_.stock->read_cache, asked_at_,
+                              !in_transaction_before_);
+    switch (found_.what) {
+        case read_cache::outcome::wait:
+            // Another read of this key is refreshing it: its answer serves this one too (one
+            // refresh per key per TTL). find() stops saying wait after max_refresh_wait, and then
+            // this read asks the server itself.
+            phase_ = phase::cache_wait;
+            return statement_action::wait_refresh();
+        case read_cache::outcome::hit:
+            phase_ = phase::cache_serve;
+            return statement_action::serve_cached(found_.reply, found_.value);
+        case read_cache::outcome::miss: return read_from_server(read_note::kind::miss);
+        case read_cache::outcome::refresh: break;
+    }
+    return read_from_server(read_note::kind::refresh);
+}
+
+statement_action statement_operation::read_from_server(read_note::kind why) {
+    reads_.push_back({why, {}});
+    phase_ = phase::cache_read;
+    action a;
+    a.type = action::kind::send_statement;
+    a.keep_reply = true;
+    auto s = statement_action::send(std::move(a));
+    s.keep_template = true;
+    return s;
+}
+
+statement_action statement_operation::after_cached_read(const statement_input& in) {
+    const auto note_read = [&](std::int64_t value) {
+        auto& e = memory_.entry(d_.stock->name, d_.key);
+        memory_.note_read(e, value, in_transaction_before_);
+        e.refused = false;  // a new attempt starts with a read
+    };
+    if (in.type == statement_input::kind::rebuilt) {
+        if (!in.rebuilt_ok) return read_from_server(read_note::kind::refresh);  // the value does not fit the column
+        reads_.push_back({read_note::kind::hit, {}});
+        note_read(found_.value);
+        return finish(statement_action::reply_rebuilt());
+    }
+    bool stored = false;
+    if (in.kept_read) {
+        const auto value = in.kept_read->value;
+        note_read(value);
+        // In a transaction: served from the kept template later, never kept as the key's value.
+        if (!in_transaction_before_) {
+            ctx_.cache->store(d_.stock->name, d_.key, ctx_.read->shape, in.kept_read, value, found_.generation,
+                              asked_at_);
+            stored = true;
+            reads_.push_back({read_note::kind::stored, {}});
+        }
+    }
+    if (!stored) end_refresh();
+    return finish(statement_action::reply_kept());
+}
+
+void statement_operation::end_refresh() {
+    if (!in_transaction_before_) ctx_.cache->end_refresh(d_.stock->name, d_.key);
+}
+
+std::optional<statement_action> statement_operation::ask_turn(const turn_request& t) {
+    if (slots_.holds(t.rule, t.key)) return std::nullopt;  // its transaction's slot
+    if (t.holds_row_lock || !slots_.empty()) {
+        // Waiting now could close a cycle nobody detects: a holder of this key's slot waiting in
+        // InnoDB for the row lock this transaction holds (its locking read), or for a slot this
+        // transaction holds (another key). Go at once: a real deadlock is then InnoDB's to find.
+        notes_.push_back({admission_note::kind::lock_held, t.rule, {}});
+        return std::nullopt;
+    }
+    waiting_ = t;
+    return statement_action::wait_for_turn(t.rule, t.key, *t.limits, t.units);
+}
+
+statement_action statement_operation::after_main_turn() {
+    // The deferred takes this statement sends first (defer_decrement: at COMMIT, or before a
+    // statement on their table) wait for their keys' turns too. Whatever the gate answers (sold
+    // out, timed out), the takes are sent: each is conditional, so the database has the last
+    // word; the turn only orders them. Slots are held to the end of the transaction.
+    phase_ = phase::deferred_turns;
+    if (ctx_.gate != nullptr && d_.deferred != deferred_step::none && !memory_.deferred.empty() && ctx_.rules) {
+        for (const auto& t : memory_.deferred) {
+            if (d_.deferred == deferred_step::flush &&
+                std::find(d_.flush_rules.begin(), d_.flush_rules.end(), t.rule) == d_.flush_rules.end())
+                continue;
+            const auto* rule = ctx_.rules->find_stock(t.rule);
+            if (rule == nullptr || !rule->admission) continue;
+            deferred_turns_.push_back(
+                {rule->name, t.key, &*rule->admission, t.units, memory_.holds_row_lock(t.rule, t.key)});
+        }
+    }
+    return next_deferred_turn();
+}
+
+statement_action statement_operation::next_deferred_turn() {
+    while (next_turn_ < deferred_turns_.size())
+        if (auto wait = ask_turn(deferred_turns_[next_turn_++])) return *wait;
+    phase_ = phase::running;
+    return follow(claim_.start());
+}
+
+statement_action statement_operation::not_admitted(admission what) {
+    const auto& rule = d_.stock->name;
+    if (what == admission::sold_out) {
+        notes_.push_back({admission_note::kind::sold_out, rule, {}});
+        // Not noted in the gate: the key is sold out there already (a note would keep it so).
+        phase_ = phase::running;
+        return follow(claim_.answer_sold_out(), false);
+    }
+    const auto& limits = *d_.stock->admission;
+    admission_note note;
+    note.rule = rule;
+    if (what == admission::queue_full) {
+        note.what = admission_note::kind::queue_full;
+        note.message = "claimguard: the queue for key " + describe_key(d_) + " of rule " + rule + " is full (" +
+                       std::to_string(limits.max_queue) + " statements wait); try again";
+    } else {
+        note.what = admission_note::kind::timed_out;
+        note.message = "claimguard: waited more than queue_timeout (" + format_ms(limits.queue_timeout) + ") for key " +
+                       describe_key(d_) + " of rule " + rule + "; try again";
+    }
+    action a;
+    a.type = action::kind::answer;
+    a.answer = {rules::answer::kind::error, er_lock_wait_timeout, er_lock_wait_timeout_state, note.message};
+    a.status = ctx_.op.status;
+    notes_.push_back(std::move(note));
+    return finish(statement_action::answer(std::move(a)));
+}
+
+statement_action statement_operation::follow(action a, bool note_gate) {
+    const bool gate_follows = note_gate && ctx_.gate != nullptr && d_.stock && d_.stock->admission && !d_.observe;
+    for (auto e : claim_.take_events()) {
+        events_.push_back(e);
+        // What the database said about the key: sold out, or a take or restock went through.
+        if (!gate_follows) continue;
+        if (e == event::exhausted)
+            ctx_.gate->note_sold_out(d_.stock->name, d_.key, d_.units);
+        else if (e == event::took || e == event::tracked || e == event::restocked)
+            ctx_.gate->note_available(d_.stock->name, d_.key);
+    }
+    if (!a.final()) {
+        if (a.type == action::kind::redis_acquire) return statement_action::redis_acquire(std::move(a));
+        return statement_action::send(std::move(a));
+    }
+    // The Redis key of a claim that did not go in goes at once (before the answer: the user's
+    // retry must not hear "already claimed"); one inserted in a transaction goes if the
+    // transaction does not commit; one committed in autocommit is marked so.
+    if (claim_.redis_locked() && ctx_.op.redis_available) {
+        redis_hold key{d_.redis_key, token_, d_.claim->redis->ttl};
+        if (claim_.redis_keep_for_transaction())
+            transaction_.hold(std::move(key));
+        else if (claim_.redis_release_now())
+            queued_.push_back(statement_action::release({std::move(key)}, true));
+        else if (claim_.redis_commit_now())
+            queued_.push_back(statement_action::commit({std::move(key)}));
+    }
+    statement_action final_action;
+    switch (a.type) {
+        case action::kind::reply_client: final_action = statement_action::reply_kept(); break;
+        case action::kind::answer:
+            // A COMMIT that became a ROLLBACK: the transaction's claims' keys go.
+            if (d_.what == verdict::rollback_instead || claim_.rolled_back())
+                if (auto keys = transaction_.release_all(); !keys.empty())
+                    queued_.push_back(statement_action::release(std::move(keys), false));
+            final_action = statement_action::answer(std::move(a));
+            break;
+        default: final_action = statement_action::relay(); break;
+    }
+    queued_.push_back(std::move(final_action));
+    phase_ = phase::settling;
+    return next_queued();
+}
+
+statement_action statement_operation::next_queued() {
+    auto next = std::move(queued_.front());
+    queued_.pop_front();
+    if (next.final()) return finish(std::move(next));
+    return next;
+}
+
+statement_action statement_operation::finish(statement_action a) {
+    phase_ = phase::done;
+    queued_.clear();
+    waiting_.reset();
+    return a;
+}
+
+}  // namespace claimguard::engine

@@ -1,0 +1,332 @@
+// One client statement the engine decided about, carried out as an I/O-free operation: a counter
+// read the read cache answers (or whose reply it keeps), the per-key admission turns it waits for,
+// the claim operation (claim_operation.hpp) that does the decision, and what becomes of a claim's
+// Redis key. One resume(input) returns the next action; the session performs it (sends, Redis
+// calls, the admission wait, the read cache's wait and reply rebuild) and feeds back what happened.
+// The same operation runs under the proxy and under the engine's unit tests with scripted inputs.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "admission_gate.hpp"
+#include "claim_operation.hpp"
+#include "decide.hpp"
+#include "memory.hpp"
+#include "read_cache.hpp"
+#include "rules/model/rules.hpp"
+#include "take_ledger.hpp"
+#include "transaction_tracker.hpp"
+
+namespace claimguard::engine {
+
+// The admission slots a session holds: until the reply in autocommit, to the end of the
+// transaction otherwise (the session gives them back: release_all).
+class admission_slots {
+public:
+    struct slot {
+        std::string rule;
+        key_tuple key;
+        admission_gate::ticket id = 0;
+    };
+    [[nodiscard]] bool holds(const std::string& rule, const key_tuple& key) const;
+    [[nodiscard]] bool empty() const { return held_.empty(); }
+    [[nodiscard]] std::size_t size() const { return held_.size(); }
+    void add(slot s) { held_.push_back(std::move(s)); }
+    // Every slot back to the gate.
+    void release_all(admission_gate& gate);
+
+private:
+    std::vector<slot> held_;
+};
+
+// What the session learned since the last action.
+struct statement_input {
+    enum class kind : std::uint8_t {
+        start,       // the first resume
+        reply,       // the database's reply to send_statement / send_sql, summarised
+        redis,       // the answer to redis_acquire, with the token the session sent
+        redis_done,  // a redis_release / redis_commit was carried out (or started in the background)
+        turn,        // what the admission gate said about a wait_turn: admitted (with its ticket),
+                     // bypass, sold_out, timed_out, queue_full
+        closing,     // the client went away or the session closes while it waited (ticket abandoned)
+        io_lost,     // the database connection failed under a send: no reply comes
+        refreshed,   // wait_refresh: the poll interval passed (another read's refresh may be done)
+        rebuilt,     // serve_cached: the kept reply was rebuilt with the value (`rebuilt_ok`) or not
+    };
+    kind type = kind::start;
+    reply_summary reply;
+    redis_reply redis = redis_reply::unavailable;
+    std::string token;
+    admission turn = admission::bypass;
+    admission_gate::ticket ticket = 0;
+    // reply to a read the cache may keep (keep_template): the server's reply as a template, if it is one
+    std::shared_ptr<const protocol::counter_reply> kept_read;
+    bool rebuilt_ok = false;
+
+    static statement_input start() { return {}; }
+    static statement_input of_read(const reply_summary& r, std::shared_ptr<const protocol::counter_reply> kept) {
+        auto in = of_reply(r);
+        in.kept_read = std::move(kept);
+        return in;
+    }
+    static statement_input refresh_done() {
+        statement_input in;
+        in.type = kind::refreshed;
+        return in;
+    }
+    static statement_input of_rebuilt(bool ok) {
+        statement_input in;
+        in.type = kind::rebuilt;
+        in.rebuilt_ok = ok;
+        return in;
+    }
+    static statement_input of_reply(const reply_summary& r) {
+        statement_input in;
+        in.type = kind::reply;
+        in.reply = r;
+        return in;
+    }
+    static statement_input of_redis(redis_reply r, std::string token) {
+        statement_input in;
+        in.type = kind::redis;
+        in.redis = r;
+        in.token = std::move(token);
+        return in;
+    }
+    static statement_input redis_carried_out() {
+        statement_input in;
+        in.type = kind::redis_done;
+        return in;
+    }
+    static statement_input of_turn(admission what, admission_gate::ticket id = 0) {
+        statement_input in;
+        in.type = kind::turn;
+        in.turn = what;
+        in.ticket = id;
+        return in;
+    }
+    static statement_input closing() {
+        statement_input in;
+        in.type = kind::closing;
+        return in;
+    }
+    static statement_input lost() {
+        statement_input in;
+        in.type = kind::io_lost;
+        return in;
+    }
+};
+
+// The next thing the session does.
+struct statement_action {
+    enum class kind : std::uint8_t {
+        relay,           // final: relay the client's statement as usual
+        send_statement,  // send the client's statement (op: keep_reply, read_counter); reply: resume
+        send_sql,        // send op.sql with the client's bound values; reply: resume
+        redis_acquire,   // SET key <a new token> NX PX op.ttl; the answer and the token: resume
+        redis_release,   // compare-and-delete `keys`: awaited when `wait`, else in the background
+        redis_commit,    // mark `keys` committed (in the background)
+        wait_turn,       // wait for the admission turn of (rule, key): enter the gate, resume(turn)
+        answer,          // final: write op.answer (op.status, op.ok_rows) to the client
+        reply_kept,      // final: write the kept reply of the database to the client
+        fail,            // final: the command failed (the connection is gone or the client left)
+        wait_refresh,    // wait read_cache::refresh_poll_interval, then resume(refresh_done)
+        serve_cached,    // rebuild `cached` with `value` (the session's status flags): resume(rebuilt)
+        reply_rebuilt,   // final: write the rebuilt reply to the client
+    };
+    kind type = kind::relay;
+    action op;                     // send_*, redis_acquire, answer: the claim operation's action
+    std::vector<redis_hold> keys;  // redis_release, redis_commit
+    bool wait = false;             // redis_release: before the client's answer
+    // wait_turn
+    std::string rule;
+    key_tuple key;
+    const rules::admission_limits* limits = nullptr;
+    std::int64_t units = 0;
+    // send_statement of a counter read of a rule with read_cache: resume(of_read) with its template
+    bool keep_template = false;
+    // serve_cached
+    std::shared_ptr<const protocol::counter_reply> cached;
+    std::int64_t value = 0;
+
+    [[nodiscard]] bool final() const {
+        return type == kind::relay || type == kind::answer || type == kind::reply_kept || type == kind::fail ||
+               type == kind::reply_rebuilt;
+    }
+
+    static statement_action relay() { return {}; }
+    static statement_action fail() { return of(kind::fail); }
+    static statement_action reply_kept() { return of(kind::reply_kept); }
+    static statement_action reply_rebuilt() { return of(kind::reply_rebuilt); }
+    static statement_action wait_refresh() { return of(kind::wait_refresh); }
+    static statement_action serve_cached(std::shared_ptr<const protocol::counter_reply> reply, std::int64_t value) {
+        auto s = of(kind::serve_cached);
+        s.cached = std::move(reply);
+        s.value = value;
+        return s;
+    }
+    static statement_action answer(action a) { return of(kind::answer, std::move(a)); }
+    static statement_action send(action a) {
+        const auto k = a.type == action::kind::send_sql ? kind::send_sql : kind::send_statement;
+        return of(k, std::move(a));
+    }
+    static statement_action redis_acquire(action a) { return of(kind::redis_acquire, std::move(a)); }
+    static statement_action release(std::vector<redis_hold> keys, bool wait) {
+        auto s = of(kind::redis_release);
+        s.keys = std::move(keys);
+        s.wait = wait;
+        return s;
+    }
+    static statement_action commit(std::vector<redis_hold> keys) {
+        auto s = of(kind::redis_commit);
+        s.keys = std::move(keys);
+        return s;
+    }
+    static statement_action wait_for_turn(std::string rule, key_tuple key, const rules::admission_limits& limits,
+                                          std::int64_t units) {
+        auto s = of(kind::wait_turn);
+        s.rule = std::move(rule);
+        s.key = std::move(key);
+        s.limits = &limits;
+        s.units = units;
+        return s;
+    }
+
+private:
+    static statement_action of(kind k, action a = {}) {
+        statement_action s;
+        s.type = k;
+        s.op = std::move(a);
+        return s;
+    }
+};
+
+// What the admission gate did for the statement, for the session's metrics and audit log.
+struct admission_note {
+    enum class kind : std::uint8_t {
+        lock_held,   // let through at once: the transaction holds a lock a slot holder may wait for
+        sold_out,    // answered sold out by the queue, without the database
+        timed_out,   // answered ERR 1205 after queue_timeout
+        queue_full,  // answered ERR 1205 at once: max_queue statements wait
+    };
+    kind what = kind::lock_held;
+    std::string rule;
+    std::string message;  // timed_out, queue_full: the ERR's message
+};
+
+// What the read cache did for a counter read, for the session's metrics and log.
+struct read_note {
+    enum class kind : std::uint8_t {
+        bypass,   // not cacheable (`why`): the server answers as usual
+        hit,      // answered from the cache
+        miss,     // nothing kept: the server's reply is kept
+        refresh,  // kept but stale, invalidated, or not rebuilt: the server's reply is kept
+        stored,   // the server's reply is the key's value and template now (the cache's size changed)
+    };
+    kind what = kind::bypass;
+    std::string why;
+};
+
+// A counter read of a rule with read_cache: what only the session knows of it.
+struct cached_read {
+    read_situation situation;
+    std::string shape;  // the reply's form: protocol, charset, database, the statement with its keys as ?
+};
+
+// Where the statement runs: the session's state the engine may not know itself.
+struct statement_context {
+    operation_context op;                    // session id, status flags before, Redis configured
+    admission_gate* gate = nullptr;          // the sidecar's admission gate (none: no admission)
+    const rules::rule_set* rules = nullptr;  // the snapshot's rules (deferred takes' admission)
+    read_cache* cache = nullptr;             // the sidecar's read cache (none: reads go to the server)
+    const cached_read* read = nullptr;       // a read the cache may answer (with `cache`)
+};
+
+class statement_operation {
+public:
+    statement_operation(const decision& d, const rules::sql::parsed_statement& st, session_memory& memory,
+                        take_ledger& ledger, transaction_tracker& transaction, admission_slots& slots,
+                        const statement_context& ctx);
+
+    // As claim_operation::set_database.
+    void set_database(std::string_view database) { claim_.set_database(database); }
+
+    [[nodiscard]] statement_action resume(const statement_input& in);
+
+    // Since the last call: the claim operation's events, its deferred takes' events, the gate's notes.
+    [[nodiscard]] std::vector<event> take_events() { return std::exchange(events_, {}); }
+    [[nodiscard]] std::vector<std::pair<event, deferred_take>> take_deferred_events() {
+        return claim_.take_deferred_events();
+    }
+    [[nodiscard]] std::vector<admission_note> take_admission_notes() { return std::exchange(notes_, {}); }
+    [[nodiscard]] std::vector<read_note> take_read_notes() { return std::exchange(reads_, {}); }
+
+    // Whether the decision's decrement waits its turn in the admission gate.
+    [[nodiscard]] bool admission_applies() const;
+
+private:
+    enum class phase : std::uint8_t {
+        idle,
+        cache_wait,
+        cache_serve,
+        cache_read,
+        main_turn,
+        deferred_turns,
+        running,
+        settling,
+        done,
+    };
+    struct turn_request {
+        std::string rule;
+        key_tuple key;
+        const rules::admission_limits* limits = nullptr;
+        std::int64_t units = 0;
+        bool holds_row_lock = false;
+    };
+
+    statement_action step(const statement_input& in);
+    // A counter read the read cache may answer: its first action; empty: not one, or bypassed.
+    std::optional<statement_action> start_cached_read();
+    statement_action look_up();
+    statement_action read_from_server(read_note::kind why);
+    statement_action after_cached_read(const statement_input& in);
+    void end_refresh();
+    // One turn: resolved at once (the transaction's own slot, a lock held) or a wait_turn action.
+    std::optional<statement_action> ask_turn(const turn_request& t);
+    statement_action after_main_turn();
+    statement_action next_deferred_turn();
+    statement_action start_claim();
+    statement_action not_admitted(admission what);
+    // The claim operation's action, with the events it reported; a final one settles the Redis key first.
+    statement_action follow(action a, bool note_gate = true);
+    statement_action next_queued();
+    statement_action finish(statement_action a);
+
+    const decision& d_;
+    session_memory& memory_;
+    transaction_tracker& transaction_;
+    admission_slots& slots_;
+    statement_context ctx_;
+    claim_operation claim_;
+    phase phase_ = phase::idle;
+    statement_action::kind asked_ = statement_action::kind::relay;  // the last action returned
+    std::optional<turn_request> waiting_;                           // the turn a wait_turn asked for
+    std::vector<turn_request> deferred_turns_;
+    std::size_t next_turn_ = 0;
+    std::deque<statement_action> queued_;  // settling: the Redis steps, then the final action
+    std::string token_;
+    std::vector<event> events_;
+    std::vector<admission_note> notes_;
+    // the read cache
+    read_cache::lookup found_;
+    read_cache::clock::time_point asked_at_{};
+    bool in_transaction_before_ = false;
+    std::vector<read_note> reads_;
+};
+
+}  // namespace claimguard::engine
