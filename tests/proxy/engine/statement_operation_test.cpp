@@ -149,11 +149,16 @@ const key_tuple key1{"1"};
 statement_input reply(const reply_summary& r) { return statement_input::of_reply(r); }
 statement_input redis(redis_reply r) { return statement_input::of_redis(r, "token-1"); }
 
-// ---- admission ----------------------------------------------------------------------------------
-
-TEST(statement_operation, admitted_take_waits_its_turn_then_goes) {
+// What every case shares: the sidecar's admission gate, take ledger and read cache.
+struct statement_op : testing::Test {
     admission_gate gate;
     take_ledger ledger;
+    read_cache cache;
+};
+
+// ---- admission ----------------------------------------------------------------------------------
+
+TEST_F(statement_op, admitted_take_waits_its_turn_then_goes) {
     connection c(gate, ledger);
     ASSERT_TRUE(c.ready()) << c.error();
     auto r = c.run(take_sql, {reply(ok_rows(1))});
@@ -171,9 +176,7 @@ TEST(statement_operation, admitted_take_waits_its_turn_then_goes) {
     EXPECT_EQ(ledger.waiting_takes("coupon_stock", key1), 1u);
 }
 
-TEST(statement_operation, queued_take_admitted_later_holds_the_slot) {
-    admission_gate gate;
-    take_ledger ledger;
+TEST_F(statement_op, queued_take_admitted_later_holds_the_slot) {
     connection c(gate, ledger);
     ASSERT_TRUE(c.ready()) << c.error();
     const auto* limits = &*admission_env().rules->find_stock("coupon_stock")->admission;
@@ -184,9 +187,7 @@ TEST(statement_operation, queued_take_admitted_later_holds_the_slot) {
     EXPECT_EQ(c.slots.size(), 1u);
 }
 
-TEST(statement_operation, sold_out_key_is_answered_without_the_database) {
-    admission_gate gate;
-    take_ledger ledger;
+TEST_F(statement_op, sold_out_key_is_answered_without_the_database) {
     connection c(gate, ledger);
     ASSERT_TRUE(c.ready()) << c.error();
     gate.note_sold_out("coupon_stock", key1, 1);
@@ -203,9 +204,7 @@ TEST(statement_operation, sold_out_key_is_answered_without_the_database) {
     EXPECT_TRUE(claim.has(event::blocked));
 }
 
-TEST(statement_operation, timed_out_wait_answers_1205) {
-    admission_gate gate;
-    take_ledger ledger;
+TEST_F(statement_op, timed_out_wait_answers_1205) {
     connection c(gate, ledger);
     ASSERT_TRUE(c.ready()) << c.error();
     const auto& limits = *admission_env().rules->find_stock("coupon_stock")->admission;
@@ -223,9 +222,7 @@ TEST(statement_operation, timed_out_wait_answers_1205) {
     EXPECT_TRUE(c.slots.empty());
 }
 
-TEST(statement_operation, full_queue_answers_1205_at_once) {
-    admission_gate gate;
-    take_ledger ledger;
+TEST_F(statement_op, full_queue_answers_1205_at_once) {
     connection c(gate, ledger);
     ASSERT_TRUE(c.ready()) << c.error();
     const auto& limits = *admission_env().rules->find_stock("coupon_stock")->admission;
@@ -240,9 +237,7 @@ TEST(statement_operation, full_queue_answers_1205_at_once) {
     EXPECT_EQ(r.note_kinds(), std::vector<admission_note::kind>{admission_note::kind::queue_full});
 }
 
-TEST(statement_operation, client_gone_while_queued_fails_the_command) {
-    admission_gate gate;
-    take_ledger ledger;
+TEST_F(statement_op, client_gone_while_queued_fails_the_command) {
     connection c(gate, ledger);
     ASSERT_TRUE(c.ready()) << c.error();
     const auto& limits = *admission_env().rules->find_stock("coupon_stock")->admission;
@@ -254,9 +249,7 @@ TEST(statement_operation, client_gone_while_queued_fails_the_command) {
 
 // The transaction holds the key's slot from its first decrement: the next one goes without a wait;
 // one of another key goes at once too (waiting could close a cycle with the slot it holds).
-TEST(statement_operation, transaction_goes_on_its_own_slot) {
-    admission_gate gate;
-    take_ledger ledger;
+TEST_F(statement_op, transaction_goes_on_its_own_slot) {
     connection c(gate, ledger);
     ASSERT_TRUE(c.ready()) << c.error();
     auto first = c.run(take_sql, {reply(ok_rows(1, in_trans))}, in_trans);
@@ -276,9 +269,7 @@ TEST(statement_operation, transaction_goes_on_its_own_slot) {
 }
 
 // A locking read of the key first: the decrement goes at once (a slot holder may wait for its row lock).
-TEST(statement_operation, locking_read_does_not_wait) {
-    admission_gate gate;
-    take_ledger ledger;
+TEST_F(statement_op, locking_read_does_not_wait) {
     connection c(gate, ledger);
     ASSERT_TRUE(c.ready()) << c.error();
     auto read = c.run("SELECT remain FROM coupon_stock WHERE campaign_id = 1 FOR UPDATE",
@@ -294,9 +285,7 @@ TEST(statement_operation, locking_read_does_not_wait) {
 
 // What the database says about the key reaches the gate: a take that found the floor makes the
 // key sold out for the next arrival.
-TEST(statement_operation, exhausted_take_marks_the_key_sold_out_in_the_gate) {
-    admission_gate gate;
-    take_ledger ledger;
+TEST_F(statement_op, exhausted_take_marks_the_key_sold_out_in_the_gate) {
     connection c(gate, ledger), d(gate, ledger, 2);
     ASSERT_TRUE(c.ready()) << c.error();
     auto r =
@@ -310,9 +299,7 @@ TEST(statement_operation, exhausted_take_marks_the_key_sold_out_in_the_gate) {
 
 // ---- the Redis key ------------------------------------------------------------------------------
 
-TEST(statement_operation, committed_claim_marks_its_redis_key) {
-    admission_gate gate;
-    take_ledger ledger;
+TEST_F(statement_op, committed_claim_marks_its_redis_key) {
     connection c(gate, ledger, 1, true);
     ASSERT_TRUE(c.ready()) << c.error();
     (void)c.run(take_sql, {reply(ok_rows(1))});
@@ -329,9 +316,7 @@ TEST(statement_operation, committed_claim_marks_its_redis_key) {
 }
 
 // A duplicate the database found: the unit goes back, and the key is released before the answer.
-TEST(statement_operation, duplicate_claim_releases_its_redis_key_first) {
-    admission_gate gate;
-    take_ledger ledger;
+TEST_F(statement_op, duplicate_claim_releases_its_redis_key_first) {
     connection c(gate, ledger, 1, true);
     ASSERT_TRUE(c.ready()) << c.error();
     (void)c.run(take_sql, {reply(ok_rows(1))});
@@ -347,9 +332,7 @@ TEST(statement_operation, duplicate_claim_releases_its_redis_key_first) {
 }
 
 // In a transaction the key is kept until the transaction ends (the session's transaction tracker).
-TEST(statement_operation, claim_in_a_transaction_keeps_its_key_for_the_transaction) {
-    admission_gate gate;
-    take_ledger ledger;
+TEST_F(statement_op, claim_in_a_transaction_keeps_its_key_for_the_transaction) {
     connection c(gate, ledger, 1, true);
     ASSERT_TRUE(c.ready()) << c.error();
     (void)c.run(take_sql, {reply(ok_rows(1, in_trans))}, in_trans);
@@ -362,9 +345,7 @@ TEST(statement_operation, claim_in_a_transaction_keeps_its_key_for_the_transacti
 }
 
 // Held (a committed claim): a duplicate without the database; pending or unavailable: no key of its own.
-TEST(statement_operation, redis_held_pending_unavailable_hold_no_key) {
-    admission_gate gate;
-    take_ledger ledger;
+TEST_F(statement_op, redis_held_pending_unavailable_hold_no_key) {
     connection c(gate, ledger, 1, true);
     ASSERT_TRUE(c.ready()) << c.error();
     (void)c.run(take_sql, {reply(ok_rows(1))});
@@ -382,9 +363,7 @@ TEST(statement_operation, redis_held_pending_unavailable_hold_no_key) {
 }
 
 // A COMMIT that became a ROLLBACK: the transaction's claims' keys go (in the background) before the answer.
-TEST(statement_operation, commit_turned_rollback_releases_the_transaction_keys) {
-    admission_gate gate;
-    take_ledger ledger;
+TEST_F(statement_op, commit_turned_rollback_releases_the_transaction_keys) {
     connection c(gate, ledger, 1, true);
     ASSERT_TRUE(c.ready()) << c.error();
     auto claim = c.run(c.claim_sql("7", "1"), {redis(redis_reply::acquired), reply(ok_rows(1, in_trans))}, in_trans);
@@ -403,9 +382,7 @@ TEST(statement_operation, commit_turned_rollback_releases_the_transaction_keys) 
 
 // After the Redis acquire, the INSERT's connection fails: the key is released, the take the claim
 // used is not given back to the ledger (the INSERT may have committed), the command fails.
-TEST(statement_operation, io_lost_after_the_redis_acquire_releases_the_key) {
-    admission_gate gate;
-    take_ledger ledger;
+TEST_F(statement_op, io_lost_after_the_redis_acquire_releases_the_key) {
     connection c(gate, ledger, 1, true);
     ASSERT_TRUE(c.ready()) << c.error();
     (void)c.run(take_sql, {reply(ok_rows(1))});
@@ -423,9 +400,7 @@ TEST(statement_operation, io_lost_after_the_redis_acquire_releases_the_key) {
 }
 
 // In a transaction: the claim's key and those of the transaction's earlier claims go together.
-TEST(statement_operation, io_lost_in_a_transaction_releases_every_key_it_holds) {
-    admission_gate gate;
-    take_ledger ledger;
+TEST_F(statement_op, io_lost_in_a_transaction_releases_every_key_it_holds) {
     connection c(gate, ledger, 1, true);
     ASSERT_TRUE(c.ready()) << c.error();
     (void)c.run(take_sql, {reply(ok_rows(1, in_trans))}, in_trans);
@@ -440,9 +415,7 @@ TEST(statement_operation, io_lost_in_a_transaction_releases_every_key_it_holds) 
 }
 
 // The take's connection fails: nothing is recorded as taken, no key to release.
-TEST(statement_operation, io_lost_under_a_take_records_nothing) {
-    admission_gate gate;
-    take_ledger ledger;
+TEST_F(statement_op, io_lost_under_a_take_records_nothing) {
     connection c(gate, ledger, 1, true);
     ASSERT_TRUE(c.ready()) << c.error();
     auto r = c.run(take_sql, {statement_input::lost()});
@@ -464,10 +437,7 @@ statement_input server_read(std::int64_t value) { return statement_input::of_rea
 
 // The first read asks the server and keeps its reply; the next (another connection) is answered
 // from it, and the connection's memory sees the value as its read.
-TEST(statement_operation, read_missed_then_answered_from_the_cache) {
-    admission_gate gate;
-    take_ledger ledger;
-    read_cache cache;
+TEST_F(statement_op, read_missed_then_answered_from_the_cache) {
     connection a(gate, ledger, 1), b(gate, ledger, 2);
     ASSERT_TRUE(a.ready()) << a.error();
     a.cache = b.cache = &cache;
@@ -487,10 +457,7 @@ TEST(statement_operation, read_missed_then_answered_from_the_cache) {
 }
 
 // A value the kept reply cannot carry (the session could not rebuild it): the server is asked.
-TEST(statement_operation, read_not_rebuilt_goes_to_the_server) {
-    admission_gate gate;
-    take_ledger ledger;
-    read_cache cache;
+TEST_F(statement_op, read_not_rebuilt_goes_to_the_server) {
     connection a(gate, ledger, 1);
     ASSERT_TRUE(a.ready()) << a.error();
     a.cache = &cache;
@@ -502,10 +469,7 @@ TEST(statement_operation, read_not_rebuilt_goes_to_the_server) {
 }
 
 // Not cacheable (a cursor): the read goes as any read, said why.
-TEST(statement_operation, read_bypassing_the_cache_goes_as_usual) {
-    admission_gate gate;
-    take_ledger ledger;
-    read_cache cache;
+TEST_F(statement_op, read_bypassing_the_cache_goes_as_usual) {
     connection a(gate, ledger, 1);
     ASSERT_TRUE(a.ready()) << a.error();
     a.cache = &cache;
@@ -519,10 +483,7 @@ TEST(statement_operation, read_bypassing_the_cache_goes_as_usual) {
 }
 
 // Another read is refreshing the key: this one waits for its answer and is served from it.
-TEST(statement_operation, read_waits_for_another_refresh_then_hits) {
-    admission_gate gate;
-    take_ledger ledger;
-    read_cache cache;
+TEST_F(statement_op, read_waits_for_another_refresh_then_hits) {
     connection a(gate, ledger, 1);
     ASSERT_TRUE(a.ready()) << a.error();
     a.cache = &cache;
@@ -551,10 +512,7 @@ TEST(statement_operation, read_waits_for_another_refresh_then_hits) {
 }
 
 // A read inside a transaction may see an older snapshot: its reply is never the key's value.
-TEST(statement_operation, read_in_a_transaction_is_not_kept) {
-    admission_gate gate;
-    take_ledger ledger;
-    read_cache cache;
+TEST_F(statement_op, read_in_a_transaction_is_not_kept) {
     connection a(gate, ledger, 1);
     ASSERT_TRUE(a.ready()) << a.error();
     a.cache = &cache;
@@ -566,10 +524,7 @@ TEST(statement_operation, read_in_a_transaction_is_not_kept) {
 }
 
 // The read's connection fails: its refresh ends, so the next read asks the server at once.
-TEST(statement_operation, io_lost_under_a_refresh_ends_it) {
-    admission_gate gate;
-    take_ledger ledger;
-    read_cache cache;
+TEST_F(statement_op, io_lost_under_a_refresh_ends_it) {
     connection a(gate, ledger, 1), b(gate, ledger, 2);
     ASSERT_TRUE(a.ready()) << a.error();
     a.cache = b.cache = &cache;
@@ -584,9 +539,7 @@ TEST(statement_operation, io_lost_under_a_refresh_ends_it) {
 }
 
 // An input the operation did not ask for ends it (the session's bug, never a hang).
-TEST(statement_operation, unexpected_input_fails) {
-    admission_gate gate;
-    take_ledger ledger;
+TEST_F(statement_op, unexpected_input_fails) {
     connection c(gate, ledger);
     ASSERT_TRUE(c.ready()) << c.error();
     auto r = c.run(take_sql, {statement_input::of_redis(redis_reply::acquired, "t")});
