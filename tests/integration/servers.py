@@ -307,8 +307,15 @@ class Claimguard:
     def stop(self, sig=signal.SIGTERM):
         """Stops the process; AssertionError (after it stopped) when its log holds a sanitizer report."""
         kill_pidfile(self.pid_file, os.path.basename(self.binary), sig=sig)
-        if self.proc is not None:
-            self.proc.poll()
+        if self.proc is not None and self.proc.poll() is None:
+            # Still running: a second sidecar started under the same name rewrote the pid file (a test
+            # that starts proxies twice, each time counting from claimguard-1). Ours to stop all the same.
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(STOP_TIMEOUT_S)
         report = sanitizer_report(self.log)
         if report:
             raise AssertionError(f"{self.name}: sanitizer report in {self.log}:\n{report}")
