@@ -146,8 +146,6 @@ rule_counters::rule_counters(std::string_view rule, bool observe, bool has_admis
     }
     if (observe)
         for (auto e : engine::observable_events()) would[index_of(e)] = &m.would.with(rule, engine::action_of(e));
-    compensations = by_event[index_of(engine::event::compensated)];
-    compensation_failures = by_event[index_of(engine::event::compensation_failed)];
     if (has_admission)
         for (std::size_t i = 0; i < admission.size(); ++i)
             admission[i] = &m.admission_family(static_cast<admission_count>(i)).with(rule);
@@ -199,12 +197,9 @@ std::shared_ptr<const claim_counter_table> claim_counter_tables::of(
 }
 
 void session_counters::follow(const std::shared_ptr<const engine::rules_snapshot>& snapshot) {
-    // A snapshot at the address of a dead one keeps the old table until the next reload: its
-    // children are those of the same rule names (families' children are by label values), and
-    // rules it lacks fall back below.
-    if (!snapshot || snapshot.get() == seen_) return;
+    if (!snapshot || (!seen_.owner_before(snapshot) && !snapshot.owner_before(seen_))) return;
     table_ = claim_counter_tables::get().of(snapshot);
-    seen_ = snapshot.get();
+    seen_ = snapshot;
 }
 
 const rule_counters& session_counters::of(std::string_view rule) {

@@ -68,10 +68,9 @@ struct rule_counters {
 
     // Each event's counter (null: a label of it comes from the decision: unmodeled's reason, would's action).
     std::array<admin::counter*, engine::event_count> by_event{};
+    [[nodiscard]] admin::counter* of(engine::event e) const { return by_event[static_cast<std::size_t>(e)]; }
     // Observe mode: claimguard_would_rewrite_total{action = the word of the enforce event}, by that event.
     std::array<admin::counter*, engine::event_count> would{};
-    admin::counter* compensations = nullptr;  // by_event's, for the give-backs after a rollback
-    admin::counter* compensation_failures = nullptr;
     std::array<admin::counter*, 5> admission{};  // by admission_count
     std::array<admin::counter*, read_results.size()> reads{};
 };
@@ -124,7 +123,7 @@ public:
 
 private:
     static constexpr std::size_t max_memo = 256;
-    const engine::rules_snapshot* seen_ = nullptr;
+    std::weak_ptr<const engine::rules_snapshot> seen_;  // the snapshot table_ is of (no ABA: a weak_ptr keeps its identity)
     std::shared_ptr<const claim_counter_table> table_;
     std::map<std::string, rule_counters, std::less<>> fallback_;
     struct memo {

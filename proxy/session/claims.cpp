@@ -680,9 +680,9 @@ awaitable<bool> session::give_back_after_rollback() {
         if (const proto::reply_view view(*reply, caps_, mariadb_caps_); view.kind() == proto::reply_kind::ok)
             if (auto parsed = proto::parse_ok(view.first(), caps_)) ok = *parsed;
         if (ok && ok->affected_rows > 0) {
-            counters_.of(g.rule).compensations->inc();
+            counters_.of(g.rule).of(engine::event::compensated)->inc();
         } else {
-            counters_.of(g.rule).compensation_failures->inc();
+            counters_.of(g.rule).of(engine::event::compensation_failed)->inc();
             spdlog::error("session {}: rule {}: a give-back after a rollback changed no row", id_, g.rule);
         }
     }
