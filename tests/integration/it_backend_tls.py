@@ -599,7 +599,11 @@ class BackendTls(unittest.TestCase):
             rawmysql.read_until_closed(sleeper, ANSWER_TIMEOUT_S)
 
             # The idle session's database connection closed: claimguard closed the client's socket as a
-            # TCP relay would (issue 10), so the driver sees a lost connection, not an ERR packet.
+            # TCP relay would (issue 10), so the driver sees a lost connection, not an ERR packet. Asked
+            # before claimguard saw that close, the query would race it (and get ERR 1927): wait for both
+            # losses (the sleeper's and the idle session's) to be counted first.
+            wait_for(lambda: sum(backend_errors(proxy.admin_port, k) for k in ("io", "closed")) - io_before >= 2,
+                     ANSWER_TIMEOUT_S, "claimguard saw both database connections go")
             with self.assertRaises(pymysql.MySQLError) as lost:
                 scalar(idle, "SELECT 1")
             print(f"idle session, next query: {lost.exception.args}")
