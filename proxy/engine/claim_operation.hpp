@@ -170,7 +170,11 @@ private:
     action finish(action a);
     action exhausted_answer(std::uint16_t status);
     action after_take(const reply_summary& r, bool rewritten);
+    // claim_inserts.cpp
     action send_claim();
+    action after_claim(const reply_summary& r);
+    action after_status_asked(const reply_summary& r);
+    action after_give_back(const reply_summary& r);
     action give_back_then(action final_action);
     action continue_with(action next);
     action refusal(std::string_view why);

@@ -1,0 +1,198 @@
+// The claim INSERT in the claim operation: the take it uses, the Redis first filter, the database's
+// answer (inserted, duplicate, ignored, an error that ended the transaction), and the give-back of a
+// unit whose claim did not happen. The takes, refusals and restocks are in claim_operation.cpp.
+#include <algorithm>
+#include <variant>
+
+#include "claim_operation.hpp"
+#include "claim_operation_detail.hpp"
+
+namespace claimguard::engine {
+
+namespace match = rules::match;
+using namespace detail;
+
+void claim_operation::reserve_take() {
+    if (in_transaction_) {
+        auto& e = memory_.entry(d_.stock->name, d_.key);
+        if (!e.transaction_takes.empty()) {
+            reserved_ = e.transaction_takes.front();
+            e.transaction_takes.pop_front();
+            return;
+        }
+    }
+    if (auto t = ledger_.pop_take(d_.stock->name, d_.key, ctx_.session)) {
+        reserved_ = *t;
+        reserved_from_ledger_ = true;
+        // A transaction that rolls back returns what it borrowed: its claim row (or the
+        // give-back it made inside the transaction) is undone with it.
+        if (in_transaction_) memory_.entry(d_.stock->name, d_.key).borrowed.push_back(*t);
+    }
+}
+
+action claim_operation::send_claim() {
+    const auto& ins = std::get<match::claim_insert>(*d_.fact);
+    action a;
+    a.keep_reply = true;
+    if (ins.replace || ins.on_duplicate_update) {
+        auto plain = match::plain_insert(st_);
+        if (plain) {
+            plain_first_ = true;
+            a.type = action::kind::send_sql;
+            a.sql = std::move(*plain);
+            state_ = state::claim_sent;
+            return a;
+        }
+    }
+    a.type = action::kind::send_statement;
+    state_ = state::claim_sent;
+    return a;
+}
+
+action claim_operation::on_redis(redis_reply r) {
+    if (state_ != state::redis_wait) return finish({});
+    if (r == redis_reply::held) {
+        events_.push_back(event::duplicate_redis);
+        const auto& ins = std::get<match::claim_insert>(*d_.fact);
+        action a;
+        a.type = action::kind::answer;
+        a.status = ctx_.status;
+        if (ins.ignore) {
+            a.answer.type = rules::answer::kind::ok;  // what the server says for an ignored duplicate
+        } else {
+            a.answer = d_.claim->duplicate;
+        }
+        return give_back_then(std::move(a));
+    }
+    // pending: a claim not committed yet holds the key; the database's unique index waits for its
+    // transaction and decides. unavailable: the database decides alone.
+    redis_locked_ = r == redis_reply::acquired;
+    return send_claim();
+}
+
+action claim_operation::give_back_then(action final_action) {
+    if (reserved_ <= 0) return continue_with(std::move(final_action));
+    if (cancel_deferred()) {
+        events_.push_back(event::compensated);
+        memory_.entry(d_.stock->name, d_.key).credits.push_back(reserved_);  // the app's own give-back is absorbed
+        reserved_ = 0;
+        return continue_with(std::move(final_action));
+    }
+    const auto* key = stock_key_of(d_);
+    auto sql = key ? match::compensation(*d_.stock, *key, reserved_, d_.schema)
+                   : match::result<match::rewritten_sql>(match::errc::key_not_bindable);
+    if (!sql) {
+        events_.push_back(event::compensation_failed);
+        return finish(std::move(final_action));
+    }
+    after_give_back_ = std::move(final_action);
+    action a;
+    a.type = action::kind::send_sql;
+    a.sql = std::move(*sql);
+    state_ = state::give_back_sent;
+    return a;
+}
+
+action claim_operation::after_claim(const reply_summary& r) {
+    const bool trans = in_transaction(r.status);
+    const auto& ins = std::get<match::claim_insert>(*d_.fact);
+    // INSERT ... RETURNING answers with a result set of the rows it inserted.
+    if ((r.ok && r.affected_rows > 0) || (r.rows && *r.rows > 0)) {
+        inserted_ = true;
+        in_transaction_ = trans;
+        events_.push_back(event::claim_inserted);
+        if (reserved_ > 0) {
+            // the claim uses its take
+        } else if (trans) {
+            auto& e = memory_.entry(d_.stock->name, d_.key);
+            ++e.claims_ahead;
+            if (d_.claim->strict == rules::strictness::require_decrement) e.strict_ahead = true;
+            events_.push_back(event::claim_ahead);
+        } else {
+            ++memory_.entry(d_.stock->name, d_.key).unbacked_claims;
+            events_.push_back(event::claim_unbacked);
+        }
+        action a;
+        a.type = action::kind::reply_client;
+        return finish(a);
+    }
+    const bool duplicate =
+        (r.err && r.err_code == er_dup_entry) || (r.ok && r.affected_rows == 0) || (r.rows && *r.rows == 0);
+    if (duplicate) events_.push_back(event::duplicate_db);
+    action final_action;
+    if (plain_first_ && r.err && r.err_code == er_dup_entry) {
+        // REPLACE / ON DUPLICATE KEY UPDATE: the row exists; after the unit goes back the
+        // app's own statement runs as written and its reply is the answer.
+        action original;
+        original.type = action::kind::send_statement;
+        original.keep_reply = true;
+        return give_back_then(std::move(original));
+    }
+    if (r.err && r.err_code == er_dup_entry && !ins.ignore) {
+        final_action.type = action::kind::answer;
+        final_action.answer = d_.claim->duplicate;
+        final_action.status = r.status;
+    } else {
+        final_action.type = action::kind::reply_client;  // IGNORE's 0 rows, or another error
+    }
+    if (r.err && reserved_ > 0 && in_transaction(ctx_.status)) {
+        if (!trans) {
+            // The error ended the transaction (a deadlock): the server undid the take with it.
+            // A give-back now would run in autocommit and add a unit nobody took.
+            reserved_ = 0;
+            return finish(std::move(final_action));
+        }
+        if (r.err_code == er_lock_wait_timeout) {
+            // The statement rolled back, or with innodb_rollback_on_timeout the whole
+            // transaction: the ERR carries no status flags, so the server is asked first.
+            after_give_back_ = std::move(final_action);
+            action a;
+            a.type = action::kind::send_sql;
+            a.sql.sql = std::string(status_question);
+            state_ = state::status_asked;
+            return a;
+        }
+    }
+    return give_back_then(std::move(final_action));
+}
+
+action claim_operation::after_status_asked(const reply_summary& r) {
+    const bool trans = in_transaction(r.status);
+    action final_action = std::move(*after_give_back_);
+    after_give_back_.reset();
+    if (!trans) {
+        reserved_ = 0;  // the transaction rolled back: the take went with it
+        return finish(std::move(final_action));
+    }
+    return give_back_then(std::move(final_action));
+}
+
+action claim_operation::after_give_back(const reply_summary& r) {
+    const bool trans = in_transaction(r.status);
+    if (r.ok && r.affected_rows > 0) {
+        events_.push_back(event::compensated);
+        if (trans) {
+            auto& e = memory_.entry(d_.stock->name, d_.key);
+            e.credits.push_back(reserved_);
+            if (reserved_from_ledger_) {
+                // The take was committed before this transaction: if it rolls back, the give-back
+                // is undone and the unit must go back after it (not to the ledger: no claim is owed it).
+                auto it = std::find(e.borrowed.begin(), e.borrowed.end(), reserved_);
+                if (it != e.borrowed.end()) e.borrowed.erase(it);
+                auto sql = match::literal_give_back(*d_.stock, d_.key_literals, reserved_,
+                                                    d_.schema.empty() ? database_ : std::string_view(d_.schema));
+                if (sql) e.give_backs_of_committed_takes.push_back(std::move(sql->sql));
+            }
+        } else
+            ledger_.add_credit(d_.stock->name, d_.key, reserved_, ctx_.session);
+    } else {
+        events_.push_back(event::compensation_failed);
+    }
+    reserved_ = 0;
+    action next = std::move(*after_give_back_);
+    after_give_back_.reset();
+    if (next.type == action::kind::answer) next.status = r.status;
+    return continue_with(std::move(next));
+}
+
+}  // namespace claimguard::engine
