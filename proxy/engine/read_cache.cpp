@@ -30,7 +30,8 @@ read_cache::value_slot& read_cache::value_of(const std::string& rule, const key_
 }
 
 read_cache::lookup read_cache::find(const std::string& rule, const key_tuple& key, const std::string& shape,
-                                    std::chrono::milliseconds ttl, clock::time_point now, bool may_refresh) {
+                                    std::chrono::milliseconds ttl, clock::time_point now, bool may_refresh,
+                                    std::chrono::milliseconds max_wait) {
     std::lock_guard lock(mutex_);
     lookup out;
     auto& v = value_of(rule, key);
@@ -39,7 +40,7 @@ read_cache::lookup read_cache::find(const std::string& rule, const key_tuple& ke
     if (t == templates_.end()) return out;  // miss
     out.what = outcome::refresh;
     if (!v.valid || now - v.fetched >= ttl || now - t->second.fetched >= ttl) {
-        if (v.refreshing && now - *v.refreshing < max_refresh_wait) {
+        if (v.refreshing && now - *v.refreshing < max_wait) {
             out.what = outcome::wait;
         } else if (may_refresh) {
             v.refreshing = now;

@@ -46,8 +46,8 @@ public:
         wait,     // ... and another read is asking the server right now: wait for its answer, find() again
     };
 
-    // How long one read's refresh may hold the others back (its answer, or a failure, ends it
-    // sooner); how often a waiting read looks again.
+    // How long one read's refresh may hold the others back by default (its answer, or a failure, ends
+    // it sooner; a stock rule's max_refresh_wait sets another); how often a waiting read looks again.
     static constexpr std::chrono::milliseconds max_refresh_wait{250};
     static constexpr std::chrono::milliseconds refresh_poll_interval{1};
 
@@ -61,10 +61,10 @@ public:
     // A read of (rule, key) in the statement shape `shape` (the statement with its key values
     // normalised, the protocol, what changes the reply's bytes). One refresh per key at a time:
     // the first stale read that `may_refresh` (one whose reply can be kept: not in a transaction)
-    // goes to the server, the others get `wait` until it stored its answer (or max_refresh_wait).
+    // goes to the server, the others get `wait` until it stored its answer (or `max_wait` passed).
     [[nodiscard]] lookup find(const std::string& rule, const key_tuple& key, const std::string& shape,
                               std::chrono::milliseconds ttl, clock::time_point now = clock::now(),
-                              bool may_refresh = true);
+                              bool may_refresh = true, std::chrono::milliseconds max_wait = max_refresh_wait);
     // The server answered a read sent at `asked` (after find() returned `generation`): its
     // template (null when it cannot be one) and the counter it returned. The value is kept only
     // when no decrement, refusal or restock of this sidecar changed the key in between.

@@ -164,11 +164,12 @@ std::optional<statement_action> statement_operation::start_cached_read() {
 statement_action statement_operation::look_up() {
     asked_at_ = read_cache::clock::now();
     found_ = ctx_.cache->find(d_.stock->name, d_.key, ctx_.read->shape, *d_.stock->read_cache, asked_at_,
-                              !in_transaction_before_);
+                              !in_transaction_before_,
+                              d_.stock->max_refresh_wait.value_or(read_cache::max_refresh_wait));
     switch (found_.what) {
         case read_cache::outcome::wait:
             // Another read of this key is refreshing it: its answer serves this one too (one
-            // refresh per key per TTL). find() stops saying wait after max_refresh_wait, and then
+            // refresh per key per TTL). find() stops saying wait after the rule's max_refresh_wait, and then
             // this read asks the server itself.
             phase_ = phase::cache_wait;
             return statement_action::wait_refresh();

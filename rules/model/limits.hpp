@@ -47,6 +47,9 @@ inline constexpr std::chrono::milliseconds max_redis_ttl{24 * 60 * 60 * 1000};
 // Stock rule read_cache: how stale a counter read answered by the sidecar may be.
 inline constexpr std::chrono::milliseconds min_read_cache{1};
 inline constexpr std::chrono::milliseconds max_read_cache{10 * 1000};
+// ... and max_refresh_wait: how long the other reads of a key wait for the one read refreshing it.
+inline constexpr std::chrono::milliseconds min_refresh_wait{1};
+inline constexpr std::chrono::milliseconds max_refresh_wait{5 * 1000};
 
 // Units one claim takes (stock rule `units:`); MySQL user names are at most 128 bytes (MariaDB 80 chars).
 inline constexpr std::int64_t max_units_per_claim = 1000000000;

@@ -142,6 +142,16 @@ void read_read_cache(yaml_file& file, const field& f, parsed_stock& p) {
     p.complete = p.complete && p.rule.read_cache.has_value();
 }
 
+void read_max_refresh_wait(yaml_file& file, const field& f, parsed_stock& p) {
+    if (!p.rule.read_cache) {
+        file.error(f.value_mark(), "max_refresh_wait applies to reads the sidecar answers: set read_cache too");
+        p.complete = false;
+        return;
+    }
+    p.rule.max_refresh_wait = read_duration(file, f, min_refresh_wait, max_refresh_wait);
+    p.complete = p.complete && p.rule.max_refresh_wait.has_value();
+}
+
 void read_defer_decrement(yaml_file& file, const field& f, parsed_stock& p) {
     const auto v = read_bool(file, f);
     p.rule.defer_decrement = v.value_or(false);
@@ -228,6 +238,7 @@ constexpr field_spec<parsed_stock> stock_fields[] = {
     {"units", read_units},
     {"unmodeled", read_rule_unmodeled<parsed_stock>},
     {"read_cache", read_read_cache},
+    {"max_refresh_wait", read_max_refresh_wait},
     {"defer_decrement", read_defer_decrement},
     {"admission", read_admission},
     {"amount_evidence", read_amount_evidence},

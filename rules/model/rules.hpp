@@ -93,6 +93,9 @@ struct stock_rule {
     // read_cache: counter reads answered from the sidecar's copy of the server's last reply for
     // at most this long after the server was last asked (empty: every read goes to the server).
     std::optional<std::chrono::milliseconds> read_cache;
+    // With read_cache: how long the other reads of a key wait for the one read refreshing it before
+    // they ask the server themselves (empty: the read cache's default, 250ms).
+    std::optional<std::chrono::milliseconds> max_refresh_wait;
     std::optional<admission_limits> admission;  // empty: no admission gate (every decrement goes)
     source_pos pos;
     source_pos table_pos;                   // the table: value

@@ -75,6 +75,12 @@ TEST_F(read_cache_test, one_refresh_at_a_time_the_others_wait_for_its_answer) {
     // One that failed says so: the next read refreshes at once.
     cache.end_refresh(rule, key);
     EXPECT_EQ(cache.find(rule, key, shape, ttl, stale + read_cache::max_refresh_wait + 1ms).what, outcome::refresh);
+    // A rule's max_refresh_wait holds them back for its own time instead.
+    cache.end_refresh(rule, key);
+    const auto later = stale + 10s;
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, later, true, 40ms).what, outcome::refresh);
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, later + 39ms, true, 40ms).what, outcome::wait);
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, later + 40ms, true, 40ms).what, outcome::refresh);
     // A read that may not refresh (in a transaction) never holds the others back.
     cache.end_refresh(rule, key);
     EXPECT_EQ(cache.find(rule, key, shape, ttl, stale + 400ms, false).what, outcome::refresh);

@@ -6,7 +6,7 @@ namespace {
 
 const std::string stock_fields_list =
     "name, table, key_columns, counter_column, version_column, floor, exhausted, mode, units, unmodeled, read_cache, "
-    "defer_decrement, admission, amount_evidence";
+    "max_refresh_wait, defer_decrement, admission, amount_evidence";
 
 // Lines 1-3 of a stock rule whose line 4 is `    counter_column: <value>` (the value at column 21).
 std::string counter_is(const std::string& value) {
@@ -100,6 +100,10 @@ const error_case stock_cases[] = {
      {"6:17: read_cache is '0ms'; it must be at least 1ms and at most 10s"}},
     {"read_cache_over_ten_seconds", with_stock_lines("    read_cache: 10001ms\n"),
      {"6:17: read_cache is '10001ms'; it must be at least 1ms and at most 10s"}},
+    {"max_refresh_wait_without_read_cache", with_stock_lines("    max_refresh_wait: 100ms\n"),
+     {"6:23: max_refresh_wait applies to reads the sidecar answers: set read_cache too"}},
+    {"max_refresh_wait_over_five_seconds", with_stock_lines("    read_cache: 50ms\n    max_refresh_wait: 5001ms\n"),
+     {"7:23: max_refresh_wait is '5001ms'; it must be at least 1ms and at most 5s"}},
     {"read_cache_words", with_stock_lines("    read_cache: fast\n"),
      {"6:17: read_cache must be a duration such as 3000ms or 3s (a whole number with unit ms, s, m or h), not 'fast'"}},
     {"read_cache_list", with_stock_lines("    read_cache: [50ms]\n"),
