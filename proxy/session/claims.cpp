@@ -144,10 +144,9 @@ awaitable<session::intercepted> session::intercept(const proto::packet_span& pac
         co_return intercepted::forward;
     case proto::com::reset_connection:
     case proto::com::change_user:
-        release_redis_keys(transaction_.release_all());  // the server rolls back an open transaction
+        abandon_transaction();  // the server rolls back an open transaction
         forget_statements();
         table_columns_.clear();
-        end_transaction_now(false);
         co_return intercepted::forward;
     default:
         co_return intercepted::forward;
@@ -672,23 +671,6 @@ awaitable<void> commit_lock(guards::redis_guard* redis, std::string key, std::st
 }
 }  // namespace
 
-awaitable<bool> session::give_back_after_rollback() {
-    for (const auto& g : std::exchange(memory_.after_rollback, {})) {
-        const auto reply = co_await own_query(g.sql);
-        if (!reply) co_return false;
-        std::optional<proto::ok_packet> ok;
-        if (const proto::reply_view view(*reply, caps_, mariadb_caps_); view.kind() == proto::reply_kind::ok)
-            if (auto parsed = proto::parse_ok(view.first(), caps_)) ok = *parsed;
-        if (ok && ok->affected_rows > 0) {
-            counters_.of(g.rule).of(engine::event::compensated)->inc();
-        } else {
-            counters_.of(g.rule).of(engine::event::compensation_failed)->inc();
-            spdlog::error("session {}: rule {}: a give-back after a rollback changed no row", id_, g.rule);
-        }
-    }
-    co_return true;
-}
-
 void session::commit_redis_keys(std::vector<engine::redis_hold> keys) {
     if (!redis_) return;
     for (auto& k : keys)
@@ -702,9 +684,10 @@ void session::release_redis_keys(std::vector<engine::redis_hold> keys) {
         asio::co_spawn(client_.get_executor(), release_lock(redis_, std::move(k.key), std::move(k.token)), asio::detached);
 }
 
-void session::end_transaction_now(bool committed) {
-    if (!ctx_.ledger) return;
-    report_dropped(engine::end_transaction(memory_, *ctx_.ledger, committed, id_), committed);
+void session::abandon_transaction() {
+    auto steps = engine::abandon_transaction(transaction_, memory_, ctx_.ledger, id_);
+    release_redis_keys(std::move(steps.release));
+    report_dropped(std::move(steps.dropped), false);
 }
 
 }  // namespace claimguard::session

@@ -25,6 +25,7 @@
 #include "proxy/protocol/exchange.hpp"
 #include "proxy/protocol/frame.hpp"
 #include "proxy/protocol/packets.hpp"
+#include "proxy/protocol/reply_view.hpp"
 #include "rules/sql/charset.hpp"
 
 namespace claimguard::session {
@@ -66,6 +67,23 @@ std::uint32_t server_version_number(std::string_view v) {
         v.remove_prefix(1);
     }
     return parts[0] * 10000 + parts[1] * 100 + parts[2];
+}
+
+// The reply to one of the proxy's own statements (own_query), as the end of a command reads it.
+engine::reply_summary own_reply_summary(const std::vector<proto::byte_buffer>& payloads, std::uint32_t caps,
+                                        std::uint32_t mariadb_caps, std::uint16_t status) {
+    engine::reply_summary r;
+    r.status = status;
+    const proto::reply_view view(payloads, caps, mariadb_caps);
+    if (view.kind() == proto::reply_kind::ok) {
+        if (auto ok = proto::parse_ok(view.first(), caps)) {
+            r.ok = true;
+            r.affected_rows = ok->affected_rows;
+        }
+    } else if (view.kind() == proto::reply_kind::err) {
+        r.err = true;
+    }
+    return r;
 }
 
 // Rewrites the sequence ids of every frame in `raw`, starting at `first`.
@@ -115,9 +133,8 @@ awaitable<void> session::run() {
         co_await command_loop();
         note_orphan();  // the backend link lost inside a transaction: the server may still hold it
     }
-    release_redis_keys(transaction_.release_all());  // a transaction still open dies with the connection
-    end_transaction_now(false);
-    release_admission();  // ... and so does its turn at the hot rows
+    abandon_transaction();  // a transaction still open dies with the connection
+    release_admission();    // ... and so does its turn at the hot rows
     close();
     spdlog::debug("session {} from {}: closed", id_, peer_);
 }
@@ -491,8 +508,6 @@ awaitable<void> session::command_loop() {
     for (;;) {
         client_in_.shrink_if_idle(idle_buffer_bytes);
         backend_in_.shrink_if_idle(idle_buffer_bytes);
-        if (!memory_.after_rollback.empty() && !(status_ & proto::status::in_trans) && !co_await give_back_after_rollback())
-            co_return;
         if (ctx_.draining && ctx_.draining->load() && !(status_ & proto::status::in_trans)) co_return;
         idle_ = true;
         backend_woke_ = false;
@@ -533,8 +548,7 @@ awaitable<void> session::command_loop() {
         if (verdict == intercepted::failed) co_return;
         if (verdict == intercepted::handled) {
             client_in_.consume(packet.raw_size);
-            if (!co_await confirm_transaction_after_error(was_in_transaction)) co_return;
-            after_command(was_in_transaction, started);
+            if (!co_await end_command(was_in_transaction, started)) co_return;
             continue;
         }
         if (!co_await write_backend(client_in_.readable().first(packet.raw_size))) {
@@ -546,7 +560,7 @@ awaitable<void> session::command_loop() {
 
         proto::command_exchange exchange(command, caps_, status_);
         if (exchange.start(packet.last_seq) == proto::next_step::done) {
-            after_command(was_in_transaction, started);
+            if (!co_await end_command(was_in_transaction, started)) co_return;
             continue;
         }
         if (!co_await relay_reply(exchange)) co_return;
@@ -554,24 +568,8 @@ awaitable<void> session::command_loop() {
         if (command == proto::com::stmt_prepare && !exchange.failed()) last_prepared_id_ = exchange.statement_id();
         command_failed_ = exchange.failed();
         if (command_failed_) command_error_ = exchange.error_code();
-        if (!co_await confirm_transaction_after_error(was_in_transaction)) co_return;
-        after_command(was_in_transaction, started);
+        if (!co_await end_command(was_in_transaction, started)) co_return;
     }
-}
-
-awaitable<bool> session::confirm_transaction_after_error(bool was_in_transaction) {
-    constexpr std::uint16_t er_lock_wait_timeout = 1205;
-    if (!command_failed_ || command_error_ != er_lock_wait_timeout || !was_in_transaction ||
-        !(status_ & proto::status::in_trans))
-        co_return true;
-    // A diagnostics statement: it opens no transaction and leaves the error for SHOW WARNINGS.
-    if (!co_await own_query("SHOW COUNT(*) WARNINGS")) co_return false;
-    if (!(own_query_status_ & proto::status::in_trans)) {
-        spdlog::info("session {}: the lock wait timeout rolled the whole transaction back "
-                     "(innodb_rollback_on_timeout)", id_);
-        status_ = static_cast<std::uint16_t>(status_ & ~proto::status::in_trans);
-    }
-    co_return true;
 }
 
 awaitable<bool> session::relay_reply(proto::command_exchange& exchange) {
@@ -634,18 +632,51 @@ awaitable<bool> session::relay_reply(proto::command_exchange& exchange) {
     co_return co_await flush();
 }
 
-void session::after_command(bool was_in_transaction, clock_type::time_point started) {
-    if (ctx_.ledger) {
-        auto steps = transaction_.finish({was_in_transaction, status_, command_failed_}, memory_, *ctx_.ledger, id_);
-        release_redis_keys(std::move(steps.release));
-        commit_redis_keys(std::move(steps.committed_keys));
-        report_dropped(std::move(steps.dropped), steps.committed);
-    }
-    // An autocommit decrement's turn ends with its reply; a transaction's with the transaction.
-    if (!admission_held_.empty() && !(status_ & proto::status::in_trans)) release_admission();
+awaitable<bool> session::end_command(bool was_in_transaction, clock_type::time_point started) {
+    engine::command_end end({was_in_transaction, status_, command_failed_, command_error_}, memory_, ctx_.ledger,
+                            transaction_, admission_held_, id_);
     command_failed_ = false;
     command_error_ = 0;
-    admin::metrics().command_duration.observe(std::chrono::duration<double>(clock_type::now() - started).count());
+    auto act = end.resume(engine::command_end_input::start());
+    for (;;) {
+        using kind = engine::command_end_action::kind;
+        switch (act.type) {
+            case kind::done: co_return true;
+            case kind::fail: co_return false;
+
+            case kind::ask_transaction:
+            case kind::give_back: {
+                const auto reply = co_await own_query(act.sql);
+                act = end.resume(reply ? engine::command_end_input::of_reply(
+                                             own_reply_summary(*reply, caps_, mariadb_caps_, own_query_status_))
+                                       : engine::command_end_input::lost());
+                for (const auto& r : end.take_results()) {
+                    counters_.of(r.rule).of(r.what)->inc();
+                    if (r.what == engine::event::compensation_failed)
+                        spdlog::error("session {}: rule {}: a give-back after a rollback changed no row", id_, r.rule);
+                }
+                break;
+            }
+
+            case kind::settle: {
+                auto& s = act.settlement;
+                status_ = end.status();
+                if (s.timeout_rolled_back)
+                    spdlog::info(
+                        "session {}: the lock wait timeout rolled the whole transaction back "
+                        "(innodb_rollback_on_timeout)",
+                        id_);
+                release_redis_keys(std::move(s.release));
+                commit_redis_keys(std::move(s.committed_keys));
+                report_dropped(std::move(s.dropped), s.committed);
+                if (s.release_admission) release_admission();
+                admin::metrics().command_duration.observe(
+                    std::chrono::duration<double>(clock_type::now() - started).count());
+                act = end.resume(engine::command_end_input::carried_out());
+                break;
+            }
+        }
+    }
 }
 
 std::string client_peer(client_socket& socket, bool& is_unix) {

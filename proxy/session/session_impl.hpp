@@ -23,6 +23,7 @@
 #include "proxy/protocol/frame.hpp"
 #include "proxy/engine/admission_gate.hpp"
 #include "proxy/engine/claim_operation.hpp"
+#include "proxy/engine/command_end.hpp"
 #include "proxy/engine/decide.hpp"
 #include "proxy/engine/rules_snapshot.hpp"
 #include "proxy/engine/statement_operation.hpp"
@@ -131,7 +132,10 @@ private:
     // ---- command phase -----------------------------------------------------------------------
 
     awaitable<void> command_loop();
-    void after_command(bool was_in_transaction, clock_type::time_point started);
+    // The end of a command: runs engine::command_end (the transaction asked about after ERR 1205,
+    // its end, the Redis keys and admission slots, the give-backs after a rollback) and counts the
+    // command's duration. False when the backend connection failed under the proxy's own statement.
+    awaitable<bool> end_command(bool was_in_transaction, clock_type::time_point started);
 
     // Forwards the server's reply to the client until the exchange says it is over.
     // Complete packets are parsed in place and written in large batches straight
@@ -148,11 +152,6 @@ private:
     // payload. nullopt when the backend connection failed.
     awaitable<std::optional<std::vector<proto::byte_buffer>>> own_query(std::string_view sql);
     std::uint16_t own_query_status_ = 0;  // the server's status flags after the last own_query
-    // ERR 1205 (lock wait timeout) rolls back the statement, or with innodb_rollback_on_timeout the
-    // whole transaction, and an ERR carries no status flags: after one in a transaction the server
-    // is asked (a diagnostics statement: the app's SHOW WARNINGS still sees the error). False when
-    // the backend connection failed.
-    awaitable<bool> confirm_transaction_after_error(bool was_in_transaction);
 
     // ---- claim interception (claims.cpp) ----------------------------------------------------
     enum class intercepted { forward, handled, failed };
@@ -220,8 +219,9 @@ private:
     // ... and what became of deferred takes (defer_decrement), each under its own rule.
     void report_deferred(const std::vector<std::pair<engine::event, engine::deferred_take>>& events,
                          const rules::sql::parsed_statement* st);
-    // The transaction ended: its deferred takes never sent are dropped (after a commit: an error).
-    void end_transaction_now(bool committed);
+    // The transaction is gone without a reply saying how (COM_RESET_CONNECTION, COM_CHANGE_USER, the
+    // connection's end): its Redis keys go, its deferred takes are dropped (engine::abandon_transaction).
+    void abandon_transaction();
     void report_dropped(std::vector<engine::deferred_take> dropped, bool committed);
     // Matches a statement; a claim INSERT without a column list first learns the table's columns
     // (information_schema, on this backend connection, once per session and table).
@@ -239,10 +239,6 @@ private:
     // statement writes a protected table, its rules' unmodeled policy applies.
     awaitable<intercepted> unmodeled_execute(const prepared_statement& ps, const proto::packet_span& packet,
                                              std::uint8_t command, std::string_view why, std::string_view code);
-    // The transaction rolled back after it gave back units of takes committed before it: the
-    // give-backs again, now in autocommit (engine::session_memory::after_rollback). False: the
-    // backend connection failed.
-    awaitable<bool> give_back_after_rollback();
     // Claims' Redis keys that did not commit go (compare-and-delete, in the background), or a user
     // whose claim was rolled back would hear "already claimed" for the key's ttl. The database's
     // unique index stays the guarantee either way.
