@@ -4,6 +4,7 @@
 #include "claim_operation_detail.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <variant>
 
 namespace claimguard::engine {
@@ -449,7 +450,10 @@ std::vector<deferred_take> end_transaction(session_memory& memory, take_ledger& 
         }
     });
     memory.reset();
-    memory.after_rollback = std::move(after_rollback);
+    // Added to what is still waiting: a reset (COM_RESET_CONNECTION) or ROLLBACK AND CHAIN left
+    // give-backs that are owed whatever the next end of a transaction is.
+    memory.after_rollback.insert(memory.after_rollback.end(), std::make_move_iterator(after_rollback.begin()),
+                                 std::make_move_iterator(after_rollback.end()));
     return dropped;
 }
 

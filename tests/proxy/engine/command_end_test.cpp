@@ -313,6 +313,32 @@ TEST_F(command_end_test, reset_or_change_user_abandons_the_transaction) {
     EXPECT_EQ(memory.after_rollback.size(), 1u);
 }
 
+// The command that reset the connection ends a transaction the reset already abandoned: its end
+// keeps the give-backs the reset left and sends them (before, the end of the reset's own command
+// replaced them with none: the units stayed taken, a leak).
+TEST_F(command_end_test, the_give_backs_a_reset_left_are_sent_at_the_end_of_its_command) {
+    give_back_of_a_committed_take();
+    (void)abandon_transaction(tracker, memory, &ledger, session_id);
+    auto r = run(ok_outcome(true, autocommit), {command_end_input::of_reply(reply_summary::ok_rows(1))});
+    EXPECT_EQ(r.kinds(), (std::vector<ca>{ca::settle, ca::give_back, ca::done}));
+    ASSERT_EQ(r.results.size(), 1u);
+    EXPECT_EQ(r.results[0].what, event::compensated);
+}
+
+// ROLLBACK AND CHAIN leaves give-backs while the chained transaction is open; that transaction's
+// own end (a commit too) keeps them, and they are sent after it.
+TEST_F(command_end_test, the_give_backs_of_a_chained_rollback_survive_the_next_transaction) {
+    give_back_of_a_committed_take();
+    tracker.expect(boundary(ev::rollback));
+    auto chained = run(ok_outcome(true, in_trans));
+    EXPECT_EQ(chained.kinds(), (std::vector<ca>{ca::settle, ca::done}));
+    take_in_transaction();
+    tracker.expect(boundary(ev::commit));
+    auto r = run(ok_outcome(true, autocommit), {command_end_input::of_reply(reply_summary::ok_rows(1))});
+    EXPECT_EQ(r.kinds(), (std::vector<ca>{ca::settle, ca::give_back, ca::done}));
+    EXPECT_EQ(waiting(), 1u);  // the chained transaction's own take committed
+}
+
 TEST_F(command_end_test, reset_without_a_ledger_only_releases_the_keys) {
     memory.deferred.push_back({rule, "coupon_stock", key, {"campaign_id"}, 1, "UPDATE ...", {}});
     tracker.hold({"lock:1:77", "t1"});
