@@ -1,0 +1,233 @@
+// The front of the statement pipeline, per client connection (see connection_state.hpp).
+#include "connection_state.hpp"
+
+#include <algorithm>
+#include <variant>
+
+#include "proxy/protocol/capabilities.hpp"
+#include "rules/match/matcher.hpp"
+#include "rules/sql/parser.hpp"
+#include "rules/sql/prefilter.hpp"
+#include "rules/sql/values.hpp"
+
+namespace claimguard::engine {
+
+namespace match = rules::match;
+namespace sqlns = rules::sql;
+namespace proto = protocol;
+
+void connection_state::server_greeted(bool mariadb, std::uint32_t server_version) {
+    lexer_.mariadb = mariadb;
+    lexer_.server_version = server_version;
+}
+
+void connection_state::logged_in(std::string database, sqlns::charset client_charset) {
+    database_ = std::move(database);
+    lexer_.client_charset = client_charset;
+}
+
+void connection_state::reset() {
+    sql_prepared_.clear();
+    table_columns_.clear();
+}
+
+sqlns::lexer_options connection_state::lexer_options(std::uint16_t status) const {
+    auto o = lexer_;
+    o.no_backslash_escapes = (status & proto::status::no_backslash_escapes) != 0;
+    return o;
+}
+
+const std::vector<std::string>* connection_state::sql_prepared(std::string_view name) const {
+    auto it = sql_prepared_.find(std::string(name));
+    return it == sql_prepared_.end() ? nullptr : &it->second;
+}
+
+// ---- the front of the pipeline ----------------------------------------------------------------------
+
+bool connection_state::passes_untouched(std::string_view sql, const statement_inputs& in, bool deferred) {
+    if (!deferred && in.index.filter().classify(sql) == sqlns::prefilter_verdict::irrelevant) return true;
+    return in.rules.is_trusted(in.user);
+}
+
+recognition connection_state::recognise_query(std::string_view sql, const statement_inputs& in,
+                                              recognised_statement& out) {
+    out.from = recognised_statement::command::query;
+    // Deferred takes pending (defer_decrement): a statement on another table may still commit
+    // implicitly (DDL), so every statement is looked at until they are sent or dropped.
+    out.deferred = !in.memory.deferred.empty();
+    if (passes_untouched(sql, in, out.deferred)) return recognition::forward;
+    out.parsed = sqlns::parse(sql, lexer_options(in.status));
+    out.facts = match(out.parsed, in.index, out.lookup);
+    if (out.lookup) return recognition::needs_columns;
+    return after_match(in, out);
+}
+
+recognition connection_state::recognise_prepare(std::string_view sql, const statement_inputs& in,
+                                                recognised_statement& out) {
+    out.from = recognised_statement::command::prepare;
+    out.parsed = sqlns::parse(sql, lexer_options(in.status));
+    out.facts = match(out.parsed, in.index, out.lookup);
+    if (out.lookup) return recognition::needs_columns;
+    return after_match(in, out);
+}
+
+recognition connection_state::columns_arrived(const proto::reply_view* reply, const statement_inputs& in,
+                                              recognised_statement& out) {
+    if (!out.lookup) return after_match(in, out);
+    learn_columns(std::move(out.lookup->key), column_names(reply));
+    out.lookup.reset();
+    out.facts = match_now(out.parsed, in.index);
+    return after_match(in, out);
+}
+
+recognition connection_state::after_match(const statement_inputs& in, recognised_statement& out) {
+    if (out.from == recognised_statement::command::prepare) {
+        // Kept without facts too (a SELECT * of a protected table): its execute sends the
+        // transaction's deferred takes of that table first.
+        const auto& stocks = in.rules.stocks;
+        const bool any_deferred =
+            std::any_of(stocks.begin(), stocks.end(), [](const auto& r) { return r.defer_decrement; });
+        if (out.facts.facts.empty() && !any_deferred) return recognition::forward;
+        // A statement the rules do not model: its policy applies at prepare time (refused, it never
+        // gets a statement id; forwarded, it is counted at each execute).
+        if (out.parsed.kind == sqlns::statement_kind::not_ours) {
+            out.decided = decide(out.facts, in.rules, resolve_literal, in.memory);
+            if (out.decided.what == verdict::refuse && !out.decided.observe) return recognition::decided;
+        }
+        return recognition::keep_prepared;
+    }
+    if (out.facts.facts.empty() && !out.deferred) return recognition::forward;
+    out.decided = decide_statement(out.parsed, out.facts, in.rules, resolve_literal, in.memory, in.transaction);
+    out.sql_prepared_full = learn_sql_prepared(out.parsed, out.facts, out.decided);
+    return recognition::decided;
+}
+
+// ---- steps --------------------------------------------------------------------------------------------
+
+void connection_state::learn_session_changes(const match::match_result& facts, transaction_tracker& transaction) {
+    transaction.expect(facts);
+    for (const auto& f : facts.facts) {
+        if (const auto* c = std::get_if<match::session_change>(&f)) {
+            switch (c->setting) {
+                case match::session_setting::sql_mode:
+                    if (c->sql_mode) lexer_.ansi_quotes = c->sql_mode->ansi_quotes;
+                    break;
+                case match::session_setting::client_charset:
+                    if (c->charset) lexer_.client_charset = *c->charset;
+                    break;
+                case match::session_setting::database: database_ = sqlns::unquote_identifier(c->database); break;
+            }
+        }
+    }
+}
+
+decision connection_state::decide(const match::match_result& facts, const rules::rule_set& rules,
+                                  const value_resolver& values, session_memory& memory) const {
+    memory.database = database_;
+    return engine::decide(facts, rules, values, memory);
+}
+
+decision connection_state::decide_statement(const sqlns::parsed_statement& st, const match::match_result& facts,
+                                            const rules::rule_set& rules, const value_resolver& values,
+                                            session_memory& memory, transaction_tracker& transaction) {
+    learn_session_changes(facts, transaction);
+    auto d = decide(facts, rules, values, memory);
+    plan_deferred(d, facts, st.sql, memory);
+    return d;
+}
+
+bool connection_state::learn_sql_prepared(const sqlns::parsed_statement& st, const match::match_result& facts,
+                                          const decision& d) {
+    const auto use = match::sql_prepared_of(st);
+    if (use.what == match::sql_prepared_use::kind::none || use.what == match::sql_prepared_use::kind::execute)
+        return false;
+    sql_prepared_.erase(use.name);  // DEALLOCATE, or a PREPARE replacing the name
+    if (use.what != match::sql_prepared_use::kind::prepare || (d.what == verdict::refuse && !d.observe)) return false;
+    std::vector<std::string> reached;
+    for (const auto& f : facts.facts)
+        if (const auto* u = std::get_if<match::unmodeled>(&f); u && !u->prepared_name.empty())
+            reached.emplace_back(u->claim ? u->claim->name : u->stock->name);
+    if (reached.empty()) return false;
+    bool full = false;
+    if (sql_prepared_.size() >= max_sql_prepared) {
+        // Past the server's own default limit (max_prepared_stmt_count): it refuses the PREPARE.
+        sql_prepared_.erase(sql_prepared_.begin());
+        full = true;
+    }
+    sql_prepared_[use.name] = std::move(reached);
+    return full;
+}
+
+match::match_result connection_state::match(const sqlns::parsed_statement& st, const match::rule_index& index,
+                                            std::optional<columns_lookup>& lookup) const {
+    lookup.reset();
+    auto facts = match_now(st, index);
+    const match::claim_insert* unresolved = nullptr;
+    for (const auto& f : facts.facts)
+        if (const auto* ci = std::get_if<match::claim_insert>(&f); ci && !ci->columns_known) unresolved = ci;
+    if (unresolved == nullptr) return facts;
+    auto key = columns_key(*unresolved->rule);
+    if (table_columns_.contains(key)) return facts;  // looked up before: not known
+    lookup = columns_lookup{std::move(key), columns_query(*unresolved->rule)};
+    return facts;
+}
+
+void connection_state::learn_columns(std::string key, std::vector<std::string> columns) {
+    if (table_columns_.size() >= max_known_tables) table_columns_.erase(table_columns_.begin());
+    table_columns_[std::move(key)] = std::move(columns);
+}
+
+match::rewritten_sql connection_state::columns_query(const rules::claim_rule& rule) {
+    // The table's columns in order, asked of this connection's database. The names are the rule's
+    // (validated identifiers), sent as hex literals so nothing is spliced into the SQL as text.
+    auto hex = [](std::string_view v) {
+        static constexpr char digits[] = "0123456789ABCDEF";
+        std::string out = "CONVERT(0x";
+        for (unsigned char c : v) {
+            out.push_back(digits[c >> 4]);
+            out.push_back(digits[c & 15]);
+        }
+        return out + " USING utf8mb4)";
+    };
+    const auto& table = rule.table;
+    match::rewritten_sql q;
+    q.sql = "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = " +
+            (table.schema.empty() ? std::string("DATABASE()") : hex(table.schema)) +
+            " AND TABLE_NAME = " + hex(table.name) + " ORDER BY ORDINAL_POSITION";
+    return q;
+}
+
+std::vector<std::string> connection_state::column_names(const proto::reply_view* reply) {
+    std::vector<std::string> columns;
+    if (reply == nullptr || reply->kind() != proto::reply_kind::result_set) return columns;
+    for (std::size_t i = 0; i < reply->row_count(); ++i) {
+        auto values = reply->text_values(i);
+        if (!values || !(*values)[0]) break;
+        columns.emplace_back(*(*values)[0]);
+    }
+    return columns;
+}
+
+match::match_result connection_state::match_now(const sqlns::parsed_statement& st,
+                                                const match::rule_index& index) const {
+    match::match_context mctx;
+    if (!database_.empty()) mctx.current_database = database_;
+    mctx.table_columns = &connection_state::columns_of;
+    mctx.table_columns_owner = this;
+    mctx.sql_prepared = &connection_state::sql_prepared_of;
+    return match::match(st, index, mctx);
+}
+
+std::string connection_state::columns_key(const rules::claim_rule& rule) const { return rule.name + "\n" + database_; }
+
+const std::vector<std::string>* connection_state::columns_of(const void* self, const rules::claim_rule& rule) {
+    const auto* s = static_cast<const connection_state*>(self);
+    auto it = s->table_columns_.find(s->columns_key(rule));
+    return it == s->table_columns_.end() || it->second.empty() ? nullptr : &it->second;
+}
+
+const std::vector<std::string>* connection_state::sql_prepared_of(const void* self, std::string_view name) {
+    return static_cast<const connection_state*>(self)->sql_prepared(name);
+}
+
+}  // namespace claimguard::engine

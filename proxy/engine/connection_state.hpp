@@ -1,0 +1,159 @@
+// The front of the statement pipeline, per client connection: what earlier statements set up for
+// the ones after them (the lexer's sql_mode and character set, the current database, SQL-level
+// prepared statements on protected tables, the claim tables' columns), and the steps from a
+// statement's text to a decision (screen, parse, match, learn, decide). Pure: the one query it
+// needs (a claim table's columns) the session sends, and it feeds the reply back.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "decide.hpp"
+#include "memory.hpp"
+#include "proxy/protocol/reply_view.hpp"
+#include "rules/match/facts.hpp"
+#include "rules/match/rewriter.hpp"
+#include "rules/match/rule_index.hpp"
+#include "rules/model/rules.hpp"
+#include "rules/sql/charset.hpp"
+#include "rules/sql/statement.hpp"
+#include "transaction_tracker.hpp"
+
+namespace claimguard::engine {
+
+// What the session knows when a command comes: the command's rules, who is connected, the
+// server's status flags before it, and the engine state the statement may change.
+struct statement_inputs {
+    const rules::rule_set& rules;
+    const rules::match::rule_index& index;  // views `rules`
+    std::string_view user;                  // the connection's current user (trusted users pass untouched)
+    std::uint16_t status = 0;               // NO_BACKSLASH_ESCAPES is read from here
+    session_memory& memory;
+    transaction_tracker& transaction;
+};
+
+// The columns of a claim table, to be asked of this connection's database (once per connection,
+// rule and database) before an INSERT without a column list can be matched.
+struct columns_lookup {
+    std::string key;                  // the rule's name and the database it was asked in
+    rules::match::rewritten_sql sql;  // information_schema.COLUMNS, the names as hex literals
+};
+
+// What the front did with a statement.
+enum class recognition : std::uint8_t {
+    forward,        // nothing to decide: the statement goes as the client wrote it
+    needs_columns,  // send recognised_statement::lookup, then call columns_arrived()
+    decided,        // carry out recognised_statement::decided
+    keep_prepared,  // COM_STMT_PREPARE: prepare it on the server and keep parsed and facts for its executes
+};
+
+// One statement through the front. Stays where it is from the first step on: the facts view the
+// parse, the decision views the facts (each in inline storage).
+struct recognised_statement {
+    enum class command : std::uint8_t { query, prepare };
+    command from = command::query;
+    bool deferred = false;  // the transaction held deferred takes when the statement came
+    rules::sql::parsed_statement parsed;
+    rules::match::match_result facts;
+    decision decided;                      // recognition::decided
+    std::optional<columns_lookup> lookup;  // recognition::needs_columns
+    bool sql_prepared_full = false;        // the oldest SQL-level prepared statement was forgotten for this one
+
+    recognised_statement() = default;
+    recognised_statement(const recognised_statement&) = delete;
+    recognised_statement& operator=(const recognised_statement&) = delete;
+};
+
+class connection_state {
+public:
+    // Claim tables whose columns one connection remembers (rule and database); the oldest goes.
+    static constexpr std::size_t max_known_tables = 64;
+    // SQL-level prepared statements on protected tables one connection tracks; the oldest goes.
+    static constexpr std::size_t max_sql_prepared = 16384;  // the server's max_prepared_stmt_count is 16382
+
+    // ---- the connection phase and commands that are not statements -------------------------------
+    // The server's greeting: which versioned comments it executes.
+    void server_greeted(bool mariadb, std::uint32_t server_version);
+    // The client's handshake response: its database and character set.
+    void logged_in(std::string database, rules::sql::charset client_charset);
+    // COM_INIT_DB.
+    void use_database(std::string database) { database_ = std::move(database); }
+    // COM_RESET_CONNECTION, COM_CHANGE_USER: the server dropped the SQL-level prepared statements;
+    // the claim tables' columns are asked again.
+    void reset();
+
+    [[nodiscard]] const rules::sql::lexer_options& lexer() const { return lexer_; }
+    [[nodiscard]] const std::string& database() const { return database_; }
+    // How to read a statement sent with the server's status flags `status`.
+    [[nodiscard]] rules::sql::lexer_options lexer_options(std::uint16_t status) const;
+    [[nodiscard]] std::size_t known_tables() const { return table_columns_.size(); }
+    [[nodiscard]] std::size_t sql_prepared_count() const { return sql_prepared_.size(); }
+    // The rules a SQL-level prepared statement reaches (name unquoted, lower case); null: none.
+    [[nodiscard]] const std::vector<std::string>* sql_prepared(std::string_view name) const;
+
+    // ---- the front of the pipeline ------------------------------------------------------------------
+    // Nothing to look at: the pre-filter says the text names no rule's table (and the transaction
+    // holds no deferred takes, `deferred`), or the user is trusted.
+    [[nodiscard]] static bool passes_untouched(std::string_view sql, const statement_inputs& in, bool deferred);
+    // COM_QUERY: screen (passes_untouched), parse, match, learn the session changes,
+    // decide, plan deferred takes, learn SQL-level PREPARE / DEALLOCATE. Never `keep_prepared`.
+    [[nodiscard]] recognition recognise_query(std::string_view sql, const statement_inputs& in,
+                                              recognised_statement& out);
+    // COM_STMT_PREPARE, once passes_untouched(sql, in, false) said no (the session screens it before
+    // it copies the text): parse, match; a statement the rules do not model gets its policy
+    // now (refused: `decided`); `keep_prepared` otherwise. Never `decided` with a forward.
+    [[nodiscard]] recognition recognise_prepare(std::string_view sql, const statement_inputs& in,
+                                                recognised_statement& out);
+    // The lookup's reply (null: not one that reads), and on from where the statement stopped.
+    // Never `needs_columns` again: a table whose columns did not come stays unmodeled.
+    [[nodiscard]] recognition columns_arrived(const protocol::reply_view* reply, const statement_inputs& in,
+                                              recognised_statement& out);
+
+    // ---- steps, also used for prepared statements' executes ---------------------------------------
+    // The statement sets the session's sql_mode, character set or database, and what it does to
+    // the transaction (for the end of the command).
+    void learn_session_changes(const rules::match::match_result& facts, transaction_tracker& transaction);
+    // decide() with the session's current database.
+    [[nodiscard]] decision decide(const rules::match::match_result& facts, const rules::rule_set& rules,
+                                  const value_resolver& values, session_memory& memory) const;
+    // learn_session_changes, decide, plan_deferred: a statement the session is about to carry out.
+    [[nodiscard]] decision decide_statement(const rules::sql::parsed_statement& st,
+                                            const rules::match::match_result& facts, const rules::rule_set& rules,
+                                            const value_resolver& values, session_memory& memory,
+                                            transaction_tracker& transaction);
+    // SQL-level PREPARE / DEALLOCATE PREPARE: which names reach protected tables (for EXECUTE). True
+    // when the oldest name was forgotten to make room (max_sql_prepared).
+    bool learn_sql_prepared(const rules::sql::parsed_statement& st, const rules::match::match_result& facts,
+                            const decision& d);
+    // The matcher's facts; `lookup` set when a claim INSERT without a column list needs the table's
+    // columns not asked yet on this connection.
+    [[nodiscard]] rules::match::match_result match(const rules::sql::parsed_statement& st,
+                                                   const rules::match::rule_index& index,
+                                                   std::optional<columns_lookup>& lookup) const;
+    // The columns a lookup found (empty: none; the table stays unmodeled on this connection).
+    void learn_columns(std::string key, std::vector<std::string> columns);
+    // The query that asks this connection's database for a claim table's columns in order.
+    [[nodiscard]] static rules::match::rewritten_sql columns_query(const rules::claim_rule& rule);
+    // The column names in a lookup's reply (one column, a row each).
+    [[nodiscard]] static std::vector<std::string> column_names(const protocol::reply_view* reply);
+
+private:
+    [[nodiscard]] rules::match::match_result match_now(const rules::sql::parsed_statement& st,
+                                                       const rules::match::rule_index& index) const;
+    [[nodiscard]] recognition after_match(const statement_inputs& in, recognised_statement& out);
+    [[nodiscard]] std::string columns_key(const rules::claim_rule& rule) const;
+    static const std::vector<std::string>* columns_of(const void* self, const rules::claim_rule& rule);
+    static const std::vector<std::string>* sql_prepared_of(const void* self, std::string_view name);
+
+    rules::sql::lexer_options lexer_;
+    std::string database_;
+    std::map<std::string, std::vector<std::string>> sql_prepared_;   // by lower case name: the rules reached
+    std::map<std::string, std::vector<std::string>> table_columns_;  // claim table columns, by rule and database
+};
+
+}  // namespace claimguard::engine
