@@ -124,10 +124,6 @@ public:
         std::size_t redis_locks = 0;
     };
     static constexpr std::size_t max_savepoints = 64;
-    // SQL-level prepared statements (PREPARE name FROM '...') that reach protected tables, by lower
-    // case name: the rules they reach. Dropped with the server's (COM_RESET_CONNECTION, CHANGE_USER).
-    static constexpr std::size_t max_sql_prepared = 16384;  // the server's max_prepared_stmt_count is 16382
-    std::map<std::string, std::vector<std::string>> sql_prepared;
     std::vector<savepoint> savepoints;
 
     // The transaction ended: what belonged to it goes (a refused decrement too: the next

@@ -69,9 +69,9 @@ std::optional<engine::cached_read> session::cached_read_of(const engine::decisio
     shape.push_back(binary ? 'B' : 'T');
     shape += (caps_ & proto::cap::deprecate_eof) ? 'E' : '-';
     shape += (mariadb_caps_ & proto::mariadb_cap::extended_metadata) ? 'X' : '-';
-    shape += std::to_string(static_cast<int>(lexer_.client_charset));
+    shape += std::to_string(static_cast<int>(connection_state_.lexer().client_charset));
     shape += '\n';
-    shape += database_;
+    shape += connection_state_.database();
     shape += '\n';
     shape += normalised_text(st, *r);
     return out;

@@ -70,15 +70,8 @@ std::optional<engine::resolved_value> resolve_bound(const proto::binary_value& v
 
 }  // namespace
 
-rules::sql::lexer_options session::lexer_options() const {
-    auto o = lexer_;
-    o.no_backslash_escapes = (status_ & proto::status::no_backslash_escapes) != 0;
-    return o;
-}
-
 void session::forget_statements() {
     prepared_.clear();
-    memory_.sql_prepared.clear();
     derived_.clear();  // the server dropped them too (COM_RESET_CONNECTION, COM_CHANGE_USER)
     last_prepared_id_ = 0;
 }
@@ -140,173 +133,71 @@ awaitable<session::intercepted> session::intercept(const proto::packet_span& pac
                                              "bulk_execute");
     }
     case proto::com::init_db:
-        if (auto db = proto::parse_init_db(payload)) database_ = std::string(*db);
+        if (auto db = proto::parse_init_db(payload)) connection_state_.use_database(std::string(*db));
         co_return intercepted::forward;
     case proto::com::reset_connection:
     case proto::com::change_user:
         abandon_transaction();  // the server rolls back an open transaction
         forget_statements();
-        table_columns_.clear();
+        connection_state_.reset();
         co_return intercepted::forward;
     default:
         co_return intercepted::forward;
     }
 }
 
-void session::learn_session_changes(const match::match_result& facts) {
-    transaction_.expect(facts);
-    for (const auto& f : facts.facts) {
-        if (auto* c = std::get_if<match::session_change>(&f)) {
-            switch (c->setting) {
-            case match::session_setting::sql_mode:
-                if (c->sql_mode) lexer_.ansi_quotes = c->sql_mode->ansi_quotes;
-                break;
-            case match::session_setting::client_charset:
-                if (c->charset) lexer_.client_charset = *c->charset;
-                break;
-            case match::session_setting::database:
-                database_ = sqlns::unquote_identifier(c->database);
-                break;
-            }
-        }
-    }
+engine::statement_inputs session::engine_inputs() {
+    return {snapshot_->rules, snapshot_->index, user_, status_, memory_, transaction_};
+}
+
+awaitable<std::optional<engine::recognition>> session::look_up_columns(engine::recognised_statement& rs,
+                                                                       engine::recognition step) {
+    if (step != engine::recognition::needs_columns) co_return step;
+    auto reply = co_await run_sql(rs.lookup->sql, nullptr, nullptr);
+    if (!reply) co_return std::nullopt;
+    auto view = proto::read_reply(reply->raw, caps_, mariadb_caps_, opt_.max_packet_bytes);
+    co_return connection_state_.columns_arrived(view ? &*view : nullptr, engine_inputs(), rs);
 }
 
 awaitable<session::intercepted> session::intercept_query(const proto::packet_span& packet, std::string_view sql) {
-    const auto& index = snapshot_->index;
-    // Deferred takes pending (defer_decrement): a statement on another table may still commit
-    // implicitly (DDL), so every statement is looked at until they are sent or dropped.
-    const bool deferred = !memory_.deferred.empty();
-    if (!deferred && index.filter().classify(sql) == sqlns::prefilter_verdict::irrelevant) co_return intercepted::forward;
-    if (snapshot_->rules.is_trusted(user_)) co_return intercepted::forward;
-    auto st = sqlns::parse(sql, lexer_options());
-    auto matched = co_await match_statement(st);
-    if (!matched) co_return intercepted::failed;
-    const auto& facts = *matched;
-    if (facts.facts.empty() && !deferred) co_return intercepted::forward;
-    learn_session_changes(facts);
-    memory_.database = database_;
-    auto d = engine::decide(facts, snapshot_->rules, engine::resolve_literal, memory_);
-    engine::plan_deferred(d, facts, sql, memory_);
-    learn_sql_prepared(st, facts, d);
-    co_return co_await apply(d, st, proto::com::query, client_in_.readable().first(packet.raw_size), packet.last_seq,
-                             nullptr, nullptr);
-}
-
-void session::learn_sql_prepared(const sqlns::parsed_statement& st, const match::match_result& facts,
-                                 const engine::decision& d) {
-    const auto use = match::sql_prepared_of(st);
-    if (use.what == match::sql_prepared_use::kind::none || use.what == match::sql_prepared_use::kind::execute) return;
-    memory_.sql_prepared.erase(use.name);  // DEALLOCATE, or a PREPARE replacing the name
-    if (use.what != match::sql_prepared_use::kind::prepare || (d.what == verdict::refuse && !d.observe)) return;
-    std::vector<std::string> reached;
-    for (const auto& f : facts.facts)
-        if (const auto* u = std::get_if<match::unmodeled>(&f); u && !u->prepared_name.empty())
-            reached.emplace_back(u->claim ? u->claim->name : u->stock->name);
-    if (reached.empty()) return;
-    if (memory_.sql_prepared.size() >= engine::session_memory::max_sql_prepared) {
-        // Past the server's own default limit (max_prepared_stmt_count): it refuses the PREPARE.
-        spdlog::warn("session {}: more than {} SQL-level prepared statements on protected tables; the oldest is "
-                     "no longer tracked", id_, engine::session_memory::max_sql_prepared);
-        memory_.sql_prepared.erase(memory_.sql_prepared.begin());
-    }
-    memory_.sql_prepared[use.name] = std::move(reached);
-}
-
-const std::vector<std::string>* session::sql_prepared_of(const void* self, std::string_view name) {
-    const auto* s = static_cast<const session*>(self);
-    auto it = s->memory_.sql_prepared.find(std::string(name));
-    return it == s->memory_.sql_prepared.end() ? nullptr : &it->second;
+    engine::recognised_statement rs;
+    const auto first = connection_state_.recognise_query(sql, engine_inputs(), rs);
+    const auto step = co_await look_up_columns(rs, first);
+    if (!step) co_return intercepted::failed;
+    if (*step == engine::recognition::forward) co_return intercepted::forward;
+    if (rs.sql_prepared_full)
+        spdlog::warn(
+            "session {}: more than {} SQL-level prepared statements on protected tables; the oldest is "
+            "no longer tracked",
+            id_, engine::connection_state::max_sql_prepared);
+    co_return co_await apply(rs.decided, rs.parsed, proto::com::query, client_in_.readable().first(packet.raw_size),
+                             packet.last_seq, nullptr, nullptr);
 }
 
 awaitable<session::intercepted> session::unmodeled_execute(const prepared_statement& ps, const proto::packet_span& packet,
                                                            std::uint8_t command, std::string_view why,
                                                            std::string_view code) {
     if (!ps.snapshot) co_return intercepted::forward;
-    auto facts = match::as_unmodeled(ps.facts, why, code);
+    auto facts = match::as_unmodeled(ps.statement.facts, why, code);
     if (facts.facts.empty()) co_return intercepted::forward;
     snapshot_ = ps.snapshot;
-    memory_.database = database_;
-    auto d = engine::decide(facts, ps.snapshot->rules, engine::resolve_literal, memory_);
-    co_return co_await apply(d, ps.parsed, command, client_in_.readable().first(packet.raw_size), packet.last_seq,
-                             nullptr, nullptr);
-}
-
-const std::vector<std::string>* session::columns_of(const void* self, const rules::claim_rule& rule) {
-    const auto* s = static_cast<const session*>(self);
-    auto it = s->table_columns_.find(rule.name + "\n" + s->database_);
-    return it == s->table_columns_.end() || it->second.empty() ? nullptr : &it->second;
-}
-
-awaitable<std::optional<match::match_result>> session::match_statement(const sqlns::parsed_statement& st) {
-    match::match_context mctx;
-    if (!database_.empty()) mctx.current_database = database_;
-    mctx.table_columns = &session::columns_of;
-    mctx.table_columns_owner = this;
-    mctx.sql_prepared = &session::sql_prepared_of;
-    auto facts = match::match(st, snapshot_->index, mctx);
-    const match::claim_insert* unresolved = nullptr;
-    for (const auto& f : facts.facts)
-        if (const auto* ci = std::get_if<match::claim_insert>(&f); ci && !ci->columns_known) unresolved = ci;
-    if (unresolved == nullptr) co_return facts;
-    const std::string cache_key = unresolved->rule->name + "\n" + database_;
-    if (table_columns_.contains(cache_key)) co_return facts;  // looked up before: not known
-    // The table's columns in order, asked of this connection's database. The names are the rule's
-    // (validated identifiers), sent as hex literals so nothing is spliced into the SQL as text.
-    auto hex = [](std::string_view v) {
-        static constexpr char digits[] = "0123456789ABCDEF";
-        std::string out = "CONVERT(0x";
-        for (unsigned char c : v) {
-            out.push_back(digits[c >> 4]);
-            out.push_back(digits[c & 15]);
-        }
-        return out + " USING utf8mb4)";
-    };
-    const auto& table = unresolved->rule->table;
-    match::rewritten_sql q;
-    q.sql = "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = " +
-            (table.schema.empty() ? std::string("DATABASE()") : hex(table.schema)) + " AND TABLE_NAME = " +
-            hex(table.name) + " ORDER BY ORDINAL_POSITION";
-    auto reply = co_await run_sql(q, nullptr, nullptr);
-    if (!reply) co_return std::nullopt;
-    std::vector<std::string> columns;
-    if (auto view = proto::read_reply(reply->raw, caps_, mariadb_caps_, opt_.max_packet_bytes);
-        view && view->kind() == proto::reply_kind::result_set) {
-        for (std::size_t i = 0; i < view->row_count(); ++i) {
-            auto values = view->text_values(i);
-            if (!values || !(*values)[0]) break;
-            columns.emplace_back(*(*values)[0]);
-        }
-    }
-    if (table_columns_.size() >= max_known_tables) table_columns_.erase(table_columns_.begin());
-    table_columns_[cache_key] = std::move(columns);
-    co_return match::match(st, snapshot_->index, mctx);
+    auto d = connection_state_.decide(facts, ps.snapshot->rules, engine::resolve_literal, memory_);
+    co_return co_await apply(d, ps.statement.parsed, command, client_in_.readable().first(packet.raw_size),
+                             packet.last_seq, nullptr, nullptr);
 }
 
 awaitable<session::intercepted> session::intercept_prepare(const proto::packet_span& packet, std::string_view sql) {
-    const auto& index = snapshot_->index;
-    if (index.filter().classify(sql) == sqlns::prefilter_verdict::irrelevant) co_return intercepted::forward;
-    if (snapshot_->rules.is_trusted(user_)) co_return intercepted::forward;
+    if (engine::connection_state::passes_untouched(sql, engine_inputs(), false)) co_return intercepted::forward;
     auto ps = std::make_unique<prepared_statement>();
     ps->sql = std::make_unique<std::string>(sql);
-    ps->parsed = sqlns::parse(*ps->sql, lexer_options());
-    auto matched = co_await match_statement(ps->parsed);
-    if (!matched) co_return intercepted::failed;
-    ps->facts = std::move(*matched);
-    // Kept without facts too (a SELECT * of a protected table): its execute sends the
-    // transaction's deferred takes of that table first.
-    const auto& stocks = snapshot_->rules.stocks;
-    const bool any_deferred = std::any_of(stocks.begin(), stocks.end(), [](const auto& r) { return r.defer_decrement; });
-    if (ps->facts.facts.empty() && !any_deferred) co_return intercepted::forward;
-    // A statement the rules do not model: its policy applies at prepare time (refused, it never
-    // gets a statement id; forwarded, it is counted at each execute).
-    if (ps->parsed.kind == sqlns::statement_kind::not_ours) {
-        memory_.database = database_;
-        auto d = engine::decide(ps->facts, snapshot_->rules, engine::resolve_literal, memory_);
-        if (d.what == verdict::refuse && !d.observe)
-            co_return co_await apply(d, ps->parsed, proto::com::stmt_prepare, client_in_.readable().first(packet.raw_size),
-                                     packet.last_seq, nullptr, nullptr);
-    }
+    auto& rs = ps->statement;
+    const auto first = connection_state_.recognise_prepare(*ps->sql, engine_inputs(), rs);
+    const auto step = co_await look_up_columns(rs, first);
+    if (!step) co_return intercepted::failed;
+    if (*step == engine::recognition::forward) co_return intercepted::forward;
+    if (*step == engine::recognition::decided)  // refused by the policy of what the rules do not model
+        co_return co_await apply(rs.decided, rs.parsed, proto::com::stmt_prepare,
+                                 client_in_.readable().first(packet.raw_size), packet.last_seq, nullptr, nullptr);
     ps->snapshot = snapshot_;
     auto reply = co_await roundtrip(client_in_.readable().first(packet.raw_size), proto::com::stmt_prepare,
                                     packet.last_seq);
@@ -359,10 +250,8 @@ awaitable<session::intercepted> session::intercept_execute(const proto::packet_s
         }
         return engine::resolve_literal(v);
     };
-    learn_session_changes(ps.facts);
-    memory_.database = database_;
-    auto d = engine::decide(ps.facts, ps.snapshot->rules, resolver, memory_);
-    engine::plan_deferred(d, ps.facts, ps.parsed.sql, memory_);
+    auto d = connection_state_.decide_statement(ps.statement.parsed, ps.statement.facts, ps.snapshot->rules, resolver,
+                                                memory_, transaction_);
 
     // Types the server has not seen yet (an earlier execute carrying them was answered by the
     // proxy): send this execute re-encoded with them, or the server answers ERR 1210.
@@ -379,8 +268,8 @@ awaitable<session::intercepted> session::intercept_execute(const proto::packet_s
     }
     proto::bytes_view bytes = patched.empty() ? client_in_.readable().first(packet.raw_size) : proto::bytes_view(patched);
     forwarded_statement_ = false;
-    auto result = co_await apply(d, ps.parsed, proto::com::stmt_execute, bytes, packet.last_seq, &exec->params,
-                                 &exec->param_types);
+    auto result = co_await apply(d, ps.statement.parsed, proto::com::stmt_execute, bytes, packet.last_seq,
+                                 &exec->params, &exec->param_types);
     if (result == intercepted::forward && !patched.empty()) {
         auto reply = co_await roundtrip(bytes, proto::com::stmt_execute, packet.last_seq);
         if (!reply) co_return intercepted::failed;
@@ -401,7 +290,7 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
     engine::statement_context sctx{{id_, status_, redis_ != nullptr}, ctx_.admission,
                                    snapshot_ ? &snapshot_->rules : nullptr, ctx_.read_cache, read ? &*read : nullptr};
     engine::statement_operation op(d, st, memory_, *ctx_.ledger, transaction_, admission_held_, sctx);
-    op.set_database(database_);
+    op.set_database(connection_state_.database());
     std::optional<captured_reply> kept;
     std::optional<proto::byte_buffer> rebuilt;  // a read answered from the read cache
     auto act = op.resume(engine::statement_input::start());

@@ -100,7 +100,7 @@ void session::note_orphan() {
     const auto now = orphan_clock::now();
     orphan o{user_,
              backend_thread_id_,
-             lexer_.server_version,
+             connection_state_.lexer().server_version,
              id_,
              peer_,
              backend_ready_at_,
@@ -148,7 +148,7 @@ awaitable<bool> session::end_orphans() {
     if (!opt_.orphan_kill || registry.empty()) co_return true;
     const auto now = orphan_clock::now();
     expire_orphans(now, ctx_.audit);
-    auto taken = registry.take_for(user_, lexer_.server_version, backend_thread_id_, now);
+    auto taken = registry.take_for(user_, connection_state_.lexer().server_version, backend_thread_id_, now);
     for (const auto& o : taken.gone)
         report(o, orphan_result::gone,
                fmt::format("session {} reached another or a restarted database (thread {}): it ended with it", id_,

@@ -372,8 +372,7 @@ awaitable<bool> session::relay_handshake() {
     server_caps_ = greeting->capabilities;
     backend_thread_id_ = greeting->connection_id;
     status_ = greeting->status;
-    lexer_.mariadb = proto::is_mariadb(server_caps_);
-    lexer_.server_version = server_version_number(greeting->server_version);
+    connection_state_.server_greeted(proto::is_mariadb(server_caps_), server_version_number(greeting->server_version));
     greeting->capabilities &= ~(proto::cap::never_offered | proto::cap::ssl);
     if (proto::is_mariadb(server_caps_)) greeting->mariadb_capabilities &= ~proto::mariadb_cap::never_offered;
     const std::uint32_t greeting_mariadb_caps = greeting->mariadb_capabilities;
@@ -410,8 +409,7 @@ awaitable<bool> session::relay_handshake() {
     user_ = response->username;
     caps_ = response->capabilities & server_caps_;
     mariadb_caps_ = response->mariadb_capabilities & greeting_mariadb_caps;
-    database_ = response->database;
-    lexer_.client_charset = rules::sql::charset_from_collation(response->charset);
+    connection_state_.logged_in(std::string(response->database), rules::sql::charset_from_collation(response->charset));
 
     // 3. Forward it, after an SSLRequest and TLS handshake when the backend link is TLS.
     std::uint8_t shift = 0;

@@ -24,6 +24,7 @@
 #include "proxy/engine/admission_gate.hpp"
 #include "proxy/engine/claim_operation.hpp"
 #include "proxy/engine/command_end.hpp"
+#include "proxy/engine/connection_state.hpp"
 #include "proxy/engine/decide.hpp"
 #include "proxy/engine/rules_snapshot.hpp"
 #include "proxy/engine/statement_operation.hpp"
@@ -167,9 +168,8 @@ private:
     };
     // What the proxy keeps about a client's prepared statement that a rule may concern.
     struct prepared_statement {
-        std::unique_ptr<std::string> sql;  // owns the text the parse and the facts view
-        rules::sql::parsed_statement parsed;
-        rules::match::match_result facts;
+        std::unique_ptr<std::string> sql;                        // owns the text the parse and the facts view
+        engine::recognised_statement statement;                  // parsed and matched at prepare time
         std::shared_ptr<const engine::rules_snapshot> snapshot;  // keeps the facts' rules alive
         std::uint16_t params = 0;
         std::vector<proto::value_type> types;  // bound by the last execute
@@ -223,17 +223,14 @@ private:
     // connection's end): its Redis keys go, its deferred takes are dropped (engine::abandon_transaction).
     void abandon_transaction();
     void report_dropped(std::vector<engine::deferred_take> dropped, bool committed);
-    // Matches a statement; a claim INSERT without a column list first learns the table's columns
-    // (information_schema, on this backend connection, once per session and table).
-    awaitable<std::optional<rules::match::match_result>> match_statement(const rules::sql::parsed_statement& st);
-    static const std::vector<std::string>* columns_of(const void* self, const rules::claim_rule& rule);
-    void learn_session_changes(const rules::match::match_result& facts);
+    // What the engine's front (connection_state_) needs to know for the command being handled.
+    [[nodiscard]] engine::statement_inputs engine_inputs();
+    // recognition::needs_columns: asks this backend connection for the claim table's columns
+    // (information_schema) and gives the reply to the engine. nullopt: the backend connection failed.
+    awaitable<std::optional<engine::recognition>> look_up_columns(engine::recognised_statement& rs,
+                                                                  engine::recognition step);
     void audit(const engine::decision& d, std::string_view action, const rules::sql::parsed_statement& st);
     void forget_statements();
-    // SQL-level PREPARE / DEALLOCATE: which names reach protected tables (for EXECUTE).
-    void learn_sql_prepared(const rules::sql::parsed_statement& st, const rules::match::match_result& facts,
-                            const engine::decision& d);
-    static const std::vector<std::string>* sql_prepared_of(const void* self, std::string_view name);
     // A command that carries a prepared statement's rows outside COM_STMT_EXECUTE's values
     // (COM_STMT_BULK_EXECUTE, an execute with COM_STMT_SEND_LONG_DATA parameters): when the
     // statement writes a protected table, its rules' unmodeled policy applies.
@@ -246,7 +243,6 @@ private:
     // Claims that committed: their keys say so (in the background), so a later claim of the key is
     // answered "already claimed" without the database.
     void commit_redis_keys(std::vector<engine::redis_hold> keys);
-    [[nodiscard]] rules::sql::lexer_options lexer_options() const;
 
     // ---- per-key admission (admission.cpp) -------------------------------------------------------
     // Waits for the turn a statement operation asked for (engine::statement_action::wait_turn) in
@@ -295,12 +291,11 @@ private:
     guards::redis_guard* redis_ = nullptr;
     std::shared_ptr<const engine::rules_snapshot> snapshot_;  // for the command being handled
     engine::session_memory memory_;
-    rules::sql::lexer_options lexer_;
-    std::string database_;
+    // The lexer's sql_mode and character set, the current database, SQL-level prepared statements
+    // and claim tables' columns: what earlier statements set up for the next ones.
+    engine::connection_state connection_state_;
     std::unordered_map<std::uint32_t, std::unique_ptr<prepared_statement>> prepared_;
     std::map<std::string, std::uint32_t> derived_;  // the proxy's own prepared statements, by SQL
-    std::map<std::string, std::vector<std::string>> table_columns_;  // claim table columns, by rule and database
-    static constexpr std::size_t max_known_tables = 64;
     std::uint32_t last_prepared_id_ = 0;
     std::uint8_t command_seq_ = 0;  // last sequence id of the command being handled
     bool forwarded_statement_ = false;  // apply() sent the client's statement to the database
