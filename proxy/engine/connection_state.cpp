@@ -55,7 +55,15 @@ recognition connection_state::recognise_query(std::string_view sql, const statem
     // Deferred takes pending (defer_decrement): a statement on another table may still commit
     // implicitly (DDL), so every statement is looked at until they are sent or dropped.
     out.deferred = !in.memory.deferred.empty();
-    if (passes_untouched(sql, in, out.deferred)) return recognition::forward;
+    if (passes_untouched(sql, in, out.deferred)) {
+        // A DEALLOCATE, or a PREPARE that reuses a tracked name, names no protected table but ends
+        // what the name reached: looked at while this connection tracks any (rare), else an EXECUTE
+        // of the name's new statement would get the old one's policy.
+        if (sql_prepared_.empty()) return recognition::forward;
+        out.parsed = sqlns::parse(sql, lexer_options(in.status));
+        (void)learn_sql_prepared(out.parsed, out.facts, out.decided);
+        return recognition::forward;
+    }
     out.parsed = sqlns::parse(sql, lexer_options(in.status));
     out.facts = match(out.parsed, in.index, out.lookup);
     if (out.lookup) return recognition::needs_columns;
@@ -96,7 +104,10 @@ recognition connection_state::after_match(const statement_inputs& in, recognised
         }
         return recognition::keep_prepared;
     }
-    if (out.facts.facts.empty() && !out.deferred) return recognition::forward;
+    if (out.facts.facts.empty() && !out.deferred) {
+        (void)learn_sql_prepared(out.parsed, out.facts, out.decided);  // a PREPARE of a read replaces the name
+        return recognition::forward;
+    }
     out.decided = decide_statement(out.parsed, out.facts, in.rules, resolve_literal, in.memory, in.transaction);
     out.sql_prepared_full = learn_sql_prepared(out.parsed, out.facts, out.decided);
     return recognition::decided;

@@ -62,7 +62,7 @@ struct recognised_statement {
     rules::match::match_result facts;
     decision decided;                      // recognition::decided
     std::optional<columns_lookup> lookup;  // recognition::needs_columns
-    bool sql_prepared_full = false;        // the oldest SQL-level prepared statement was forgotten for this one
+    bool sql_prepared_full = false;        // a tracked SQL-level prepared statement (the first by name) was forgotten for this one
 
     recognised_statement() = default;
     recognised_statement(const recognised_statement&) = delete;
@@ -71,9 +71,9 @@ struct recognised_statement {
 
 class connection_state {
 public:
-    // Claim tables whose columns one connection remembers (rule and database); the oldest goes.
+    // Claim tables whose columns one connection remembers (rule and database); past it, the first by name goes.
     static constexpr std::size_t max_known_tables = 64;
-    // SQL-level prepared statements on protected tables one connection tracks; the oldest goes.
+    // SQL-level prepared statements on protected tables one connection tracks; past it, the first by name goes.
     static constexpr std::size_t max_sql_prepared = 16384;  // the server's max_prepared_stmt_count is 16382
 
     // ---- the connection phase and commands that are not statements -------------------------------
@@ -127,7 +127,7 @@ public:
                                             const value_resolver& values, session_memory& memory,
                                             transaction_tracker& transaction);
     // SQL-level PREPARE / DEALLOCATE PREPARE: which names reach protected tables (for EXECUTE). True
-    // when the oldest name was forgotten to make room (max_sql_prepared).
+    // when a tracked name (the first by name) was forgotten to make room (max_sql_prepared).
     bool learn_sql_prepared(const rules::sql::parsed_statement& st, const rules::match::match_result& facts,
                             const decision& d);
     // The matcher's facts; `lookup` set when a claim INSERT without a column list needs the table's

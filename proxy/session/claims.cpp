@@ -167,7 +167,7 @@ awaitable<session::intercepted> session::intercept_query(const proto::packet_spa
     if (*step == engine::recognition::forward) co_return intercepted::forward;
     if (rs.sql_prepared_full)
         spdlog::warn(
-            "session {}: more than {} SQL-level prepared statements on protected tables; the oldest is "
+            "session {}: more than {} SQL-level prepared statements on protected tables; the first by name is "
             "no longer tracked",
             id_, engine::connection_state::max_sql_prepared);
     co_return co_await apply(rs.decided, rs.parsed, proto::com::query, client_in_.readable().first(packet.raw_size),

@@ -251,18 +251,25 @@ const sql_prepared_case sql_prepared_cases[] = {
      {"PREPARE S1 FROM 'UPDATE coupon_stock SET remain = 5'"},
      "s1",
      {"coupon_stock"}},
-    // A DEALLOCATE or a PREPARE of a read has no facts, and a statement without facts is forwarded
-    // unseen: the name stays tracked (today's behaviour; an EXECUTE of it is counted as unmodeled).
-    {"deallocate_without_facts_goes_unseen",
+    // A DEALLOCATE (no protected name: the pre-filter passes it) or a PREPARE of a read (no facts)
+    // still ends what the name reached; before, the name stayed tracked and an EXECUTE of the new
+    // statement got the old one's policy (refused under unmodeled: refuse).
+    {"deallocate_forgets", variant_id::forward_unmodeled, {prepare_write, "DEALLOCATE PREPARE s1"}, "s1", {}},
+    {"deallocate_of_another_name_forgets_nothing",
      variant_id::forward_unmodeled,
-     {prepare_write, "DEALLOCATE PREPARE s1"},
+     {prepare_write, "DEALLOCATE PREPARE s2"},
      "s1",
      {"coupon_stock"}},
-    {"prepare_again_of_a_read_goes_unseen",
+    {"prepare_again_of_a_read_replaces",
      variant_id::forward_unmodeled,
      {prepare_write, "PREPARE s1 FROM 'SELECT 1 FROM coupon_stock'"},
      "s1",
-     {"coupon_stock"}},
+     {}},
+    {"prepare_again_of_another_table_replaces",
+     variant_id::forward_unmodeled,
+     {prepare_write, "PREPARE s1 FROM 'SELECT 1'"},
+     "s1",
+     {}},
     {"deallocate_forgets_when_looked_at",
      variant_id::forward_unmodeled,
      {prepare_write, "DEALLOCATE PREPARE s1"},
