@@ -50,6 +50,21 @@ inline constexpr std::size_t idle_buffer_bytes = 64 * 1024;  // buffers shrink b
 // How long the session waits for the rest of what an idle database sent (its ERR, its close).
 inline constexpr std::chrono::seconds idle_backend_read_timeout{1};
 
+// The MySQL errors the proxy itself answers with.
+namespace er {
+inline constexpr std::uint16_t handshake = 1043;              // 08S01 Bad handshake
+inline constexpr std::uint16_t unknown_command = 1047;        // 08S01
+inline constexpr std::uint16_t packet_too_large = 1153;       // 08S01
+inline constexpr std::uint16_t packets_out_of_order = 1156;   // 08S01
+inline constexpr std::uint16_t read_timeout = 1159;           // 08S01 timeout reading communication packets
+inline constexpr std::uint16_t malformed_packet = 1835;       // HY000
+// The database is unreachable or went away: server-range codes with SQLSTATE 08S01, which drivers and
+// pools read as "this connection is dead". Never a client-library code (2001-2061): libmariadb 3.3 turns
+// an ERR carrying one (2003, 2013, 2027, ...) into 2027 "Received malformed packet" and loses the message.
+inline constexpr std::uint16_t backend_gone = 1927;           // 08S01 (ER_CONNECTION_KILLED)
+inline constexpr const char* backend_gone_state = "08S01";
+}  // namespace er
+
 enum class deadline_kind { none, connect, idle, packet, drain };
 
 class session : public std::enable_shared_from_this<session> {
