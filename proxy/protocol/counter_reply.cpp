@@ -1,7 +1,6 @@
 // A server's one-row reply to a counter read kept as a template and rebuilt with a new value.
 #include "counter_reply.hpp"
 
-#include <charconv>
 #include <limits>
 #include <string>
 
@@ -43,13 +42,6 @@ bool fits(value_type t, std::int64_t v) {
     return v >= lo && v <= hi;
 }
 
-std::optional<std::int64_t> to_int(std::string_view s) {
-    std::int64_t v = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
-    return v;
-}
-
 }  // namespace
 
 std::size_t counter_reply::size_bytes() const {
@@ -66,14 +58,13 @@ std::optional<counter_reply> parse_counter_reply(bytes_view raw, std::uint32_t c
     if (!reply || reply->kind() != reply_kind::result_set || reply->column_count() > max_template_columns ||
         reply->end() != rows_end::closed || reply->row_count() != 1 || reply->packets_after() != 0)
         return std::nullopt;
-    const std::size_t count = reply->column_count();
     counter_reply t;
     t.binary = binary;
     auto columns = reply->columns();
     if (!columns) return std::nullopt;
     for (const auto& col : *columns) t.types.push_back(value_type_of(col));
-    const auto index = position ? std::optional<std::size_t>(*position) : column_index(*columns, label);
-    if (!index || *index >= count) return std::nullopt;
+    const auto index = counter_column(*columns, position, label);
+    if (!index) return std::nullopt;
     t.index = *index;
     t.counter_type = t.types[t.index];
     if (!is_integer(t.counter_type.type)) return std::nullopt;
@@ -106,13 +97,10 @@ std::optional<counter_reply> parse_counter_reply(bytes_view raw, std::uint32_t c
     if (binary) {
         auto values = reply->binary_values(0, t.types);
         if (!values) return std::nullopt;
-        const auto& v = (*values)[t.index];
-        if (auto* i = std::get_if<std::int64_t>(&v))
-            t.value = *i;
-        else if (auto* u = std::get_if<std::uint64_t>(&v); u && *u <= static_cast<std::uint64_t>(INT64_MAX))
-            t.value = static_cast<std::int64_t>(*u);
-        else
-            return std::nullopt;
+        // An integer column: its value is an integer (a DECIMAL's text never gets here).
+        auto v = counter_value((*values)[t.index]);
+        if (!v) return std::nullopt;
+        t.value = *v;
         byte_buffer again;  // only a row the codec writes back byte for byte is a template
         if (serialize_binary_row(t.types, *values, again) || again.size() != row.size() ||
             !std::equal(again.begin(), again.end(), row.begin()))
@@ -122,7 +110,7 @@ std::optional<counter_reply> parse_counter_reply(bytes_view raw, std::uint32_t c
         auto values = reply->text_values(0);
         if (!values || !(*values)[t.index]) return std::nullopt;
         const auto text = *(*values)[t.index];
-        auto v = to_int(text);
+        auto v = counter_value(text);
         if (!v) return std::nullopt;
         t.value = *v;
         const auto offset = static_cast<std::size_t>(reinterpret_cast<const std::uint8_t*>(text.data()) - row.data());

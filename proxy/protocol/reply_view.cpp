@@ -1,6 +1,9 @@
 // The reply view: where a reply's packets are, and their decoding on demand.
 #include "reply_view.hpp"
 
+#include <charconv>
+#include <limits>
+
 #include "capabilities.hpp"
 #include "frame.hpp"
 #include "packets.hpp"
@@ -37,6 +40,30 @@ std::optional<std::size_t> column_index(std::span<const column_definition> colum
     if (name.empty()) return std::nullopt;
     for (std::size_t i = 0; i < columns.size(); ++i)
         if (column_name_matches(columns[i], name)) return i;
+    return std::nullopt;
+}
+
+std::optional<std::size_t> counter_column(std::span<const column_definition> columns,
+                                          std::optional<std::uint32_t> position, std::string_view label) {
+    const auto index = position ? std::optional<std::size_t>(*position) : column_index(columns, label);
+    if (!index || *index >= columns.size()) return std::nullopt;
+    return index;
+}
+
+std::optional<std::int64_t> counter_value(std::string_view text) {
+    std::int64_t v = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc{} || p != text.data() + text.size()) return std::nullopt;
+    return v;
+}
+
+std::optional<std::int64_t> counter_value(const binary_value& value) {
+    if (const auto* i = std::get_if<std::int64_t>(&value)) return *i;
+    if (const auto* u = std::get_if<std::uint64_t>(&value))
+        return *u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
+                   ? std::optional<std::int64_t>(static_cast<std::int64_t>(*u))
+                   : std::nullopt;
+    if (const auto* b = std::get_if<bytes_view>(&value)) return counter_value(as_chars(*b));
     return std::nullopt;
 }
 

@@ -51,6 +51,17 @@ enum class rows_end {
 [[nodiscard]] std::optional<std::size_t> column_index(std::span<const column_definition> columns,
                                                       std::string_view name);
 
+// A counter read's counter column (the one lookup, for the claim engine's reads and the read
+// cache's templates): the column at `position` when the statement's select list says where it is,
+// else the first one `label` names (column_index); nullopt when that is past the columns or none.
+[[nodiscard]] std::optional<std::size_t> counter_column(std::span<const column_definition> columns,
+                                                        std::optional<std::uint32_t> position, std::string_view label);
+
+// A counter's value as a row carries it: text in decimal, or a binary value (an integer, or a
+// DECIMAL's text); nullopt for anything else (NULL, not an integer, past int64).
+[[nodiscard]] std::optional<std::int64_t> counter_value(std::string_view text);
+[[nodiscard]] std::optional<std::int64_t> counter_value(const binary_value& value);
+
 class reply_view {
 public:
     // `packets` in the order the server sent them, every one of the reply (a result set's closing
