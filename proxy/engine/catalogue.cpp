@@ -48,6 +48,22 @@ constexpr bool in_enum_order() {
 }
 static_assert(in_enum_order(), "one catalogue row per engine::event, in the enum's order");
 
+constexpr std::array<admission_row, admission_note_count> admission_rows{{
+    // Counted only: let through at once, or answered sold out (the take's own events audit it).
+    {admission_note::kind::lock_held, "admission-lock-held", false},
+    {admission_note::kind::sold_out, "admission-sold-out", false},
+    // Answered ERR 1205 by the queue: audited (docs/OPERATIONS.md, RULES.md).
+    {admission_note::kind::timed_out, "admission-timeout", true},
+    {admission_note::kind::queue_full, "admission-queue-full", true},
+}};
+
+constexpr bool admission_in_enum_order() {
+    for (std::size_t i = 0; i < admission_rows.size(); ++i)
+        if (static_cast<std::size_t>(admission_rows[i].what) != i) return false;
+    return true;
+}
+static_assert(admission_in_enum_order(), "one admission row per admission_note::kind, in the enum's order");
+
 constexpr std::array<event, 9> observable{event::took,        event::tracked,           event::exhausted,
                                           event::restocked,   event::blocked,           event::claim_inserted,
                                           event::rolled_back, event::unmodeled_refused, event::unmodeled_forwarded};
@@ -55,6 +71,8 @@ constexpr std::array<event, 9> observable{event::took,        event::tracked,   
 }  // namespace
 
 const std::array<event_row, event_count>& catalogue() { return rows; }
+
+const std::array<admission_row, admission_note_count>& admission_catalogue() { return admission_rows; }
 
 const std::array<event, 9>& observable_events() { return observable; }
 

@@ -1,7 +1,8 @@
 // One catalogue of what the claim engine reports: for each engine::event the audit action word,
 // whether it gets an audit line, and which metric counts it (family name and the fixed values of
-// its labels after `rule`). The session's metrics and audit log are a loop over this table, and
-// observe mode names what enforce mode would have done with the same words ("would-" + word).
+// its labels after `rule`); for each admission note its audit word. The session's metrics and
+// audit log are a loop over these tables, and observe mode names what enforce mode would have
+// done with the same words ("would-" + word).
 // No I/O and no metrics dependency: the family names are only names here.
 #pragma once
 
@@ -13,6 +14,7 @@
 
 #include "claim_operation.hpp"
 #include "decide.hpp"
+#include "statement_operation.hpp"
 
 namespace claimguard::engine {
 
@@ -39,6 +41,21 @@ struct event_row {
 [[nodiscard]] inline const event_row& row_of(event e) { return catalogue()[static_cast<std::size_t>(e)]; }
 // The audit action word of `e`.
 [[nodiscard]] inline std::string_view action_of(event e) { return row_of(e).action; }
+
+// What the admission gate did for a statement (admission_note), catalogued like the events: its
+// audit word, and whether it gets an audit line (only the ERR 1205 answers do; each note is
+// counted by its claimguard_admission_*_total family, claim_metrics.hpp's admission_count).
+struct admission_row {
+    admission_note::kind what;
+    std::string_view action;  // the audit action word (docs/OPERATIONS.md)
+    bool audited;             // gets an audit line
+};
+inline constexpr std::size_t admission_note_count = static_cast<std::size_t>(admission_note::kind::queue_full) + 1;
+// Every admission note, in the order of the enum.
+[[nodiscard]] const std::array<admission_row, admission_note_count>& admission_catalogue();
+[[nodiscard]] inline const admission_row& row_of(admission_note::kind k) {
+    return admission_catalogue()[static_cast<std::size_t>(k)];
+}
 
 // Observe mode: the event enforce mode would have produced for this decision (`blocked`: the
 // observed claim would have been answered exhausted without a take behind it). Its word, without

@@ -47,7 +47,8 @@ statement_operation::statement_operation(const decision& d, const rules::sql::pa
       transaction_(transaction),
       slots_(slots),
       ctx_(ctx),
-      claim_(d, st, memory, ledger, ctx.op) {}
+      claim_(d, st, memory, ledger, ctx.op),
+      status_(ctx.op.status) {}
 
 bool statement_operation::admission_applies() const {
     return ctx_.gate != nullptr && !d_.observe && d_.stock && d_.stock->admission &&
@@ -77,9 +78,11 @@ bool answers(const statement_input& in, statement_action::kind asked, bool start
 }  // namespace
 
 statement_action statement_operation::resume(const statement_input& in) {
+    report_.clear();
     if (!answers(in, asked_, phase_ != phase::idle)) return finish(statement_action::fail());
     auto next = step(in);
     asked_ = next.type;
+    if (auto deferred = claim_.take_deferred_events(); !deferred.empty()) report_.deferred = std::move(deferred);
     return next;
 }
 
@@ -117,25 +120,28 @@ statement_action statement_operation::step(const statement_input& in) {
         case k::reply:
             if (phase_ == phase::cache_read) return after_cached_read(in);
             if (phase_ != phase::running) break;
-            return follow(claim_.on_reply(in.reply));
+            status_ = in.reply.status;
+            claim_action_ = claim_.on_reply(in.reply);
+            return follow();
         case k::redis:
             if (phase_ != phase::running) break;
             token_ = in.token;
-            return follow(claim_.on_redis(in.redis));
+            claim_action_ = claim_.on_redis(in.redis);
+            return follow();
         case k::redis_done:
-            if (phase_ != phase::settling || queued_.empty()) break;
+            if (phase_ != phase::settling || settle_next_ >= settle_count_) break;
             return next_queued();
         case k::io_lost: {
             // The connection is gone: a claim's Redis key goes with it (in the background), and with
             // it the keys the transaction's earlier claims hold. The claim's take is not given back
             // to the ledger: nobody knows whether the INSERT committed.
-            queued_.clear();
+            settle_count_ = settle_next_ = 0;
             if (phase_ == phase::cache_read) end_refresh();
             if (claim_.redis_locked() && ctx_.op.redis_available) {
                 transaction_.hold({d_.redis_key, token_, d_.claim->redis->ttl});
-                queued_.push_back(statement_action::release(transaction_.release_all(), false));
+                settle(statement_action::release(false), transaction_.release_all());
             }
-            queued_.push_back(statement_action::fail());
+            settle(statement_action::fail());
             phase_ = phase::settling;
             return next_queued();
         }
@@ -152,7 +158,7 @@ std::optional<statement_action> statement_operation::start_cached_read() {
     // Cacheable only when the reply differs from the kept one in the counter alone and the
     // session may see the sidecar's value (read_cache_bypass says why not).
     if (auto why = read_cache_bypass(*r, d_.key, memory_, ctx_.read->situation); !why.empty()) {
-        reads_.push_back({read_note::kind::bypass, std::string(why)});
+        report_.reads.push_back({read_note::kind::bypass, std::string(why)});
         return std::nullopt;
     }
     // A read inside a transaction may answer from an older snapshot: its reply is never kept as
@@ -173,9 +179,7 @@ statement_action statement_operation::look_up() {
             // this read asks the server itself.
             phase_ = phase::cache_wait;
             return statement_action::wait_refresh();
-        case read_cache::outcome::hit:
-            phase_ = phase::cache_serve;
-            return statement_action::serve_cached(found_.reply, found_.value);
+        case read_cache::outcome::hit: phase_ = phase::cache_serve; return statement_action::serve_cached();
         case read_cache::outcome::miss: return read_from_server(read_note::kind::miss);
         case read_cache::outcome::refresh: break;
     }
@@ -183,14 +187,12 @@ statement_action statement_operation::look_up() {
 }
 
 statement_action statement_operation::read_from_server(read_note::kind why) {
-    reads_.push_back({why, {}});
+    report_.reads.push_back({why, {}});
     phase_ = phase::cache_read;
-    action a;
-    a.type = action::kind::send_statement;
-    a.keep_reply = true;
-    auto s = statement_action::send(std::move(a));
-    s.keep_template = true;
-    return s;
+    claim_action_ = action{};
+    claim_action_.type = action::kind::send_statement;
+    claim_action_.keep_reply = true;
+    return statement_action::send_statement(true);
 }
 
 statement_action statement_operation::after_cached_read(const statement_input& in) {
@@ -201,7 +203,7 @@ statement_action statement_operation::after_cached_read(const statement_input& i
     };
     if (in.type == statement_input::kind::rebuilt) {
         if (!in.rebuilt_ok) return read_from_server(read_note::kind::refresh);  // the value does not fit the column
-        reads_.push_back({read_note::kind::hit, {}});
+        report_.reads.push_back({read_note::kind::hit, {}});
         note_read(found_.value);
         return finish(statement_action::reply_rebuilt());
     }
@@ -214,7 +216,7 @@ statement_action statement_operation::after_cached_read(const statement_input& i
             ctx_.cache->store(d_.stock->name, d_.key, ctx_.read->shape, in.kept_read, value, found_.generation,
                               asked_at_);
             stored = true;
-            reads_.push_back({read_note::kind::stored, {}});
+            report_.reads.push_back({read_note::kind::stored, {}});
         }
     }
     if (!stored) end_refresh();
@@ -231,11 +233,11 @@ std::optional<statement_action> statement_operation::ask_turn(const turn_request
         // Waiting now could close a cycle nobody detects: a holder of this key's slot waiting in
         // InnoDB for the row lock this transaction holds (its locking read), or for a slot this
         // transaction holds (another key). Go at once: a real deadlock is then InnoDB's to find.
-        notes_.push_back({admission_note::kind::lock_held, t.rule, {}});
+        report_.admission.push_back({admission_note::kind::lock_held, t.rule, {}});
         return std::nullopt;
     }
     waiting_ = t;
-    return statement_action::wait_for_turn(t.rule, t.key, *t.limits, t.units);
+    return statement_action::wait_for_turn();
 }
 
 statement_action statement_operation::after_main_turn() {
@@ -262,16 +264,18 @@ statement_action statement_operation::next_deferred_turn() {
     while (next_turn_ < deferred_turns_.size())
         if (auto wait = ask_turn(deferred_turns_[next_turn_++])) return *wait;
     phase_ = phase::running;
-    return follow(claim_.start());
+    claim_action_ = claim_.start();
+    return follow();
 }
 
 statement_action statement_operation::not_admitted(admission what) {
     const auto& rule = d_.stock->name;
     if (what == admission::sold_out) {
-        notes_.push_back({admission_note::kind::sold_out, rule, {}});
+        report_.admission.push_back({admission_note::kind::sold_out, rule, {}});
         // Not noted in the gate: the key is sold out there already (a note would keep it so).
         phase_ = phase::running;
-        return follow(claim_.answer_sold_out(), false);
+        claim_action_ = claim_.answer_sold_out();
+        return follow(false);
     }
     const auto& limits = *d_.stock->admission;
     admission_note note;
@@ -285,18 +289,20 @@ statement_action statement_operation::not_admitted(admission what) {
         note.message = "claimguard: waited more than queue_timeout (" + format_ms(limits.queue_timeout) + ") for key " +
                        describe_key(d_) + " of rule " + rule + "; try again";
     }
-    action a;
-    a.type = action::kind::answer;
-    a.answer = {rules::answer::kind::error, er_lock_wait_timeout, er_lock_wait_timeout_state, note.message};
-    a.status = ctx_.op.status;
-    notes_.push_back(std::move(note));
-    return finish(statement_action::answer(std::move(a)));
+    claim_action_ = action{};
+    claim_action_.type = action::kind::answer;
+    claim_action_.answer = {rules::answer::kind::error, er_lock_wait_timeout, er_lock_wait_timeout_state, note.message};
+    claim_action_.status = ctx_.op.status;
+    report_.admission.push_back(std::move(note));
+    return finish(statement_action::answer());
 }
 
-statement_action statement_operation::follow(action a, bool note_gate) {
+statement_action statement_operation::follow(bool note_gate) {
     const bool gate_follows = note_gate && ctx_.gate != nullptr && d_.stock && d_.stock->admission && !d_.observe;
+    const bool cache_follows = ctx_.cache != nullptr && d_.stock && d_.stock->read_cache;
     for (auto e : claim_.take_events()) {
-        events_.push_back(e);
+        report_.events.push_back(e);
+        if (cache_follows) read_cache_follows(e);
         // What the database said about the key: sold out, or a take or restock went through.
         if (!gate_follows) continue;
         if (e == event::exhausted)
@@ -304,21 +310,28 @@ statement_action statement_operation::follow(action a, bool note_gate) {
         else if (e == event::took || e == event::tracked || e == event::restocked)
             ctx_.gate->note_available(d_.stock->name, d_.key);
     }
+    const auto& a = claim_action_;
     if (!a.final()) {
-        if (a.type == action::kind::redis_acquire) return statement_action::redis_acquire(std::move(a));
-        return statement_action::send(std::move(a));
+        if (a.type == action::kind::redis_acquire) return statement_action::redis_acquire();
+        return a.type == action::kind::send_sql ? statement_action::send_sql() : statement_action::send_statement();
     }
     // The Redis key of a claim that did not go in goes at once (before the answer: the user's
     // retry must not hear "already claimed"); one inserted in a transaction goes if the
     // transaction does not commit; one committed in autocommit is marked so.
+    settle_count_ = settle_next_ = 0;
     if (claim_.redis_locked() && ctx_.op.redis_available) {
         redis_hold key{d_.redis_key, token_, d_.claim->redis->ttl};
-        if (claim_.redis_keep_for_transaction())
+        if (claim_.redis_keep_for_transaction()) {
             transaction_.hold(std::move(key));
-        else if (claim_.redis_release_now())
-            queued_.push_back(statement_action::release({std::move(key)}, true));
-        else if (claim_.redis_commit_now())
-            queued_.push_back(statement_action::commit({std::move(key)}));
+        } else if (claim_.redis_release_now()) {
+            std::vector<redis_hold> keys;
+            keys.push_back(std::move(key));
+            settle(statement_action::release(true), std::move(keys));
+        } else if (claim_.redis_commit_now()) {
+            std::vector<redis_hold> keys;
+            keys.push_back(std::move(key));
+            settle(statement_action::commit(), std::move(keys));
+        }
     }
     statement_action final_action;
     switch (a.type) {
@@ -327,26 +340,58 @@ statement_action statement_operation::follow(action a, bool note_gate) {
             // A COMMIT that became a ROLLBACK: the transaction's claims' keys go.
             if (d_.what == verdict::rollback_instead || claim_.rolled_back())
                 if (auto keys = transaction_.release_all(); !keys.empty())
-                    queued_.push_back(statement_action::release(std::move(keys), false));
-            final_action = statement_action::answer(std::move(a));
+                    settle(statement_action::release(false), std::move(keys));
+            final_action = statement_action::answer();
             break;
         default: final_action = statement_action::relay(); break;
     }
-    queued_.push_back(std::move(final_action));
+    settle(final_action);
     phase_ = phase::settling;
     return next_queued();
 }
 
+void statement_operation::read_cache_follows(event e) {
+    auto& cache = *ctx_.cache;
+    const auto& rule = *d_.stock;
+    switch (e) {
+        case event::took:
+        case event::tracked:
+            // Committed at once in autocommit; in a transaction it may still roll back, so the
+            // next read asks the server.
+            // A write that said more than the key (AND version = ?) may have changed other
+            // columns the kept reply shows (the version an optimistic app reads next).
+            if ((status_ & protocol::status::in_trans) || d_.may_conflict)
+                cache.invalidate(rule.name, d_.key);
+            else
+                cache.on_take(rule.name, d_.key, d_.units);
+            break;
+        case event::exhausted: cache.on_exhausted(rule.name, d_.key, rule.floor); break;
+        // The app's own condition did not hold: what it read was stale (another sidecar's
+        // write); its retry reads from the server.
+        case event::conflict:
+        case event::restocked:
+        case event::compensated:
+        case event::compensation_failed: cache.invalidate(rule.name, d_.key); break;
+        default: break;
+    }
+}
+
+void statement_operation::settle(statement_action a, std::vector<redis_hold> keys) {
+    auto& s = settling_[settle_count_++];  // at most max_settle_steps: see follow() and io_lost
+    s.act = a;
+    s.keys = std::move(keys);
+}
+
 statement_action statement_operation::next_queued() {
-    auto next = std::move(queued_.front());
-    queued_.pop_front();
-    if (next.final()) return finish(std::move(next));
-    return next;
+    auto& s = settling_[settle_next_++];
+    keys_ = std::move(s.keys);
+    if (s.act.final()) return finish(s.act);
+    return s.act;
 }
 
 statement_action statement_operation::finish(statement_action a) {
     phase_ = phase::done;
-    queued_.clear();
+    settle_count_ = settle_next_ = 0;
     waiting_.reset();
     return a;
 }

@@ -6,8 +6,9 @@
 // The same operation runs under the proxy and under the engine's unit tests with scripted inputs.
 #pragma once
 
+#include <array>
 #include <cstdint>
-#include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -17,6 +18,7 @@
 #include "claim_operation.hpp"
 #include "decide.hpp"
 #include "memory.hpp"
+#include "proxy/protocol/reply_summary.hpp"
 #include "read_cache.hpp"
 #include "rules/model/rules.hpp"
 #include "take_ledger.hpp"
@@ -91,6 +93,19 @@ struct statement_input {
         in.reply = r;
         return in;
     }
+    // The server's reply as the protocol summarised it (protocol::summarize_reply).
+    static statement_input of_server(const protocol::reply_summary& r) {
+        statement_input in;
+        in.type = kind::reply;
+        in.reply.ok = r.ok;
+        in.reply.err = r.err;
+        in.reply.err_code = r.err_code;
+        in.reply.affected_rows = r.affected_rows;
+        in.reply.status = r.status;
+        in.reply.counter = r.counter;
+        in.reply.rows = r.rows;
+        return in;
+    }
     static statement_input of_redis(redis_reply r, std::string token) {
         statement_input in;
         in.type = kind::redis;
@@ -122,37 +137,39 @@ struct statement_input {
     }
 };
 
-// The next thing the session does.
-struct statement_action {
-    enum class kind : std::uint8_t {
-        relay,           // final: relay the client's statement as usual
-        send_statement,  // send the client's statement (op: keep_reply, read_counter); reply: resume
-        send_sql,        // send op.sql with the client's bound values; reply: resume
-        redis_acquire,   // SET key <a new token> NX PX op.ttl; the answer and the token: resume
-        redis_release,   // compare-and-delete `keys`: awaited when `wait`, else in the background
-        redis_commit,    // mark `keys` committed (in the background)
-        wait_turn,       // wait for the admission turn of (rule, key): enter the gate, resume(turn)
-        answer,          // final: write op.answer (op.status, op.ok_rows) to the client
-        reply_kept,      // final: write the kept reply of the database to the client
-        fail,            // final: the command failed (the connection is gone or the client left)
-        wait_refresh,    // wait read_cache::refresh_poll_interval, then resume(refresh_done)
-        serve_cached,    // rebuild `cached` with `value` (the session's status flags): resume(rebuilt)
-        reply_rebuilt,   // final: write the rebuilt reply to the client
-    };
-    kind type = kind::relay;
-    action op;                     // send_*, redis_acquire, answer: the claim operation's action
-    std::vector<redis_hold> keys;  // redis_release, redis_commit
-    bool wait = false;             // redis_release: before the client's answer
-    // wait_turn
+// A turn in the admission gate for a key's decrement (wait_turn).
+struct turn_request {
     std::string rule;
     key_tuple key;
     const rules::admission_limits* limits = nullptr;
     std::int64_t units = 0;
+    bool holds_row_lock = false;  // the transaction read the row FOR UPDATE: never waits
+};
+
+// The next thing the session does: its kind and two flags. What it sends, answers or waits for
+// the operation keeps, valid until the next resume: claim_action() (send_*, redis_acquire,
+// answer), turn() (wait_turn), cached_reply() and cached_value() (serve_cached), take_keys()
+// (redis_release, redis_commit). Small, so that a step builds and moves no strings.
+struct statement_action {
+    enum class kind : std::uint8_t {
+        relay,           // final: relay the client's statement as usual
+        send_statement,  // send the client's statement (claim_action: keep_reply, read_counter); reply: resume
+        send_sql,        // send claim_action().sql with the client's bound values; reply: resume
+        redis_acquire,   // SET key <a new token> NX PX claim_action().ttl; the answer and the token: resume
+        redis_release,   // compare-and-delete take_keys(): awaited when `wait`, else in the background
+        redis_commit,    // mark take_keys() committed (in the background)
+        wait_turn,       // wait for turn() in the admission gate: enter the gate, resume(turn)
+        answer,          // final: write claim_action().answer (.status, .ok_rows) to the client
+        reply_kept,      // final: write the kept reply of the database to the client
+        fail,            // final: the command failed (the connection is gone or the client left)
+        wait_refresh,    // wait read_cache::refresh_poll_interval, then resume(refresh_done)
+        serve_cached,    // rebuild cached_reply() with cached_value() (the session's status flags): resume(rebuilt)
+        reply_rebuilt,   // final: write the rebuilt reply to the client
+    };
+    kind type = kind::relay;
+    bool wait = false;  // redis_release: before the client's answer
     // send_statement of a counter read of a rule with read_cache: resume(of_read) with its template
     bool keep_template = false;
-    // serve_cached
-    std::shared_ptr<const protocol::counter_reply> cached;
-    std::int64_t value = 0;
 
     [[nodiscard]] bool final() const {
         return type == kind::relay || type == kind::answer || type == kind::reply_kept || type == kind::fail ||
@@ -164,44 +181,27 @@ struct statement_action {
     static statement_action reply_kept() { return of(kind::reply_kept); }
     static statement_action reply_rebuilt() { return of(kind::reply_rebuilt); }
     static statement_action wait_refresh() { return of(kind::wait_refresh); }
-    static statement_action serve_cached(std::shared_ptr<const protocol::counter_reply> reply, std::int64_t value) {
-        auto s = of(kind::serve_cached);
-        s.cached = std::move(reply);
-        s.value = value;
+    static statement_action serve_cached() { return of(kind::serve_cached); }
+    static statement_action answer() { return of(kind::answer); }
+    static statement_action send_statement(bool keep_template = false) {
+        auto s = of(kind::send_statement);
+        s.keep_template = keep_template;
         return s;
     }
-    static statement_action answer(action a) { return of(kind::answer, std::move(a)); }
-    static statement_action send(action a) {
-        const auto k = a.type == action::kind::send_sql ? kind::send_sql : kind::send_statement;
-        return of(k, std::move(a));
-    }
-    static statement_action redis_acquire(action a) { return of(kind::redis_acquire, std::move(a)); }
-    static statement_action release(std::vector<redis_hold> keys, bool wait) {
+    static statement_action send_sql() { return of(kind::send_sql); }
+    static statement_action redis_acquire() { return of(kind::redis_acquire); }
+    static statement_action release(bool wait) {
         auto s = of(kind::redis_release);
-        s.keys = std::move(keys);
         s.wait = wait;
         return s;
     }
-    static statement_action commit(std::vector<redis_hold> keys) {
-        auto s = of(kind::redis_commit);
-        s.keys = std::move(keys);
-        return s;
-    }
-    static statement_action wait_for_turn(std::string rule, key_tuple key, const rules::admission_limits& limits,
-                                          std::int64_t units) {
-        auto s = of(kind::wait_turn);
-        s.rule = std::move(rule);
-        s.key = std::move(key);
-        s.limits = &limits;
-        s.units = units;
-        return s;
-    }
+    static statement_action commit() { return of(kind::redis_commit); }
+    static statement_action wait_for_turn() { return of(kind::wait_turn); }
 
 private:
-    static statement_action of(kind k, action a = {}) {
+    static statement_action of(kind k) {
         statement_action s;
         s.type = k;
-        s.op = std::move(a);
         return s;
     }
 };
@@ -232,6 +232,24 @@ struct read_note {
     std::string why;
 };
 
+// What one step of the operation reported, for the session's metrics, audit log and log lines.
+struct statement_report {
+    std::vector<event> events;                              // the claim operation's, in order
+    std::vector<std::pair<event, deferred_take>> deferred;  // its deferred takes', each with its take
+    std::vector<admission_note> admission;                  // what the admission gate did
+    std::vector<read_note> reads;                           // what the read cache did
+
+    [[nodiscard]] bool empty() const {
+        return events.empty() && deferred.empty() && admission.empty() && reads.empty();
+    }
+    void clear() {
+        events.clear();
+        deferred.clear();
+        admission.clear();
+        reads.clear();
+    }
+};
+
 // A counter read of a rule with read_cache: what only the session knows of it.
 struct cached_read {
     read_situation situation;
@@ -256,15 +274,22 @@ public:
     // As claim_operation::set_database.
     void set_database(std::string_view database) { claim_.set_database(database); }
 
+    // The next action. The read cache follows what the claim operation reports on the way (a
+    // take, a refusal, a restock: read_cache_follows).
     [[nodiscard]] statement_action resume(const statement_input& in);
 
-    // Since the last call: the claim operation's events, its deferred takes' events, the gate's notes.
-    [[nodiscard]] std::vector<event> take_events() { return std::exchange(events_, {}); }
-    [[nodiscard]] std::vector<std::pair<event, deferred_take>> take_deferred_events() {
-        return claim_.take_deferred_events();
+    // What the last resume reported (cleared by the next one).
+    [[nodiscard]] const statement_report& report() const { return report_; }
+
+    // What the last action refers to (valid until the next resume).
+    [[nodiscard]] const action& claim_action() const { return claim_action_; }  // send_*, redis_acquire, answer
+    [[nodiscard]] const turn_request& turn() const { return *waiting_; }        // wait_turn
+    [[nodiscard]] const std::shared_ptr<const protocol::counter_reply>& cached_reply() const {  // serve_cached
+        return found_.reply;
     }
-    [[nodiscard]] std::vector<admission_note> take_admission_notes() { return std::exchange(notes_, {}); }
-    [[nodiscard]] std::vector<read_note> take_read_notes() { return std::exchange(reads_, {}); }
+    [[nodiscard]] std::int64_t cached_value() const { return found_.value; }  // serve_cached
+    // redis_release, redis_commit: the keys, handed over to the session.
+    [[nodiscard]] std::vector<redis_hold> take_keys() { return std::exchange(keys_, {}); }
 
     // Whether the decision's decrement waits its turn in the admission gate.
     [[nodiscard]] bool admission_applies() const;
@@ -281,13 +306,13 @@ private:
         settling,
         done,
     };
-    struct turn_request {
-        std::string rule;
-        key_tuple key;
-        const rules::admission_limits* limits = nullptr;
-        std::int64_t units = 0;
-        bool holds_row_lock = false;
+    // What settling a claim's Redis key takes before the final action: a release or commit (its
+    // keys) at most twice, then the final action.
+    struct settle_step {
+        statement_action act;
+        std::vector<redis_hold> keys;
     };
+    static constexpr std::size_t max_settle_steps = 3;
 
     statement_action step(const statement_input& in);
     // A counter read the read cache may answer: its first action; empty: not one, or bypassed.
@@ -300,10 +325,12 @@ private:
     std::optional<statement_action> ask_turn(const turn_request& t);
     statement_action after_main_turn();
     statement_action next_deferred_turn();
-    statement_action start_claim();
     statement_action not_admitted(admission what);
-    // The claim operation's action, with the events it reported; a final one settles the Redis key first.
-    statement_action follow(action a, bool note_gate = true);
+    // claim_action_, with the events the claim operation reported; a final one settles the Redis key first.
+    statement_action follow(bool note_gate = true);
+    // The read cache follows an event of this statement's key (status: the server's after the reply).
+    void read_cache_follows(event e);
+    void settle(statement_action a, std::vector<redis_hold> keys = {});
     statement_action next_queued();
     statement_action finish(statement_action a);
 
@@ -318,15 +345,17 @@ private:
     std::optional<turn_request> waiting_;                           // the turn a wait_turn asked for
     std::vector<turn_request> deferred_turns_;
     std::size_t next_turn_ = 0;
-    std::deque<statement_action> queued_;  // settling: the Redis steps, then the final action
+    action claim_action_;  // the claim operation's last action (or the operation's own send or answer)
+    std::array<settle_step, max_settle_steps> settling_{};  // the Redis steps, then the final action
+    std::size_t settle_count_ = 0, settle_next_ = 0;
+    std::vector<redis_hold> keys_;  // the redis_release / redis_commit returned last
     std::string token_;
-    std::vector<event> events_;
-    std::vector<admission_note> notes_;
+    std::uint16_t status_ = 0;  // the server's status flags after the last reply (before: ctx.op.status)
+    statement_report report_;
     // the read cache
     read_cache::lookup found_;
     read_cache::clock::time_point asked_at_{};
     bool in_transaction_before_ = false;
-    std::vector<read_note> reads_;
 };
 
 }  // namespace claimguard::engine

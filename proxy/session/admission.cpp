@@ -1,5 +1,6 @@
 // Per-key admission in the session: waiting for a key's turn in the sidecar's admission gate
-// (on this session's executor), counting what the gate did, giving the slots back. Whether a
+// (on this session's executor), counting what the gate did (audited by its catalogue row), giving
+// the slots back. Whether a
 // statement waits and what a refused one is answered: engine::statement_operation.
 #include <algorithm>
 #include <spdlog/spdlog.h>
@@ -7,6 +8,7 @@
 #include <boost/asio/post.hpp>
 
 #include "claim_metrics.hpp"
+#include "proxy/engine/catalogue.hpp"
 #include "session_impl.hpp"
 
 namespace claimguard::session {
@@ -15,13 +17,25 @@ using engine::admission;
 
 namespace {
 
+// The counter of claimguard_admission_*_total that counts a note.
+admission_count count_of(engine::admission_note::kind what) {
+    using k = engine::admission_note::kind;
+    switch (what) {
+        case k::lock_held: return admission_count::lock_held;
+        case k::sold_out: return admission_count::sold_out;
+        case k::timed_out: return admission_count::timeouts;
+        case k::queue_full: return admission_count::queue_full;
+    }
+    return admission_count::lock_held;
+}
+
 // How often a waiter looks at its ticket even without a wake-up (a safety net: the gate's wake
 // is the normal path).
 constexpr std::chrono::milliseconds admission_poll_interval{200};
 
 }  // namespace
 
-awaitable<engine::statement_input> session::wait_turn(const engine::statement_action& act) {
+awaitable<engine::statement_input> session::wait_turn(const engine::turn_request& turn) {
     auto& gate = *ctx_.admission;
     // The gate wakes the waiter from whichever thread freed its slot: post to this session's
     // executor, where the wait runs; a session already gone is not touched.
@@ -30,14 +44,14 @@ awaitable<engine::statement_input> session::wait_turn(const engine::statement_ac
             if (auto self = weak.lock()) self->admission_timer_.cancel();
         });
     };
-    auto entry = gate.enter(act.rule, act.key, *act.limits, act.units, std::move(wake));
+    auto entry = gate.enter(turn.rule, turn.key, *turn.limits, turn.units, std::move(wake));
     if (entry.what != admission::queued) co_return engine::statement_input::of_turn(entry.what, entry.id);
 
     auto& queued = claim_metrics::get().admission_queued;
-    counters_.admission(snapshot_, act.rule, admission_count::waits).inc();
+    counters_.admission(snapshot_, turn.rule, admission_count::waits).inc();
     queued.inc();
     watch_client_while_queued();
-    const auto deadline = clock_type::now() + act.limits->queue_timeout;
+    const auto deadline = clock_type::now() + turn.limits->queue_timeout;
     std::optional<admission> out;
     for (;;) {
         auto what = gate.resolve(entry.id);
@@ -85,20 +99,11 @@ void session::watch_client_while_queued() {
 void session::report_admission(const std::vector<engine::admission_note>& notes, const engine::decision& d,
                                const rules::sql::parsed_statement& st) {
     for (const auto& n : notes) {
-        switch (n.what) {
-        case engine::admission_note::kind::lock_held: counters_.admission(snapshot_, n.rule, admission_count::lock_held).inc(); break;
-        case engine::admission_note::kind::sold_out: counters_.admission(snapshot_, n.rule, admission_count::sold_out).inc(); break;
-        case engine::admission_note::kind::queue_full:
-            counters_.admission(snapshot_, n.rule, admission_count::queue_full).inc();
-            audit(d, "admission-queue-full", st);
-            spdlog::debug("session {}: {}", id_, n.message);
-            break;
-        case engine::admission_note::kind::timed_out:
-            counters_.admission(snapshot_, n.rule, admission_count::timeouts).inc();
-            audit(d, "admission-timeout", st);
-            spdlog::debug("session {}: {}", id_, n.message);
-            break;
-        }
+        counters_.admission(snapshot_, n.rule, count_of(n.what)).inc();
+        const auto& row = engine::row_of(n.what);
+        if (!row.audited) continue;
+        audit(d, row.action, st);
+        spdlog::debug("session {}: {}", id_, n.message);
     }
 }
 

@@ -1,7 +1,7 @@
 // Counter reads answered by the sidecar (stock rule read_cache): what the read cache's decision
-// (engine::statement_operation) needs of a read (the shape its reply is kept under, whether a
-// cursor is asked for), the server's reply as a template, the cache's metrics, and the cache
-// following what this sidecar's claim operations did.
+// (engine::statement_operation, which also makes the cache follow the claims) needs of a read (the
+// shape its reply is kept under, whether a cursor is asked for), the server's reply as a template,
+// and the cache's metrics.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -80,7 +80,7 @@ std::optional<engine::cached_read> session::cached_read_of(const engine::decisio
 std::shared_ptr<const proto::counter_reply> session::kept_read(const engine::decision& d, const captured_reply& reply,
                                                                std::uint8_t command) const {
     const auto* r = std::get_if<match::counter_read>(d.fact);
-    if (r == nullptr || reply.is_err || reply.is_ok) return nullptr;
+    if (r == nullptr || reply.is_err) return nullptr;  // an OK is no template either (parse_counter_reply)
     auto kept = proto::parse_counter_reply(reply.raw, caps_, mariadb_caps_, command == proto::com::stmt_execute,
                                            r->counter_position, r->counter_label);
     if (!kept) return nullptr;
@@ -107,35 +107,6 @@ void session::report_reads(const std::vector<engine::read_note>& notes, const en
                 m.count_read_cache_evictions(cache.evictions());
                 break;
             }
-        }
-    }
-}
-
-void session::update_read_cache(const std::vector<engine::event>& events, const engine::decision& d) {
-    auto& cache = *ctx_.read_cache;
-    const auto& rule = *d.stock;
-    using engine::event;
-    for (auto e : events) {
-        switch (e) {
-            case event::took:
-            case event::tracked:
-                // Committed at once in autocommit; in a transaction it may still roll back, so the
-                // next read asks the server.
-                // A write that said more than the key (AND version = ?) may have changed other
-                // columns the kept reply shows (the version an optimistic app reads next).
-                if ((status_ & proto::status::in_trans) || d.may_conflict)
-                    cache.invalidate(rule.name, d.key);
-                else
-                    cache.on_take(rule.name, d.key, d.units);
-                break;
-            case event::exhausted: cache.on_exhausted(rule.name, d.key, rule.floor); break;
-            // The app's own condition did not hold: what it read was stale (another sidecar's
-            // write); its retry reads from the server.
-            case event::conflict:
-            case event::restocked:
-            case event::compensated:
-            case event::compensation_failed: cache.invalidate(rule.name, d.key); break;
-            default: break;
         }
     }
 }

@@ -17,6 +17,7 @@
 #include "proxy/protocol/command_packets.hpp"
 #include "proxy/protocol/counter_reply.hpp"
 #include "proxy/protocol/prepared.hpp"
+#include "proxy/protocol/reply_summary.hpp"
 #include "proxy/protocol/reply_view.hpp"
 #include "rules/match/matcher.hpp"
 #include "rules/match/rewriter.hpp"
@@ -291,14 +292,12 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
                                    snapshot_ ? &snapshot_->rules : nullptr, ctx_.read_cache, read ? &*read : nullptr};
     engine::statement_operation op(d, st, memory_, *ctx_.ledger, transaction_, admission_held_, sctx);
     op.set_database(connection_state_.database());
+    counters_.follow(snapshot_);  // the counters of the command's rules snapshot
     std::optional<captured_reply> kept;
     std::optional<proto::byte_buffer> rebuilt;  // a read answered from the read cache
     auto act = op.resume(engine::statement_input::start());
     for (;;) {
-        report_admission(op.take_admission_notes(), d, st);
-        report_events(op.take_events(), d, st);
-        report_deferred(op.take_deferred_events(), &st);
-        report_reads(op.take_read_notes(), d);
+        if (const auto& r = op.report(); !r.empty()) report_step(r, d, st);
         using kind = engine::statement_action::kind;
         switch (act.type) {
         case kind::relay: co_return intercepted::forward;
@@ -306,16 +305,18 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
         case kind::reply_kept:
             if (!kept) co_return intercepted::failed;
             co_return co_await write_client(kept->raw) ? intercepted::handled : intercepted::failed;
-        case kind::answer:
-            co_return co_await answer(act.op.answer, act.op.status, act.op.ok_rows) ? intercepted::handled
-                                                                                    : intercepted::failed;
+        case kind::answer: {
+            const auto& a = op.claim_action();
+            co_return co_await answer(a.answer, a.status, a.ok_rows) ? intercepted::handled : intercepted::failed;
+        }
 
         case kind::reply_rebuilt:
             if (!rebuilt) co_return intercepted::failed;
             co_return co_await write_client(*rebuilt) ? intercepted::handled : intercepted::failed;
 
         case kind::serve_cached:
-            rebuilt = proto::rebuild_counter_reply(*act.cached, act.value, status_, proto::reply_seq(command_seq_));
+            rebuilt = proto::rebuild_counter_reply(*op.cached_reply(), op.cached_value(), status_,
+                                                   proto::reply_seq(command_seq_));
             act = op.resume(engine::statement_input::of_rebuilt(rebuilt.has_value()));
             break;
 
@@ -326,20 +327,21 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
             break;
 
         case kind::wait_turn: {
-            auto turn = co_await wait_turn(act);
+            auto turn = co_await wait_turn(op.turn());
             act = op.resume(turn);
             break;
         }
 
         case kind::send_statement:
         case kind::send_sql: {
+            const auto& a = op.claim_action();
             const bool own = act.type == kind::send_sql;
             if (!own) forwarded_statement_ = true;
             // Not `own ? co_await a : co_await b`: GCC 12 mishandles temporaries of a conditional
             // around co_await (a double free seen before in this code base).
             std::optional<captured_reply> reply;
             if (own)
-                reply = co_await run_sql(act.op.sql, params, types);
+                reply = co_await run_sql(a.sql, params, types);
             else
                 reply = co_await roundtrip(forward_bytes, command, last_seq);
             if (!reply) {
@@ -352,30 +354,25 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
                 act = op.resume(engine::statement_input::of_read({}, std::move(read_template)));
                 break;
             }
-            engine::reply_summary summary;
-            summary.ok = reply->is_ok;
-            summary.err = reply->is_err;
-            summary.err_code = reply->err_code;
-            summary.affected_rows = reply->affected_rows;
-            summary.status = reply->status;
-            if (!reply->is_ok && !reply->is_err) summary.rows = count_rows(*reply);
-            if (act.op.read_counter && !reply->is_err) {
-                const bool binary = own ? (!act.op.sql.parameters.empty() && params && types)
-                                        : command == proto::com::stmt_execute;
-                if (own) {
-                    summary.counter = read_counter(*reply, 0, {}, binary);
-                } else if (const auto* r = std::get_if<match::counter_read>(d.fact)) {
-                    summary.counter = read_counter(*reply, r->counter_position, r->counter_label, binary);
-                }
+            std::optional<proto::counter_request> counter;
+            if (a.read_counter) {
+                const bool binary =
+                    own ? (!a.sql.parameters.empty() && params && types) : command == proto::com::stmt_execute;
+                if (own)
+                    counter = proto::counter_request{0, {}, binary};
+                else if (const auto* r = std::get_if<match::counter_read>(d.fact))
+                    counter = proto::counter_request{r->counter_position, r->counter_label, binary};
             }
-            if (act.op.keep_reply) kept = std::move(*reply);
-            act = op.resume(engine::statement_input::of_reply(summary));
+            const auto summary = proto::summarize_reply(reply->command, reply->exchange, reply->raw, caps_,
+                                                        mariadb_caps_, opt_.max_packet_bytes, counter);
+            if (a.keep_reply) kept = std::move(*reply);
+            act = op.resume(engine::statement_input::of_server(summary));
             break;
         }
 
         case kind::redis_acquire: {
             auto token = guards::random_token();
-            auto got = co_await redis_->acquire(d.redis_key, token, act.op.ttl);
+            auto got = co_await redis_->acquire(d.redis_key, token, op.claim_action().ttl);
             act = op.resume(engine::statement_input::of_redis(
                 got == guards::acquire_result::held       ? engine::redis_reply::held
                 : got == guards::acquire_result::acquired ? engine::redis_reply::acquired
@@ -385,17 +382,19 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
             break;
         }
 
-        case kind::redis_release:
+        case kind::redis_release: {
+            auto keys = op.take_keys();
             if (act.wait && redis_) {
-                for (const auto& k : act.keys) (void)co_await redis_->release(k.key, k.token);
+                for (const auto& k : keys) (void)co_await redis_->release(k.key, k.token);
             } else {
-                release_redis_keys(std::move(act.keys));
+                release_redis_keys(std::move(keys));
             }
             act = op.resume(engine::statement_input::redis_carried_out());
             break;
+        }
 
         case kind::redis_commit:
-            commit_redis_keys(std::move(act.keys));
+            commit_redis_keys(op.take_keys());
             act = op.resume(engine::statement_input::redis_carried_out());
             break;
         }
@@ -409,9 +408,9 @@ awaitable<std::optional<session::captured_reply>> session::roundtrip(proto::byte
         co_return std::nullopt;
     }
     captured_reply r;
+    r.command = command;
     r.exchange = proto::command_exchange(command, caps_, status_);
     auto step = r.exchange.start(last_seq);
-    bool first = true;
     while (step != proto::next_step::done) {
         if (step == proto::next_step::read_client) {  // never for the statements the engine sends
             co_await backend_failed(proto::errc::unexpected_packet, r.exchange.next_seq());
@@ -427,16 +426,6 @@ awaitable<std::optional<session::captured_reply>> session::roundtrip(proto::byte
             co_await backend_failed(next.error(), r.exchange.next_seq());
             co_return std::nullopt;
         }
-        if (first && !packet.first_payload.empty()) {
-            auto head = packet.first_payload[0];
-            if (head == proto::ok_header && command != proto::com::stmt_prepare && *next == proto::next_step::done) {
-                if (auto ok = proto::parse_ok(packet.first_payload, caps_)) {
-                    r.is_ok = true;
-                    r.affected_rows = ok->affected_rows;
-                }
-            }
-        }
-        first = false;
         auto bytes = backend_in_.readable().first(packet.raw_size);
         r.raw.insert(r.raw.end(), bytes.begin(), bytes.end());
         backend_in_.consume(packet.raw_size);
@@ -513,41 +502,6 @@ awaitable<bool> session::answer(const rules::answer& a, std::uint16_t status, st
         co_return co_await write_client(proto::make_err_frame(seq, a.code, a.sql_state, a.message));
     }
     co_return co_await write_client(proto::make_ok_frame(seq, ok_rows, status, caps_));
-}
-
-std::optional<std::uint64_t> session::count_rows(const captured_reply& reply) const {
-    auto view = proto::read_reply(reply.raw, caps_, mariadb_caps_, opt_.max_packet_bytes);
-    if (!view || view->kind() != proto::reply_kind::result_set || view->end() != proto::rows_end::closed)
-        return std::nullopt;
-    return view->row_count();
-}
-
-std::optional<std::int64_t> session::read_counter(const captured_reply& reply, std::optional<std::uint32_t> position,
-                                                  std::string_view label, bool binary) {
-    constexpr std::size_t max_counter_read_columns = 4096;
-    auto view = proto::read_reply(reply.raw, caps_, mariadb_caps_, opt_.max_packet_bytes);
-    // Exactly one row: the key pins one counter.
-    if (!view || view->kind() != proto::reply_kind::result_set || view->column_count() > max_counter_read_columns ||
-        view->end() != proto::rows_end::closed || view->row_count() != 1)
-        return std::nullopt;
-    auto columns = view->columns();
-    if (!columns) return std::nullopt;
-    const auto index = position ? std::optional<std::size_t>(*position) : proto::column_index(*columns, label);
-    if (!index || *index >= columns->size()) return std::nullopt;
-    if (binary) {
-        std::vector<proto::value_type> types;
-        for (const auto& c : *columns) types.push_back(proto::value_type_of(c));
-        auto values = view->binary_values(0, types);
-        if (!values) return std::nullopt;
-        const auto& v = (*values)[*index];
-        if (auto* i = std::get_if<std::int64_t>(&v)) return *i;
-        if (auto* u = std::get_if<std::uint64_t>(&v)) return *u <= INT64_MAX ? std::optional<std::int64_t>(*u) : std::nullopt;
-        if (auto* b = std::get_if<proto::bytes_view>(&v)) return to_int(proto::as_chars(*b));
-        return std::nullopt;
-    }
-    auto values = view->text_values(0);
-    if (!values || !(*values)[*index]) return std::nullopt;
-    return to_int(*(*values)[*index]);
 }
 
 namespace {

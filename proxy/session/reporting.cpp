@@ -24,13 +24,20 @@ std::size_t index_of(event e) { return static_cast<std::size_t>(e); }
 
 }  // namespace
 
+void session::report_step(const engine::statement_report& r, const engine::decision& d,
+                          const sqlns::parsed_statement& st) {
+    if (!r.admission.empty()) report_admission(r.admission, d, st);
+    if (!r.events.empty()) report_events(r.events, d, st);
+    if (!r.deferred.empty()) report_deferred(r.deferred, &st);
+    if (!r.reads.empty()) report_reads(r.reads, d);
+}
+
 void session::report_events(const std::vector<engine::event>& events, const engine::decision& d,
                             const sqlns::parsed_statement& st) {
     auto& m = claim_metrics::get();
     const auto rule = rule_name(d);
     counters_.follow(snapshot_);
     const auto& c = counters_.of(rule);
-    if (ctx_.read_cache && d.stock && d.stock->read_cache) update_read_cache(events, d);
     for (auto e : events) {
         const auto& row = engine::row_of(e);
         if (row.with_take) continue;  // reported with their take by report_deferred

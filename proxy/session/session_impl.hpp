@@ -173,11 +173,10 @@ private:
     enum class intercepted { forward, handled, failed };
     // The whole reply to a command the proxy sent itself, not yet forwarded.
     struct captured_reply {
-        proto::byte_buffer raw;  // every frame, as the server sent them
-        bool is_ok = false;      // a plain OK
+        proto::byte_buffer raw;    // every frame, as the server sent them
+        std::uint8_t command = 0;  // the command it answers
         bool is_err = false;
         std::uint16_t err_code = 0;
-        std::uint64_t affected_rows = 0;
         std::uint16_t status = 0;
         proto::command_exchange exchange{0, 0, 0};
     };
@@ -216,18 +215,15 @@ private:
                                                           std::uint8_t command) const;
     // Counts what the read cache did for a read.
     void report_reads(const std::vector<engine::read_note>& notes, const engine::decision& d);
-    // The read cache follows the decrements, refusals and restocks a claim operation reports.
-    void update_read_cache(const std::vector<engine::event>& events, const engine::decision& d);
 
     awaitable<std::optional<captured_reply>> run_sql(const rules::match::rewritten_sql& sql,
                                                      const std::vector<proto::binary_value>* params,
                                                      const std::vector<proto::value_type>* types);
     awaitable<bool> answer(const rules::answer& a, std::uint16_t status, std::uint64_t ok_rows = 0);
-    // The counter in the one row of a result set: at `position`, or the column named `label`.
-    std::optional<std::int64_t> read_counter(const captured_reply& reply, std::optional<std::uint32_t> position,
-                                             std::string_view label, bool binary);
-    // The rows of a result set (INSERT ... RETURNING); empty when the reply is not one.
-    std::optional<std::uint64_t> count_rows(const captured_reply& reply) const;
+    // Counts, audits and logs what one step of a statement operation reported (reporting.cpp):
+    // admission notes, events, deferred takes' events, read cache notes, in that order.
+    void report_step(const engine::statement_report& r, const engine::decision& d,
+                     const rules::sql::parsed_statement& st);
     // Counts and audits what a claim operation reports.
     void report_events(const std::vector<engine::event>& events, const engine::decision& d,
                 const rules::sql::parsed_statement& st);
@@ -263,7 +259,7 @@ private:
     // Waits for the turn a statement operation asked for (engine::statement_action::wait_turn) in
     // the sidecar's admission gate: what the gate said, or closing when the client went away or
     // the session closes while it waited (the ticket is gone then).
-    awaitable<engine::statement_input> wait_turn(const engine::statement_action& act);
+    awaitable<engine::statement_input> wait_turn(const engine::turn_request& turn);
     // Counts and audits what the admission gate did for a statement.
     void report_admission(const std::vector<engine::admission_note>& notes, const engine::decision& d,
                           const rules::sql::parsed_statement& st);

@@ -86,5 +86,25 @@ TEST(catalogue, metrics_have_consistent_labels) {
     for (const auto& r : catalogue()) EXPECT_EQ(r.with_take, r.action.starts_with("deferred-")) << r.action;
 }
 
+// The admission gate's notes: one row each, in the enum's order; the ERR 1205 answers audited with
+// the documented words; no word shared with an event.
+TEST(catalogue, admission_notes_have_their_rows) {
+    const auto& rows = admission_catalogue();
+    ASSERT_EQ(rows.size(), admission_note_count);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        EXPECT_EQ(rows[i].what, static_cast<admission_note::kind>(i));
+        EXPECT_TRUE(rows[i].action.starts_with("admission-")) << rows[i].action;
+    }
+    EXPECT_EQ(row_of(admission_note::kind::timed_out).action, "admission-timeout");
+    EXPECT_EQ(row_of(admission_note::kind::queue_full).action, "admission-queue-full");
+    EXPECT_TRUE(row_of(admission_note::kind::timed_out).audited);
+    EXPECT_TRUE(row_of(admission_note::kind::queue_full).audited);
+    EXPECT_FALSE(row_of(admission_note::kind::lock_held).audited);
+    EXPECT_FALSE(row_of(admission_note::kind::sold_out).audited);
+    std::set<std::string_view> words;
+    for (const auto& r : catalogue()) words.insert(r.action);
+    for (const auto& r : rows) EXPECT_TRUE(words.insert(r.action).second) << r.action;
+}
+
 }  // namespace
 }  // namespace claimguard::engine::test

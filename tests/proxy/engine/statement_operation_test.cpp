@@ -37,13 +37,54 @@ const rules_env& admission_env() {
 
 using sa = statement_action::kind;
 
+// An action as the session saw it: its kind and flags, with what the operation kept for it
+// (claim_action, take_keys, turn, cached_reply / cached_value) copied when it was returned.
+struct seen_action {
+    sa type = sa::relay;
+    action op;                     // send_*, redis_acquire, answer
+    std::vector<redis_hold> keys;  // redis_release, redis_commit
+    bool wait = false;
+    std::string rule;  // wait_turn
+    key_tuple key;
+    std::int64_t units = 0;
+    bool keep_template = false;
+    std::shared_ptr<const protocol::counter_reply> cached;  // serve_cached
+    std::int64_t value = 0;
+};
+
+seen_action seen(statement_operation& op, const statement_action& a) {
+    seen_action s;
+    s.type = a.type;
+    s.wait = a.wait;
+    s.keep_template = a.keep_template;
+    switch (a.type) {
+        case sa::send_statement:
+        case sa::send_sql:
+        case sa::redis_acquire:
+        case sa::answer: s.op = op.claim_action(); break;
+        case sa::redis_release:
+        case sa::redis_commit: s.keys = op.take_keys(); break;
+        case sa::wait_turn:
+            s.rule = op.turn().rule;
+            s.key = op.turn().key;
+            s.units = op.turn().units;
+            break;
+        case sa::serve_cached:
+            s.cached = op.cached_reply();
+            s.value = op.cached_value();
+            break;
+        default: break;
+    }
+    return s;
+}
+
 struct run_result {
     decision d;
-    std::vector<statement_action> actions;
+    std::vector<seen_action> actions;
     std::vector<event> events;
     std::vector<admission_note> notes;
     std::vector<read_note> reads;
-    [[nodiscard]] const statement_action& last() const { return actions.back(); }
+    [[nodiscard]] const seen_action& last() const { return actions.back(); }
     [[nodiscard]] bool has(event e) const { return std::find(events.begin(), events.end(), e) != events.end(); }
     [[nodiscard]] std::vector<sa> kinds() const {
         std::vector<sa> out;
@@ -87,10 +128,11 @@ public:
         auto a = op.resume(statement_input::start());
         std::size_t next = 0;
         for (int guard = 0; guard < 32; ++guard) {
-            r.actions.push_back(a);
-            for (auto e : op.take_events()) r.events.push_back(e);
-            for (auto& n : op.take_admission_notes()) r.notes.push_back(std::move(n));
-            for (auto& n : op.take_read_notes()) r.reads.push_back(std::move(n));
+            r.actions.push_back(seen(op, a));
+            const auto& report = op.report();
+            for (auto e : report.events) r.events.push_back(e);
+            for (const auto& n : report.admission) r.notes.push_back(n);
+            for (const auto& n : report.reads) r.reads.push_back(n);
             if (on_action) on_action(a);
             if (a.final()) break;
             if (a.type == sa::redis_release || a.type == sa::redis_commit) {
@@ -98,7 +140,8 @@ public:
                 continue;
             }
             if (a.type == sa::wait_turn) {
-                auto entry = gate_.enter(a.rule, a.key, *a.limits, a.units, [] {});
+                const auto& t = op.turn();
+                auto entry = gate_.enter(t.rule, t.key, *t.limits, t.units, [] {});
                 if (entry.what != admission::queued) {
                     a = op.resume(statement_input::of_turn(entry.what, entry.id));
                     continue;
@@ -536,6 +579,112 @@ TEST_F(statement_op, io_lost_under_a_refresh_ends_it) {
     auto next = b.run(read_sql, {server_read(4)});
     EXPECT_EQ(next.kinds(), (std::vector<sa>{sa::send_statement, sa::reply_kept}));  // no wait
     EXPECT_EQ(next.read_kinds(), (std::vector<read_note::kind>{read_note::kind::refresh, read_note::kind::stored}));
+}
+
+// ---- the read cache follows the claims ------------------------------------------------------------
+
+// A take in autocommit: the kept value goes down by its units, and the next read is answered from it.
+TEST_F(statement_op, take_in_autocommit_lowers_the_cached_value) {
+    connection a(gate, ledger, 1), b(gate, ledger, 2);
+    ASSERT_TRUE(a.ready()) << a.error();
+    a.cache = b.cache = &cache;
+    (void)a.run(read_sql, {server_read(5)});
+    auto take = a.run("UPDATE coupon_stock SET remain = 4 WHERE campaign_id = 1", {reply(ok_rows(1))});
+    ASSERT_TRUE(take.has(event::took));
+    a.slots.release_all(gate);
+    auto r = b.run(read_sql, {statement_input::of_rebuilt(true)});
+    EXPECT_EQ(r.kinds(), (std::vector<sa>{sa::serve_cached, sa::reply_rebuilt}));
+    EXPECT_EQ(r.actions[0].value, 4);
+}
+
+// A take whose reply says the session is in a transaction may still roll back: the key is
+// invalidated, and the next read goes to the server. The reply's status decides, not the one before
+// (autocommit off: the take itself opened the transaction).
+TEST_F(statement_op, take_in_a_transaction_invalidates_the_key) {
+    for (std::uint16_t before : {in_trans, std::uint16_t{0}}) {
+        SCOPED_TRACE(before);
+        read_cache fresh;
+        connection a(gate, ledger, 1), b(gate, ledger, 2);
+        ASSERT_TRUE(a.ready()) << a.error();
+        a.cache = b.cache = &fresh;
+        (void)b.run(read_sql, {server_read(5)});
+        auto take = a.run(take_sql, {reply(ok_rows(1, in_trans))}, before);
+        ASSERT_TRUE(take.has(event::took));
+        auto r = b.run(read_sql, {server_read(5)});
+        EXPECT_EQ(r.kinds(), (std::vector<sa>{sa::send_statement, sa::reply_kept}));
+        EXPECT_EQ(r.read_kinds(), (std::vector<read_note::kind>{read_note::kind::refresh, read_note::kind::stored}));
+        a.end(false);
+    }
+}
+
+// A take that found the floor: the key is kept as sold out (the floor), read from the cache.
+TEST_F(statement_op, exhausted_take_keeps_the_floor) {
+    connection a(gate, ledger, 1), b(gate, ledger, 2);
+    ASSERT_TRUE(a.ready()) << a.error();
+    a.cache = b.cache = &cache;
+    (void)b.run(read_sql, {server_read(5)});
+    auto take = a.run(take_sql, {reply(ok_rows(0)), reply(counter_row(0))});
+    ASSERT_TRUE(take.has(event::exhausted));
+    a.slots.release_all(gate);
+    auto r = b.run(read_sql, {statement_input::of_rebuilt(true)});
+    EXPECT_EQ(r.kinds(), (std::vector<sa>{sa::serve_cached, sa::reply_rebuilt}));
+    EXPECT_EQ(r.actions[0].value, 0);
+}
+
+// A restock may raise the counter: the next read goes to the server.
+TEST_F(statement_op, restock_invalidates_the_key) {
+    connection a(gate, ledger, 1), b(gate, ledger, 2);
+    ASSERT_TRUE(a.ready()) << a.error();
+    a.cache = b.cache = &cache;
+    (void)b.run(read_sql, {server_read(5)});
+    auto restock = a.run("UPDATE coupon_stock SET remain = remain + 5 WHERE campaign_id = 1", {reply(ok_rows(1))});
+    ASSERT_TRUE(restock.has(event::restocked));
+    auto r = b.run(read_sql, {server_read(10)});
+    EXPECT_EQ(r.kinds(), (std::vector<sa>{sa::send_statement, sa::reply_kept}));
+    EXPECT_EQ(r.read_kinds(), (std::vector<read_note::kind>{read_note::kind::refresh, read_note::kind::stored}));
+}
+
+// Without a read cache for the statement's connection nothing is kept or followed.
+TEST_F(statement_op, no_cache_follows_nothing) {
+    connection a(gate, ledger, 1), b(gate, ledger, 2);
+    ASSERT_TRUE(a.ready()) << a.error();
+    b.cache = &cache;
+    (void)b.run(read_sql, {server_read(5)});
+    (void)a.run(take_sql, {reply(ok_rows(1))});
+    a.slots.release_all(gate);
+    auto r = b.run(read_sql, {statement_input::of_rebuilt(true)});
+    EXPECT_EQ(r.actions[0].value, 5);
+}
+
+// ---- one report per step ---------------------------------------------------------------------------
+
+// What a step reported is there until the next resume, and only that step's.
+TEST_F(statement_op, report_is_the_last_steps) {
+    const auto& env = admission_env();
+    ASSERT_TRUE(env.error.empty()) << env.error;
+    session_memory memory;
+    transaction_tracker transaction;
+    admission_slots slots;
+    memory.next_command();
+    const statement s(take_sql, *env.index);
+    const auto d = decide(s.facts(), *env.rules, resolve_literal, memory);
+    const statement_context ctx{{1, autocommit, false}, &gate, &*env.rules, nullptr, nullptr};
+    statement_operation op(d, s.parsed(), memory, ledger, transaction, slots, ctx);
+    auto a = op.resume(statement_input::start());
+    ASSERT_EQ(a.type, sa::wait_turn);
+    EXPECT_TRUE(op.report().empty());
+    a = op.resume(statement_input::of_turn(admission::sold_out));
+    ASSERT_EQ(a.type, sa::answer);
+    ASSERT_EQ(op.report().admission.size(), 1u);
+    EXPECT_EQ(op.report().admission[0].what, admission_note::kind::sold_out);
+    EXPECT_EQ(op.report().events, std::vector<event>{event::exhausted});
+    EXPECT_TRUE(op.report().deferred.empty());
+    EXPECT_TRUE(op.report().reads.empty());
+    EXPECT_EQ(op.claim_action().answer.code, 1644);
+    // The operation is done: another input fails it, and the report holds nothing of the last step.
+    a = op.resume(statement_input::of_turn(admission::admitted));
+    EXPECT_EQ(a.type, sa::fail);
+    EXPECT_TRUE(op.report().empty());
 }
 
 // An input the operation did not ask for ends it (the session's bug, never a hang).
