@@ -2,16 +2,20 @@
 """claimguard CPU per claim of the naive flow: two claimguard binaries (say, before and after a change) side by side.
 
 Usage: claim_cpu.py --claimguard PATH [--baseline PATH] [--load PATH] [--rounds R] [--seconds S] [--threads N]
-                    [--strace] [--work-dir DIR]
+                    [--strace] [--callgrind] [--work-dir DIR]
 
 Starts its own MariaDB (coupon schema with the UNIQUE index) and Redis (tests/incident/cluster.py), and one
 claimguard per binary with the example rules, an audit log file and Redis, as scripts/bench_claims.sh runs
 naive_claimguard. Each round runs `claimguard-load --flow naive` for S seconds through each claimguard in turn
 (the order alternates per round; stock never runs out) and prints claimguard's utime+stime (/proc, 10 ms ticks)
 per claim row inserted, then the medians. --strace: the first round runs under `strace -c -f` and prints the
-system calls per claim (slower: use it for counts, not for CPU). Run by hand; never a timed test.
+system calls per claim (slower: use it for counts, not for CPU). --callgrind: each claimguard runs under
+valgrind's callgrind, zeroed before and dumped after each round (callgrind_control), and the figure is
+instructions per claim: repeatable on a noisy machine where CPU time is not (claimguard runs ~50x slower
+under it, so fewer claims per round). Run by hand; never a timed test.
 """
 import argparse
+import glob
 import os
 import shutil
 import subprocess
@@ -42,6 +46,39 @@ def strace_counts(path, claims):
     return ", ".join(f"{name} {calls / max(claims, 1):.2f}" for name, calls in rows if calls >= claims / 20)
 
 
+def callgrind_wrapper(work_dir, name, binary):
+    """A script that runs `binary` under callgrind (dumps in work_dir as callgrind-<name>.<pid>.out.<n>)."""
+    wrapper = os.path.join(work_dir, f"callgrind-{name}.sh")
+    with open(wrapper, "w", encoding="ascii") as f:
+        f.write("#!/bin/sh\nexec valgrind --tool=callgrind --callgrind-out-file=" +
+                os.path.join(work_dir, f"callgrind-{name}.%p.out") + f" {binary} \"$@\"\n")
+    os.chmod(wrapper, 0o755)
+    return wrapper
+
+
+def callgrind_zero(pid):
+    subprocess.run(["callgrind_control", "-z", str(pid)], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+
+
+def callgrind_instructions(pid, dump_glob):
+    """Dumps the running callgrind of `pid` and returns the instructions (Ir) of that dump."""
+    before = set(glob.glob(dump_glob))
+    subprocess.run(["callgrind_control", "-d", str(pid)], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        new = set(glob.glob(dump_glob)) - before
+        if new:
+            path = new.pop()
+            time.sleep(0.5)  # written
+            with open(path, encoding="ascii", errors="replace") as f:
+                for line in f:
+                    if line.startswith("totals:") or line.startswith("summary:"):
+                        return int(line.split()[1])
+        time.sleep(0.1)
+    raise RuntimeError(f"no callgrind dump for {pid}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--claimguard", required=True)
@@ -51,6 +88,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--strace", action="store_true")
+    ap.add_argument("--callgrind", action="store_true")
     ap.add_argument("--work-dir", default=os.path.join(tempfile.gettempdir(), "claimguard-claim-cpu"))
     args = ap.parse_args()
     cluster.stop_dir(args.work_dir)
@@ -65,6 +103,8 @@ def main():
         c.start_db(unique_index=True)
         c.start_redis()
         for name, binary in binaries.items():
+            if args.callgrind:
+                binary = callgrind_wrapper(args.work_dir, name, binary)
             extra = ["--threads", "1", "--rules", cluster.EXAMPLE_RULES, "--audit-log",
                      os.path.join(args.work_dir, f"audit-{name}.jsonl"), "--redis", f"{servers.HOST}:{c.redis.port}"]
             proxies[name] = servers.Claimguard(binary, args.work_dir, name, c.db.port, extra_args=extra,
@@ -88,6 +128,8 @@ def main():
                     tracer = subprocess.Popen(["strace", "-c", "-f", "-p", str(p.proc.pid), "-o", trace_file],
                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                     time.sleep(0.5)  # attached
+                if args.callgrind:
+                    callgrind_zero(p.proc.pid)
                 cpu0 = p.cpu_seconds()
                 r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                                    timeout=args.seconds + LOAD_GRACE_S, check=False)
@@ -100,6 +142,10 @@ def main():
                 claims = int(c.sql(f"SELECT COUNT(*) FROM coupon_order WHERE campaign_id = {CAMPAIGN};").strip())
                 us = (cpu1 - cpu0) * 1e6 / max(claims, 1)
                 line = f"round {rnd} {name}: {claims} claims, claimguard CPU {us:.1f} us/claim"
+                if args.callgrind:
+                    ir = callgrind_instructions(p.proc.pid, os.path.join(args.work_dir, f"callgrind-{name}.*.out.*"))
+                    us = ir / max(claims, 1)  # the figure the medians are of: instructions per claim
+                    line = f"round {rnd} {name}: {claims} claims, claimguard {us:.0f} instructions/claim"
                 if tracer is not None:
                     line += f" (under strace) syscalls/claim: {strace_counts(trace_file, claims)}"
                 else:
@@ -108,7 +154,8 @@ def main():
         for name, values in results.items():
             values.sort()
             if values:
-                print(f"{name}: median {values[len(values) // 2]:.1f} us/claim over {len(values)} rounds "
+                unit = "instructions/claim" if args.callgrind else "us/claim"
+                print(f"{name}: median {values[len(values) // 2]:.1f} {unit} over {len(values)} rounds "
                       f"(min {values[0]:.1f}, max {values[-1]:.1f})")
     finally:
         for p in proxies.values():
