@@ -1,9 +1,15 @@
-// The explain dry run: decide(), then claim_operation driven by scripted replies.
+// The explain dry run: decide(), then the statement operation run with scripted replies.
 #include "explain.hpp"
-#include "read_cache.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "claim_operation.hpp"
 #include "decide.hpp"
+#include "read_cache.hpp"
+#include "scripted_run.hpp"
+#include "statement_operation.hpp"
 
 namespace claimguard::engine {
 
@@ -11,80 +17,105 @@ namespace match = rules::match;
 
 namespace {
 
+// A dry run's outcomes are short; a longer one is explain's bug.
+constexpr std::size_t max_steps = 16;
+
 // Placeholders are unknown in a dry run: each is taken as bound to 1.
 std::optional<resolved_value> dry_run_value(const match::value_ref& v) {
     if (v.type == match::value_ref::kind::placeholder) return resolved_value{"1", 1};
     return resolve_literal(v);
 }
 
-std::string describe_action(const action& a, std::string_view what_client_sent, const decision& d) {
-    switch (a.type) {
-    case action::kind::relay: return "forward the statement unchanged";
-    case action::kind::send_statement: return "send the statement as written: " + std::string(what_client_sent);
-    case action::kind::send_sql: return "send: " + match::describe_sql(a.sql);
-    case action::kind::redis_acquire:
+reply_summary ok_rows(std::uint64_t n) { return reply_summary::ok_rows(n); }
+
+// What the proxy does for one step, as a DBA reads it. The Redis key's release or commit after a
+// claim is not a line of its own: the acquire's line says what becomes of it.
+std::optional<std::string> describe_step(const scripted_step& s, std::string_view what_client_sent, const decision& d) {
+    using k = statement_action::kind;
+    const auto& a = s.claim;
+    switch (s.act.type) {
+    case k::relay: return "forward the statement unchanged";
+    case k::send_statement: return "send the statement as written: " + std::string(what_client_sent);
+    case k::send_sql: return "send: " + match::describe_sql(a.sql);
+    case k::redis_acquire:
         return "redis: SET " + d.redis_key + " <token> NX PX " + std::to_string(a.ttl.count()) +
                " (already held: answer as a duplicate; Redis down: the database decides)";
-    case action::kind::reply_client: return "answer with the server's reply";
-    case action::kind::answer:
+    case k::reply_kept: return "answer with the server's reply";
+    case k::answer:
         if (a.answer.type == rules::answer::kind::ok)
             return "answer OK (" + std::to_string(a.ok_rows) + (a.ok_rows == 1 ? " row" : " rows") + " affected)";
         return "answer " + match::describe_answer(a.answer);
+    case k::redis_release:
+    case k::redis_commit: return std::nullopt;
+    case k::fail: return "fail the command (the operation did not ask for the input it got)";
+    default: break;  // admission turns and the read cache: no gate or cache in a dry run
     }
-    return "?";
+    return std::string(action_name(s.act.type)) + " (not part of a dry run)";
 }
 
-reply_summary ok_rows(std::uint64_t n) { return reply_summary::ok_rows(n); }
+// Redis answers every acquire "acquired" (its other answers are in the acquire's line); the
+// database's replies come from the outcome's script.
+std::optional<statement_input> dry_run_perform(const scripted_step& s, input_script& script) {
+    if (s.act.type == statement_action::kind::redis_acquire)
+        return statement_input::of_redis(redis_reply::acquired, "dry-run");
+    return perform_from_script(s, script);
+}
 
-// One outcome: runs a fresh operation, feeding `replies` (and Redis "acquired") in order, and
-// prints every action it takes under `label`. False when the operation wanted a reply the script
-// does not have (explain's own bug: it says so rather than inventing one).
+// The steps of a run, each on its line; then, if the run stopped short, explain's error line.
+bool print_run(std::ostream& out, const scripted_run& run, std::string_view sql, const decision& d) {
+    for (const auto& s : run.steps)
+        if (auto line = describe_step(s, sql, d)) out << "  " << *line << "\n";
+    if (run.finished()) return true;
+    out << "  error: claimguard explain stopped short: " << run.failure()
+        << " (a bug in explain; please report it)\n";
+    return false;
+}
+
+// One outcome: a fresh statement operation (no admission gate, no read cache) run with `replies`
+// in order, every action it takes printed under `label`. False when the operation wanted a reply
+// the script does not have, or did not end (explain's own bug: it says so rather than inventing one).
 bool run_outcome(std::ostream& out, std::string_view label, const decision& d, const rules::sql::parsed_statement& st,
                  std::vector<reply_summary> replies, std::int64_t seeded_take, std::string_view sql) {
     session_memory memory;
     take_ledger ledger;
+    transaction_tracker transaction;
+    admission_slots slots;
     if (seeded_take > 0 && d.stock) ledger.add_take(d.stock->name, d.key, seeded_take, 1);
-    claim_operation op(d, st, memory, ledger, operation_context{1, reply_summary::autocommit_status, true});
+    const statement_context ctx{{1, reply_summary::autocommit_status, true}};
+    statement_operation op(d, st, memory, ledger, transaction, slots, ctx);
+    std::vector<statement_input> inputs;
+    for (const auto& r : replies) inputs.push_back(statement_input::of_reply(r));
+    input_script script(std::move(inputs));
     out << label << ":\n";
-    action a = op.start();
-    std::size_t next = 0;
-    constexpr int max_steps = 16;
-    for (int step = 0; step < max_steps; ++step) {
-        out << "  " << describe_action(a, sql, d) << "\n";
-        if (a.final()) return true;
-        if (a.type == action::kind::redis_acquire) {
-            a = op.on_redis(redis_reply::acquired);
-            continue;
-        }
-        if (next == replies.size()) {
-            out << "  error: claimguard explain has no scripted reply for this step (a bug in explain; please report it)\n";
-            return false;
-        }
-        a = op.on_reply(replies[next++]);
-    }
-    out << "  error: the operation did not end within " << max_steps << " steps (a bug in explain; please report it)\n";
-    return false;
+    return print_run(out, run_scripted(op, script, dry_run_perform, max_steps), sql, d);
 }
 
-
 // defer_decrement: the same take inside a transaction, and what its COMMIT then does.
-void explain_deferred(std::ostream& out, const decision& d, const rules::sql::parsed_statement& st,
+bool explain_deferred(std::ostream& out, const decision& d, const rules::sql::parsed_statement& st,
                       std::string_view sql) {
     constexpr std::uint16_t in_transaction = 0x0003;  // SERVER_STATUS_IN_TRANS | SERVER_STATUS_AUTOCOMMIT
     session_memory memory;
     take_ledger ledger;
-    claim_operation op(d, st, memory, ledger, operation_context{1, in_transaction, true});
-    const action a = op.start();
-    out << "in a transaction (defer_decrement):\n  " << describe_action(a, sql, d) << "\n";
+    transaction_tracker transaction;
+    admission_slots slots;
+    const statement_context ctx{{1, in_transaction, true}};
+    statement_operation op(d, st, memory, ledger, transaction, slots, ctx);
+    // Kept for COMMIT, the take is answered at once; sent in place, one row changes.
+    input_script script{statement_input::of_reply(reply_summary::ok_rows(1, in_transaction))};
+    const auto run = run_scripted(op, script, dry_run_perform, max_steps);
+    out << "in a transaction (defer_decrement):\n";
+    if (!run.finished()) return print_run(out, run, sql, d);
+    if (auto line = describe_step(run.steps.front(), sql, d)) out << "  " << *line << "\n";
     if (memory.deferred.empty()) {
         out << "  (not deferred: sent in place as above)\n";
-        return;
+        return true;
     }
     out << "  kept, sent just before COMMIT (or before the transaction's next statement on "
         << memory.deferred.front().table << "): " << memory.deferred.front().sql << "\n"
         << "  at COMMIT, 1 row: the COMMIT goes through; 0 rows: ROLLBACK, then answer "
         << match::describe_answer(d.stock->exhausted) << "\n"
         << "  at ROLLBACK: dropped, never sent\n";
+    return true;
 }
 
 }  // namespace
@@ -136,7 +167,7 @@ bool explain(const match::rule_index& rules, std::string_view sql, const match::
         ok = ok & run_outcome(out, "when 1 row changes", d, st, {ok_rows(1)}, 0, sql);
         ok = ok & run_outcome(out, "when 0 rows change", d, st,
                     {ok_rows(0), reply_summary::counter_row(d.stock ? d.stock->floor : 0)}, 0, sql);
-        if (d.what == verdict::take && d.stock && d.stock->defer_decrement) explain_deferred(out, d, st, sql);
+        if (d.what == verdict::take && d.stock && d.stock->defer_decrement) ok = ok & explain_deferred(out, d, st, sql);
         break;
     case verdict::claim: {
         const auto& ins = std::get<match::claim_insert>(*d.fact);
