@@ -44,7 +44,7 @@ std::string scripted_run::failure() const {
                    (inputs_used == 1 ? " input" : " inputs");
         case ending::step_limit:
             return "the operation did not end within " + std::to_string(steps.size()) +
-                   " steps (the last: " + action_name(last().act.type) + ")";
+                   (steps.size() == 1 ? " step" : " steps") + " (the last: " + action_name(last().act.type) + ")";
     }
     return "?";
 }

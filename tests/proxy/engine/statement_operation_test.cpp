@@ -6,6 +6,7 @@
 
 #include <functional>
 
+#include "proxy/engine/scripted_run.hpp"
 #include "proxy/engine/statement_operation.hpp"
 #include "tests/proxy/engine/engine_harness.hpp"
 
@@ -38,7 +39,7 @@ const rules_env& admission_env() {
 using sa = statement_action::kind;
 
 // An action as the session saw it: its kind and flags, with what the operation kept for it
-// (claim_action, take_keys, turn, cached_reply / cached_value) copied when it was returned.
+// (claim_action, take_keys, turn, cached_reply / cached_value), as the scripted run recorded it.
 struct seen_action {
     sa type = sa::relay;
     action op;                     // send_*, redis_acquire, answer
@@ -52,29 +53,20 @@ struct seen_action {
     std::int64_t value = 0;
 };
 
-seen_action seen(statement_operation& op, const statement_action& a) {
+seen_action seen(const scripted_step& step) {
     seen_action s;
-    s.type = a.type;
-    s.wait = a.wait;
-    s.keep_template = a.keep_template;
-    switch (a.type) {
-        case sa::send_statement:
-        case sa::send_sql:
-        case sa::redis_acquire:
-        case sa::answer: s.op = op.claim_action(); break;
-        case sa::redis_release:
-        case sa::redis_commit: s.keys = op.take_keys(); break;
-        case sa::wait_turn:
-            s.rule = op.turn().rule;
-            s.key = op.turn().key;
-            s.units = op.turn().units;
-            break;
-        case sa::serve_cached:
-            s.cached = op.cached_reply();
-            s.value = op.cached_value();
-            break;
-        default: break;
+    s.type = step.act.type;
+    s.wait = step.act.wait;
+    s.keep_template = step.act.keep_template;
+    s.op = step.claim;
+    s.keys = step.keys;
+    if (step.turn) {
+        s.rule = step.turn->rule;
+        s.key = step.turn->key;
+        s.units = step.turn->units;
     }
+    s.cached = step.cached;
+    s.value = step.cached_value;
     return s;
 }
 
@@ -104,7 +96,7 @@ struct run_result {
 };
 
 // One connection with the sidecar's gate and ledger; the session's part (sends, Redis, the wait)
-// answered from a script.
+// answered from a script by the engine's scripted run.
 class connection {
 public:
     connection(admission_gate& gate, take_ledger& ledger, std::uint64_t id = 1, bool redis = false)
@@ -125,36 +117,32 @@ public:
         plan_deferred(r.d, s.facts(), s.text(), memory);
         statement_context ctx{{id_, status, redis_}, &gate_, &*env_.rules, cache, &read};
         statement_operation op(r.d, s.parsed(), memory, ledger_, transaction, slots, ctx);
-        auto a = op.resume(statement_input::start());
-        std::size_t next = 0;
-        for (int guard = 0; guard < 32; ++guard) {
-            r.actions.push_back(seen(op, a));
-            const auto& report = op.report();
-            for (auto e : report.events) r.events.push_back(e);
-            for (const auto& n : report.admission) r.notes.push_back(n);
-            for (const auto& n : report.reads) r.reads.push_back(n);
-            if (on_action) on_action(a);
-            if (a.final()) break;
-            if (a.type == sa::redis_release || a.type == sa::redis_commit) {
-                a = op.resume(statement_input::redis_carried_out());
-                continue;
-            }
-            if (a.type == sa::wait_turn) {
-                const auto& t = op.turn();
+        // The rest of the sidecar: the gate answers a turn at once unless it queues it; a queued
+        // turn's scripted answer gets the ticket the gate gave.
+        const auto perform = [&](const scripted_step& step, input_script& sc) -> std::optional<statement_input> {
+            if (on_action) on_action(step.act);
+            if (step.act.type == sa::wait_turn) {
+                const auto& t = *step.turn;
                 auto entry = gate_.enter(t.rule, t.key, *t.limits, t.units, [] {});
-                if (entry.what != admission::queued) {
-                    a = op.resume(statement_input::of_turn(entry.what, entry.id));
-                    continue;
-                }
+                if (entry.what != admission::queued) return statement_input::of_turn(entry.what, entry.id);
                 queued_ticket = entry.id;
             }
-            EXPECT_LT(next, script.size()) << "the operation asked for more than the script answers";
-            if (next >= script.size()) break;
-            auto in = script[next++];
-            if (in.type == statement_input::kind::turn && in.turn == admission::admitted) in.ticket = queued_ticket;
-            a = op.resume(in);
+            auto in = perform_from_script(step, sc);
+            if (in && in->type == statement_input::kind::turn && in->turn == admission::admitted)
+                in->ticket = queued_ticket;
+            return in;
+        };
+        input_script inputs(std::move(script));
+        const auto run = run_scripted(op, inputs, perform);
+        for (const auto& step : run.steps) {
+            r.actions.push_back(seen(step));
+            for (auto e : step.report.events) r.events.push_back(e);
+            for (const auto& n : step.report.admission) r.notes.push_back(n);
+            for (const auto& n : step.report.reads) r.reads.push_back(n);
         }
-        EXPECT_EQ(next, script.size()) << "the operation used fewer inputs than scripted";
+        if (on_action && run.finished()) on_action(run.last().act);
+        EXPECT_TRUE(run.finished()) << run.failure();
+        EXPECT_EQ(run.inputs_left, 0u) << "the operation used fewer inputs than scripted";
         return r;
     }
 
