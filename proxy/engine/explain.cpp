@@ -34,21 +34,21 @@ std::optional<std::string> describe_step(const scripted_step& s, std::string_vie
     using k = statement_action::kind;
     const auto& a = s.claim;
     switch (s.act.type) {
-    case k::relay: return "forward the statement unchanged";
-    case k::send_statement: return "send the statement as written: " + std::string(what_client_sent);
-    case k::send_sql: return "send: " + match::describe_sql(a.sql);
-    case k::redis_acquire:
-        return "redis: SET " + d.redis_key + " <token> NX PX " + std::to_string(a.ttl.count()) +
-               " (already held: answer as a duplicate; Redis down: the database decides)";
-    case k::reply_kept: return "answer with the server's reply";
-    case k::answer:
-        if (a.answer.type == rules::answer::kind::ok)
-            return "answer OK (" + std::to_string(a.ok_rows) + (a.ok_rows == 1 ? " row" : " rows") + " affected)";
-        return "answer " + match::describe_answer(a.answer);
-    case k::redis_release:
-    case k::redis_commit: return std::nullopt;
-    case k::fail: return "fail the command (the operation did not ask for the input it got)";
-    default: break;  // admission turns and the read cache: no gate or cache in a dry run
+        case k::relay: return "forward the statement unchanged";
+        case k::send_statement: return "send the statement as written: " + std::string(what_client_sent);
+        case k::send_sql: return "send: " + match::describe_sql(a.sql);
+        case k::redis_acquire:
+            return "redis: SET " + d.redis_key + " <token> NX PX " + std::to_string(a.ttl.count()) +
+                   " (already held: answer as a duplicate; Redis down: the database decides)";
+        case k::reply_kept: return "answer with the server's reply";
+        case k::answer:
+            if (a.answer.type == rules::answer::kind::ok)
+                return "answer OK (" + std::to_string(a.ok_rows) + (a.ok_rows == 1 ? " row" : " rows") + " affected)";
+            return "answer " + match::describe_answer(a.answer);
+        case k::redis_release:
+        case k::redis_commit: return std::nullopt;
+        case k::fail: return "fail the command (the operation did not ask for the input it got)";
+        default: break;  // admission turns and the read cache: no gate or cache in a dry run
     }
     return std::string(action_name(s.act.type)) + " (not part of a dry run)";
 }
@@ -66,8 +66,7 @@ bool print_run(std::ostream& out, const scripted_run& run, std::string_view sql,
     for (const auto& s : run.steps)
         if (auto line = describe_step(s, sql, d)) out << "  " << *line << "\n";
     if (run.finished()) return true;
-    out << "  error: claimguard explain stopped short: " << run.failure()
-        << " (a bug in explain; please report it)\n";
+    out << "  error: claimguard explain stopped short: " << run.failure() << " (a bug in explain; please report it)\n";
     return false;
 }
 

@@ -19,6 +19,8 @@
 #include "proxy/engine/decide.hpp"
 #include "proxy/engine/key_collation.hpp"
 #include "proxy/engine/memory.hpp"
+#include "proxy/engine/scripted_run.hpp"
+#include "proxy/engine/statement_operation.hpp"
 #include "rules/match/matcher.hpp"
 #include "rules/match/rule_index.hpp"
 #include "rules/model/rules.hpp"
@@ -243,8 +245,11 @@ public:
         return decide(statements_.back()->facts(), *env_.rules, values, memory);
     }
 
-    // Runs a statement through decide() and the claim operation; `replies` answer the operation's
-    // database sends in order, Redis answers `redis`. `status` is the server status before it.
+    // Runs a statement through decide() and its operation (statement_operation without admission
+    // gate or read cache, so the claim operation's flow) with the engine's scripted run; `replies`
+    // answer the operation's database sends in order, Redis answers `redis`. `status` is the server
+    // status before it. The trace holds the claim operation's actions (not the Redis key's release or
+    // commit after it, which are the statement operation's own).
     trace exec(std::string sql, std::vector<reply_summary> replies, std::uint16_t status = autocommit,
                const value_resolver& values = resolve_literal, redis_reply redis = redis_reply::unavailable,
                bool redis_configured = false) {
@@ -253,24 +258,28 @@ public:
         trace t;
         t.d = decide(statements_.back()->facts(), *env_.rules, values, memory);
         plan_deferred(t.d, statements_.back()->facts(), statements_.back()->text(), memory);
-        claim_operation op(t.d, statements_.back()->parsed(), memory, *ledger_,
-                           operation_context{id_, status, redis_configured});
-        action a = op.start();
-        std::size_t next = 0;
-        for (int guard = 0; guard < 16; ++guard) {
-            t.actions.push_back(a);
-            for (auto e : op.take_events()) t.events.push_back(e);
-            for (auto& e : op.take_deferred_events()) t.deferred_events.push_back(std::move(e));
-            if (a.final()) break;
-            if (a.type == action::kind::redis_acquire) {
-                a = op.on_redis(redis);
-                continue;
-            }
-            EXPECT_LT(next, replies.size()) << "the operation sent more than the script answers";
-            if (next >= replies.size()) break;
-            a = op.on_reply(replies[next++]);
+        statement_context ctx;
+        ctx.op = operation_context{id_, status, redis_configured};
+        statement_operation op(t.d, statements_.back()->parsed(), memory, *ledger_, transaction_, slots_, ctx);
+        const auto perform = [redis](const scripted_step& step,
+                                     input_script& script) -> std::optional<statement_input> {
+            if (step.act.type == statement_action::kind::redis_acquire)
+                return statement_input::of_redis(redis, "token");
+            return perform_from_script(step, script);
+        };
+        std::vector<statement_input> inputs;
+        for (const auto& r : replies) inputs.push_back(statement_input::of_reply(r));
+        input_script script(std::move(inputs));
+        const auto run = run_scripted(op, script, perform);
+        for (const auto& step : run.steps) {
+            const auto k = step.act.type;
+            if (k != statement_action::kind::redis_release && k != statement_action::kind::redis_commit)
+                t.actions.push_back(step.claim);
+            for (auto e : step.report.events) t.events.push_back(e);
+            for (const auto& e : step.report.deferred) t.deferred_events.push_back(e);
         }
-        EXPECT_EQ(next, replies.size()) << "the operation used fewer replies than scripted";
+        EXPECT_TRUE(run.finished()) << "the operation sent more than the script answers: " << run.failure();
+        EXPECT_EQ(run.inputs_left, 0u) << "the operation used fewer replies than scripted";
         return t;
     }
 
@@ -307,7 +316,10 @@ public:
     }
     decision claim(std::string_view user_sql, std::string_view key_sql) { return run(claim_sql(user_sql, key_sql)); }
 
-    std::vector<deferred_take> end(bool committed) { return end_transaction(memory, *ledger_, committed, id_); }
+    std::vector<deferred_take> end(bool committed) {
+        (void)transaction_.release_all();  // the transaction's claims' Redis keys: committed or released
+        return end_transaction(memory, *ledger_, committed, id_);
+    }
 
     [[nodiscard]] const stock_entry* entry(const key_tuple& key) const { return memory.find("coupon_stock", key); }
     [[nodiscard]] take_ledger& ledger() { return *ledger_; }
@@ -319,6 +331,8 @@ private:
     take_ledger own_ledger_;
     take_ledger* ledger_;
     std::uint64_t id_;
+    transaction_tracker transaction_;  // the Redis keys of the transaction's claims
+    admission_slots slots_;            // none: no admission gate here
     std::vector<std::unique_ptr<statement>> statements_;
 };
 
