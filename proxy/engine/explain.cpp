@@ -92,7 +92,7 @@ bool run_outcome(std::ostream& out, std::string_view label, const decision& d, c
 // defer_decrement: the same take inside a transaction, and what its COMMIT then does.
 bool explain_deferred(std::ostream& out, const decision& d, const rules::sql::parsed_statement& st,
                       std::string_view sql) {
-    constexpr std::uint16_t in_transaction = 0x0003;  // SERVER_STATUS_IN_TRANS | SERVER_STATUS_AUTOCOMMIT
+    constexpr std::uint16_t in_transaction = protocol::status::in_trans | protocol::status::autocommit;
     session_memory memory;
     take_ledger ledger;
     transaction_tracker transaction;
