@@ -27,7 +27,7 @@ command_end_action command_end::resume(const command_end_input& in) {
             if (outcome_.failed && outcome_.error == er_lock_wait_timeout && outcome_.was_in_transaction &&
                 in_transaction(outcome_.status)) {
                 phase_ = phase::asking;
-                return command_end_action::ask_transaction(transaction_question);
+                return command_end_action::ask_transaction();
             }
             return settle();
 
@@ -65,8 +65,19 @@ command_end_action command_end::resume(const command_end_input& in) {
     return finish(command_end_action::fail());  // an input the operation did not ask for
 }
 
+std::string_view command_end::sql() const {
+    if (phase_ == phase::asking) return transaction_question;
+    if (phase_ == phase::giving_back && next_ < give_backs_.size()) return give_backs_[next_].sql;
+    return {};
+}
+
+std::string_view command_end::rule() const {
+    if (phase_ == phase::giving_back && next_ < give_backs_.size()) return give_backs_[next_].rule;
+    return {};
+}
+
 command_end_action command_end::settle() {
-    command_settlement s;
+    auto& s = settlement_;
     s.timeout_rolled_back = timeout_rolled_back_;
     if (ledger_ != nullptr) {
         auto steps = transaction_.finish({outcome_.was_in_transaction, outcome_.status, outcome_.failed}, memory_,
@@ -79,12 +90,12 @@ command_end_action command_end::settle() {
     // An autocommit decrement's turn ends with its reply; a transaction's with the transaction.
     s.release_admission = !slots_.empty() && !in_transaction(outcome_.status);
     phase_ = phase::settling;
-    return command_end_action::settle(std::move(s));
+    return command_end_action::settle();
 }
 
 command_end_action command_end::next_give_back() {
     if (next_ >= give_backs_.size()) return finish(command_end_action::done());
-    return command_end_action::give_back(give_backs_[next_]);
+    return command_end_action::give_back();
 }
 
 command_end_action command_end::finish(command_end_action a) {

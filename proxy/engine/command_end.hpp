@@ -71,47 +71,27 @@ struct command_settlement {
     bool timeout_rolled_back = false;
 };
 
-// The next thing the session does.
+// The next thing the session does. Small: what it sends or carries out stays in the operation
+// (command_end::sql(), rule(), settlement()), as every command ends through here.
 struct command_end_action {
     enum class kind : std::uint8_t {
-        ask_transaction,  // send `sql` of the proxy's own (never forwarded); its reply's status flags: resume
-        settle,           // carry out and report `settlement`, then resume(carried_out): the command is over
-        give_back,        // send `sql` (a give-back of `rule`, in autocommit), never forwarded; its reply: resume
+        ask_transaction,  // send sql() of the proxy's own (never forwarded); its reply's status flags: resume
+        settle,           // carry out and report settlement(), then resume(carried_out): the command is over
+        give_back,        // send sql() (a give-back of rule(), in autocommit), never forwarded; its reply: resume
         done,             // final: status() are the session's status flags now
         fail,             // final: the database connection failed under our own statement; the session ends
     };
     kind type = kind::done;
-    std::string sql;                // ask_transaction, give_back
-    std::string rule;               // give_back
-    command_settlement settlement;  // settle
 
     [[nodiscard]] bool final() const { return type == kind::done || type == kind::fail; }
+    // Only ask_transaction and give_back wait for the database; settle is carried out at once.
+    [[nodiscard]] bool needs_server() const { return type == kind::ask_transaction || type == kind::give_back; }
 
     static command_end_action done() { return {}; }
-    static command_end_action fail() { return of(kind::fail); }
-    static command_end_action ask_transaction(std::string_view sql) {
-        auto a = of(kind::ask_transaction);
-        a.sql = sql;
-        return a;
-    }
-    static command_end_action settle(command_settlement s) {
-        auto a = of(kind::settle);
-        a.settlement = std::move(s);
-        return a;
-    }
-    static command_end_action give_back(session_memory::give_back g) {
-        auto a = of(kind::give_back);
-        a.sql = std::move(g.sql);
-        a.rule = std::move(g.rule);
-        return a;
-    }
-
-private:
-    static command_end_action of(kind k) {
-        command_end_action a;
-        a.type = k;
-        return a;
-    }
+    static command_end_action fail() { return {kind::fail}; }
+    static command_end_action ask_transaction() { return {kind::ask_transaction}; }
+    static command_end_action settle() { return {kind::settle}; }
+    static command_end_action give_back() { return {kind::give_back}; }
 };
 
 // What a give-back's reply meant, for the rule's metrics (compensated or compensation_failed).
@@ -135,6 +115,11 @@ public:
     // The status flags as the end of the command knows them (ERR 1205 carries none: the answer to
     // ask_transaction says whether the transaction is still open).
     [[nodiscard]] std::uint16_t status() const { return outcome_.status; }
+    // ask_transaction, give_back: the statement to send; give_back: the rule it gives back to.
+    [[nodiscard]] std::string_view sql() const;
+    [[nodiscard]] std::string_view rule() const;
+    // settle: what to carry out and report (the session may move from it).
+    [[nodiscard]] command_settlement& settlement() { return settlement_; }
     // Since the last call: what each give-back's reply meant.
     [[nodiscard]] std::vector<give_back_result> take_results() { return std::exchange(results_, {}); }
 
@@ -152,6 +137,7 @@ private:
     const admission_slots& slots_;
     std::uint64_t session_;
     phase phase_ = phase::idle;
+    command_settlement settlement_;
     bool timeout_rolled_back_ = false;
     std::vector<session_memory::give_back> give_backs_;  // taken from memory: a lost link loses the rest
     std::size_t next_ = 0;

@@ -100,6 +100,11 @@ public:
     // Nothing to look at: the pre-filter says the text names no rule's table (and the transaction
     // holds no deferred takes, `deferred`), or the user is trusted.
     [[nodiscard]] static bool passes_untouched(std::string_view sql, const statement_inputs& in, bool deferred);
+    // COM_QUERY: recognise_query() would forward it without a look (passes_untouched, and no
+    // SQL-level prepared name to forget): the session need not build a recognised_statement.
+    [[nodiscard]] bool query_passes_untouched(std::string_view sql, const statement_inputs& in) const {
+        return sql_prepared_.empty() && passes_untouched(sql, in, !in.memory.deferred.empty());
+    }
     // COM_QUERY: screen (passes_untouched), parse, match, learn the session changes,
     // decide, plan deferred takes, learn SQL-level PREPARE / DEALLOCATE. Never `keep_prepared`.
     [[nodiscard]] recognition recognise_query(std::string_view sql, const statement_inputs& in,

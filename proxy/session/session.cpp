@@ -322,7 +322,7 @@ awaitable<void> session::command_loop() {
         if (verdict == intercepted::failed) co_return;
         if (verdict == intercepted::handled) {
             client_in_.consume(packet.raw_size);
-            if (!co_await end_command(was_in_transaction, started)) co_return;
+            if (!end_command_now(was_in_transaction, started) && !co_await end_command(started)) co_return;
             continue;
         }
         if (!co_await write_backend(client_in_.readable().first(packet.raw_size))) {
@@ -334,7 +334,7 @@ awaitable<void> session::command_loop() {
 
         proto::command_exchange exchange(command, caps_, status_);
         if (exchange.start(packet.last_seq) == proto::next_step::done) {
-            if (!co_await end_command(was_in_transaction, started)) co_return;
+            if (!end_command_now(was_in_transaction, started) && !co_await end_command(started)) co_return;
             continue;
         }
         if (!co_await relay_reply(exchange)) co_return;
@@ -342,7 +342,7 @@ awaitable<void> session::command_loop() {
         if (command == proto::com::stmt_prepare && !exchange.failed()) last_prepared_id_ = exchange.statement_id();
         command_failed_ = exchange.failed();
         if (command_failed_) command_error_ = exchange.error_code();
-        if (!co_await end_command(was_in_transaction, started)) co_return;
+        if (!end_command_now(was_in_transaction, started) && !co_await end_command(started)) co_return;
     }
 }
 
@@ -406,21 +406,40 @@ awaitable<bool> session::relay_reply(proto::command_exchange& exchange) {
     co_return co_await flush();
 }
 
-awaitable<bool> session::end_command(bool was_in_transaction, clock_type::time_point started) {
-    engine::command_end end({was_in_transaction, status_, command_failed_, command_error_}, memory_, ctx_.ledger,
-                            transaction_, admission_held_, id_);
+bool session::end_command_now(bool was_in_transaction, clock_type::time_point started) {
+    auto& end = ending_.emplace(engine::command_outcome{was_in_transaction, status_, command_failed_, command_error_},
+                                memory_, ctx_.ledger, transaction_, admission_held_, id_);
     command_failed_ = false;
     command_error_ = 0;
     auto act = end.resume(engine::command_end_input::start());
+    if (act.type == engine::command_end_action::kind::settle) {
+        settle_command(end, started);
+        act = end.resume(engine::command_end_input::carried_out());
+    }
+    if (act.needs_server()) {
+        ending_next_ = act;
+        return false;
+    }
+    ending_.reset();
+    return true;  // done: only the database's answers can make the end fail
+}
+
+awaitable<bool> session::end_command(clock_type::time_point started) {
+    auto& end = *ending_;
+    auto act = ending_next_;
     for (;;) {
         using kind = engine::command_end_action::kind;
         switch (act.type) {
-            case kind::done: co_return true;
-            case kind::fail: co_return false;
+            case kind::done:
+            case kind::fail: {
+                const bool ok = act.type == kind::done;
+                ending_.reset();
+                co_return ok;
+            }
 
             case kind::ask_transaction:
             case kind::give_back: {
-                const auto reply = co_await own_query(act.sql);
+                const auto reply = co_await own_query(end.sql());
                 act = end.resume(reply ? engine::command_end_input::of_reply(
                                              own_reply_summary(*reply, caps_, mariadb_caps_, own_query_status_))
                                        : engine::command_end_input::lost());
@@ -432,25 +451,25 @@ awaitable<bool> session::end_command(bool was_in_transaction, clock_type::time_p
                 break;
             }
 
-            case kind::settle: {
-                auto& s = act.settlement;
-                status_ = end.status();
-                if (s.timeout_rolled_back)
-                    spdlog::info(
-                        "session {}: the lock wait timeout rolled the whole transaction back "
-                        "(innodb_rollback_on_timeout)",
-                        id_);
-                release_redis_keys(std::move(s.release));
-                commit_redis_keys(std::move(s.committed_keys));
-                report_dropped(std::move(s.dropped), s.committed);
-                if (s.release_admission) release_admission();
-                admin::metrics().command_duration.observe(
-                    std::chrono::duration<double>(clock_type::now() - started).count());
+            case kind::settle:
+                settle_command(end, started);
                 act = end.resume(engine::command_end_input::carried_out());
                 break;
-            }
         }
     }
+}
+
+void session::settle_command(engine::command_end& end, clock_type::time_point started) {
+    auto& s = end.settlement();
+    status_ = end.status();
+    if (s.timeout_rolled_back)
+        spdlog::info("session {}: the lock wait timeout rolled the whole transaction back (innodb_rollback_on_timeout)",
+                     id_);
+    if (!s.release.empty()) release_redis_keys(std::move(s.release));
+    if (!s.committed_keys.empty()) commit_redis_keys(std::move(s.committed_keys));
+    if (!s.dropped.empty()) report_dropped(std::move(s.dropped), s.committed);
+    if (s.release_admission) release_admission();
+    admin::metrics().command_duration.observe(std::chrono::duration<double>(clock_type::now() - started).count());
 }
 
 std::string client_peer(client_socket& socket, bool& is_unix) {

@@ -151,7 +151,15 @@ private:
     // The end of a command: runs engine::command_end (the transaction asked about after ERR 1205,
     // its end, the Redis keys and admission slots, the give-backs after a rollback) and counts the
     // command's duration. False when the backend connection failed under the proxy's own statement.
-    awaitable<bool> end_command(bool was_in_transaction, clock_type::time_point started);
+    // The end of each client command (engine::command_end): carried out at once, without a coroutine
+    // frame, unless the engine asks the database something first (after ERR 1205 in a transaction,
+    // give-backs after a rollback): then false, and end_command() goes on with it. end_command() is
+    // false when the database connection failed under it (the session ends).
+    bool end_command_now(bool was_in_transaction, clock_type::time_point started);
+    awaitable<bool> end_command(clock_type::time_point started);
+    // Carries out and reports what the end of the command settled (Redis keys, dropped deferred takes,
+    // admission slots) and counts the command's duration.
+    void settle_command(engine::command_end& end, clock_type::time_point started);
 
     // Forwards the server's reply to the client until the exchange says it is over.
     // Complete packets are parsed in place and written in large batches straight
@@ -316,6 +324,8 @@ private:
     session_counters counters_;  // the per-rule metric children of the command's rules snapshot
     bool command_failed_ = false;                 // the server answered the command being handled with ERR
     std::uint16_t command_error_ = 0;             // ... its code
+    std::optional<engine::command_end> ending_;  // the command's end, while end_command() goes on with it
+    engine::command_end_action ending_next_;     // ... from this action
     engine::admission_slots admission_held_;  // slots held until the reply / the transaction's end
     bool client_gone_ = false;                    // the client hung up while its statement was queued
     std::uint64_t client_watch_ = 0;              // generation of watch_client_while_queued()'s wait

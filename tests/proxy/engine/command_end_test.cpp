@@ -36,12 +36,21 @@ command_outcome err_outcome(bool was_in, std::uint16_t status, std::uint16_t cod
     return {was_in, status, true, code};
 }
 
+// One action with what the operation kept for it (command_end::sql(), rule(), settlement()).
+struct recorded_action {
+    ca type = ca::done;
+    std::string sql;
+    std::string rule;
+    command_settlement settlement;
+    [[nodiscard]] bool final() const { return type == ca::done || type == ca::fail; }
+};
+
 // What one command end asked for, and what it reported.
 struct end_result {
-    std::vector<command_end_action> actions;
+    std::vector<recorded_action> actions;
     std::vector<give_back_result> results;
     std::uint16_t status = 0;
-    [[nodiscard]] const command_end_action& last() const { return actions.back(); }
+    [[nodiscard]] const recorded_action& last() const { return actions.back(); }
     [[nodiscard]] std::vector<ca> kinds() const {
         std::vector<ca> out;
         for (const auto& a : actions) out.push_back(a.type);
@@ -79,7 +88,9 @@ struct command_end_test : ::testing::Test {
         auto a = end.resume(command_end_input::start());
         std::size_t next = 0;
         for (int guard = 0; guard < 32; ++guard) {
-            r.actions.push_back(a);
+            recorded_action rec{a.type, std::string(end.sql()), std::string(end.rule()), {}};
+            if (a.type == ca::settle) rec.settlement = std::move(end.settlement());
+            r.actions.push_back(std::move(rec));
             for (auto& g : end.take_results()) r.results.push_back(std::move(g));
             if (a.final()) break;
             if (a.type == ca::settle) {

@@ -332,6 +332,37 @@ TEST(connection_state, execute_of_a_tracked_name_is_unmodeled) {
     EXPECT_EQ(f.last().decided.stock->name, "coupon_stock");
 }
 
+// The session's shortcut (no recognised_statement for what the pre-filter passes) says what
+// recognise_query() would: forward a statement no rule names, unless a tracked SQL-level prepared
+// name may end with it; never a statement naming a protected table, nor one after deferred takes.
+TEST(connection_state, query_passes_untouched_as_recognise_query_forwards) {
+    front f(env_for(variant_id::forward_unmodeled));
+    ASSERT_TRUE(f.ready()) << f.error();
+    const std::vector<std::string> statements{"SELECT 1",
+                                              "DEALLOCATE PREPARE s1",
+                                              "SELECT remain FROM coupon_stock WHERE campaign_id = 7",
+                                              "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7",
+                                              "PREPARE s1 FROM 'SELECT 1'"};
+    // Whenever the shortcut says untouched, recognise_query (on a copy of the state) forwards too.
+    const auto agree = [&](const char* when) {
+        for (const auto& sql : statements) {
+            if (!f.state.query_passes_untouched(sql, f.inputs())) continue;
+            connection_state copy = f.state;
+            recognised_statement rs;
+            EXPECT_EQ(copy.recognise_query(sql, f.inputs(), rs), rec::forward) << when << ": " << sql;
+        }
+    };
+    EXPECT_TRUE(f.state.query_passes_untouched("SELECT 1", f.inputs()));
+    EXPECT_FALSE(f.state.query_passes_untouched(statements[3], f.inputs()));
+    agree("fresh");
+    (void)f.run(prepare_write);  // a tracked name: a DEALLOCATE or PREPARE may end it
+    EXPECT_FALSE(f.state.query_passes_untouched("SELECT 1", f.inputs()));
+    agree("a tracked name");
+    connection_state fresh;
+    f.memory.deferred.push_back({"coupon_stock", "coupon_stock", {"7"}, {"campaign_id"}, 1, "UPDATE ...", {}});
+    EXPECT_FALSE(fresh.query_passes_untouched("SELECT 1", f.inputs())) << "deferred takes pending";
+}
+
 // Past max_sql_prepared names the first in the map goes (the server refuses that many anyway).
 TEST(connection_state, sql_prepared_limit) {
     front f(env_for(variant_id::forward_unmodeled));
