@@ -1,14 +1,12 @@
-// Per-key admission in the session: waiting for a key's turn in the sidecar's admission gate
-// (on this session's executor), counting what the gate did (audited by its catalogue row), giving
-// the slots back. Whether a
-// statement waits and what a refused one is answered: engine::statement_operation.
+// Per-key admission in the session: waiting for a key's turn in the sidecar's admission gate (on
+// this session's executor), giving the slots back. Whether a statement waits and what a refused one
+// is answered: engine::statement_operation; what the gate did is counted in reporting.cpp.
 #include <algorithm>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <boost/asio/post.hpp>
 
 #include "claim_metrics.hpp"
-#include "proxy/engine/catalogue.hpp"
 #include "session_impl.hpp"
 
 namespace claimguard::session {
@@ -16,18 +14,6 @@ namespace claimguard::session {
 using engine::admission;
 
 namespace {
-
-// The counter of claimguard_admission_*_total that counts a note.
-admission_count count_of(engine::admission_note::kind what) {
-    using k = engine::admission_note::kind;
-    switch (what) {
-        case k::lock_held: return admission_count::lock_held;
-        case k::sold_out: return admission_count::sold_out;
-        case k::timed_out: return admission_count::timeouts;
-        case k::queue_full: return admission_count::queue_full;
-    }
-    return admission_count::lock_held;
-}
 
 // How often a waiter looks at its ticket even without a wake-up (a safety net: the gate's wake
 // is the normal path).
@@ -94,17 +80,6 @@ void session::watch_client_while_queued() {
             self->admission_timer_.cancel();
         }
     });
-}
-
-void session::report_admission(const std::vector<engine::admission_note>& notes, const engine::decision& d,
-                               const rules::sql::parsed_statement& st) {
-    for (const auto& n : notes) {
-        counters_.admission(snapshot_, n.rule, count_of(n.what)).inc();
-        const auto& row = engine::row_of(n.what);
-        if (!row.audited) continue;
-        audit(d, row.action, st);
-        spdlog::debug("session {}: {}", id_, n.message);
-    }
 }
 
 void session::release_admission() {

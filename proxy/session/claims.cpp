@@ -4,7 +4,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <algorithm>
-#include <charconv>
 #include <spdlog/spdlog.h>
 
 #include "audit_log.hpp"
@@ -21,7 +20,8 @@
 #include "proxy/protocol/reply_view.hpp"
 #include "rules/match/matcher.hpp"
 #include "rules/match/rewriter.hpp"
-#include "rules/sql/values.hpp"
+#include "proxy/engine/bound_values.hpp"
+#include "proxy/engine/read_shape.hpp"
 #include "session_impl.hpp"
 
 namespace claimguard::session {
@@ -30,51 +30,9 @@ namespace match = rules::match;
 namespace sqlns = rules::sql;
 using engine::verdict;
 
-namespace {
-
-constexpr std::uint16_t er_dup_entry = 1062;
-constexpr std::uint32_t last_prepared_statement = 0xFFFFFFFF;  // MariaDB: "the statement just prepared"
-
-std::optional<std::int64_t> to_int(std::string_view text) {
-    std::int64_t v = 0;
-    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc{} || p != text.data() + text.size()) return std::nullopt;
-    return v;
-}
-
-// A bound parameter made comparable with literals: integers in decimal, doubles and floats (the
-// codec widens FLOAT) as the server compares them with an integer column, strings as bytes
-// (numeric strings canonicalised as numbers, as the server compares them).
-std::optional<engine::resolved_value> resolve_bound(const proto::binary_value& v) {
-    engine::resolved_value out;
-    if (auto* i = std::get_if<std::int64_t>(&v)) {
-        out.integer = *i;
-        out.canonical = std::to_string(*i);
-        return out;
-    }
-    if (auto* u = std::get_if<std::uint64_t>(&v)) {
-        if (*u <= static_cast<std::uint64_t>(INT64_MAX)) out.integer = static_cast<std::int64_t>(*u);
-        out.canonical = std::to_string(*u);
-        return out;
-    }
-    if (auto* b = std::get_if<proto::bytes_view>(&v)) {
-        out.canonical = std::string(proto::as_chars(*b));
-        if (auto n = sqlns::canonical_number(out.canonical)) {
-            out.canonical = *n;
-            out.integer = to_int(*n);
-        }
-        return out;
-    }
-    if (auto* d = std::get_if<double>(&v)) return engine::resolve_double(*d);  // Node's numbers are doubles
-    return std::nullopt;  // NULL, temporals, long data: never a key we track
-}
-
-}  // namespace
-
 void session::forget_statements() {
-    prepared_.clear();
-    derived_.clear();  // the server dropped them too (COM_RESET_CONNECTION, COM_CHANGE_USER)
-    last_prepared_id_ = 0;
+    prepared_.clear();  // the server dropped them too (COM_RESET_CONNECTION, COM_CHANGE_USER)
+    own_statements_.clear();
 }
 
 awaitable<session::intercepted> session::intercept(const proto::packet_span& packet, std::uint8_t command) {
@@ -103,11 +61,9 @@ awaitable<session::intercepted> session::intercept(const proto::packet_span& pac
         if (command == proto::com::query) co_return co_await intercept_query(packet, text);
         if (command == proto::com::stmt_prepare) co_return co_await intercept_prepare(packet, text);
         auto id = proto::peek_statement_id(joined);
-        auto it = id ? prepared_.find(*id == last_prepared_statement ? last_prepared_id_ : *id) : prepared_.end();
-        if (it == prepared_.end()) co_return intercepted::forward;
-        co_return co_await unmodeled_execute(*it->second, packet, command,
-                                             "an execute of 16 MiB or more of a statement that writes the rule's table",
-                                             "large_execute");
+        auto* ps = id ? prepared_.find(*id) : nullptr;
+        if (!ps) co_return intercepted::forward;
+        co_return co_await unmodeled_execute(*ps, packet, command, engine::unread_rows::large_execute);
     }
     auto payload = packet.first_payload;
     switch (command) {
@@ -122,16 +78,14 @@ awaitable<session::intercepted> session::intercept(const proto::packet_span& pac
     case proto::com::stmt_execute:
         co_return co_await intercept_execute(packet);
     case proto::com::stmt_close:
-        if (auto id = proto::peek_statement_id(payload)) prepared_.erase(*id);
+        if (auto id = proto::peek_statement_id(payload)) prepared_.close(*id);
         co_return intercepted::forward;
     case proto::com::stmt_bulk_execute: {
         // MariaDB's array binding (Connector/J and node-mariadb batches): many rows in one command.
         auto id = proto::peek_statement_id(payload);
-        auto it = id ? prepared_.find(*id == last_prepared_statement ? last_prepared_id_ : *id) : prepared_.end();
-        if (it == prepared_.end()) co_return intercepted::forward;
-        co_return co_await unmodeled_execute(*it->second, packet, command,
-                                             "COM_STMT_BULK_EXECUTE (array binding) of a statement that writes the rule's table",
-                                             "bulk_execute");
+        auto* ps = id ? prepared_.find(*id) : nullptr;
+        if (!ps) co_return intercepted::forward;
+        co_return co_await unmodeled_execute(*ps, packet, command, engine::unread_rows::bulk_execute);
     }
     case proto::com::init_db:
         if (auto db = proto::parse_init_db(payload)) connection_state_.use_database(std::string(*db));
@@ -175,21 +129,21 @@ awaitable<session::intercepted> session::intercept_query(const proto::packet_spa
                              packet.last_seq, nullptr, nullptr);
 }
 
-awaitable<session::intercepted> session::unmodeled_execute(const prepared_statement& ps, const proto::packet_span& packet,
-                                                           std::uint8_t command, std::string_view why,
-                                                           std::string_view code) {
+awaitable<session::intercepted> session::unmodeled_execute(const engine::prepared_statement& ps,
+                                                           const proto::packet_span& packet, std::uint8_t command,
+                                                           engine::unread_rows why) {
     if (!ps.snapshot) co_return intercepted::forward;
-    auto facts = match::as_unmodeled(ps.statement.facts, why, code);
-    if (facts.facts.empty()) co_return intercepted::forward;
+    match::match_result facts;  // what the decision views
+    auto d = engine::decide_unread_rows(ps, why, ps.snapshot->rules, connection_state_, memory_, facts);
+    if (!d) co_return intercepted::forward;
     snapshot_ = ps.snapshot;
-    auto d = connection_state_.decide(facts, ps.snapshot->rules, engine::resolve_literal, memory_);
-    co_return co_await apply(d, ps.statement.parsed, command, client_in_.readable().first(packet.raw_size),
+    co_return co_await apply(*d, ps.statement.parsed, command, client_in_.readable().first(packet.raw_size),
                              packet.last_seq, nullptr, nullptr);
 }
 
 awaitable<session::intercepted> session::intercept_prepare(const proto::packet_span& packet, std::string_view sql) {
     if (engine::connection_state::passes_untouched(sql, engine_inputs(), false)) co_return intercepted::forward;
-    auto ps = std::make_unique<prepared_statement>();
+    auto ps = std::make_unique<engine::prepared_statement>();
     ps->sql = std::make_unique<std::string>(sql);
     auto& rs = ps->statement;
     const auto first = connection_state_.recognise_prepare(*ps->sql, engine_inputs(), rs);
@@ -206,67 +160,32 @@ awaitable<session::intercepted> session::intercept_prepare(const proto::packet_s
     if (!reply->is_err) {
         auto id = reply->exchange.statement_id();
         ps->params = reply->exchange.param_count();
-        last_prepared_id_ = id;
-        if (prepared_.size() >= max_tracked_statements) {
-            // Never forget one: an execute of a statement the session no longer knows would pass
-            // unseen. The prepare is undone on the server and refused (a named, enforced limit).
-            proto::byte_buffer close_payload;
-            proto::serialize(proto::stmt_close{id}, close_payload);
-            proto::byte_buffer close;
-            std::uint8_t seq = 0;
-            proto::write_packet(close, seq, close_payload);
-            if (!co_await write_backend(close)) co_return intercepted::failed;  // COM_STMT_CLOSE has no reply
-            co_await answer_error(proto::reply_seq(packet.last_seq), 1461, "42000",
-                                  "claimguard: this connection holds " + std::to_string(max_tracked_statements) +
-                                      " prepared statements on protected tables (max_tracked_statements); close some");
+        if (!prepared_.add(id, std::move(ps))) {  // past the limit: undone on the server and refused
+            if (!co_await write_backend(engine::prepared_statements::close_frames(id))) co_return intercepted::failed;
+            (void)co_await answer(engine::prepared_statements::too_many(), status_);
             co_return intercepted::handled;
         }
-        prepared_[id] = std::move(ps);
     }
     co_return co_await write_client(reply->raw) ? intercepted::handled : intercepted::failed;
 }
 
 awaitable<session::intercepted> session::intercept_execute(const proto::packet_span& packet) {
     auto id = proto::peek_statement_id(packet.first_payload);
-    if (!id) co_return intercepted::forward;
-    auto it = prepared_.find(*id == last_prepared_statement ? last_prepared_id_ : *id);
-    if (it == prepared_.end()) co_return intercepted::forward;
-    auto& ps = *it->second;
+    auto* found = id ? prepared_.find(*id) : nullptr;
+    if (!found) co_return intercepted::forward;
+    auto& ps = *found;
     proto::execute_context ectx{ps.params, ps.types, {}};
     auto exec = proto::parse_stmt_execute(packet.first_payload, ectx);
     if (!exec) co_return intercepted::forward;  // the server will answer it
-    if (exec->new_params_bound) ps.types = exec->param_types;
+    ps.bind(*exec);
     for (const auto& p : exec->params)
         if (std::holds_alternative<proto::long_data_value>(p))
             co_return co_await unmodeled_execute(ps, packet, proto::com::stmt_execute,
-                                                 "an execute whose values came by COM_STMT_SEND_LONG_DATA, of a "
-                                                 "statement that writes the rule's table",
-                                                 "long_data_execute");
+                                                 engine::unread_rows::long_data_execute);
     snapshot_ = ps.snapshot;
-    const auto& params = exec->params;
-    engine::value_resolver resolver = [&](const match::value_ref& v) -> std::optional<engine::resolved_value> {
-        if (v.type == match::value_ref::kind::placeholder) {
-            if (v.placeholder_index >= params.size()) return std::nullopt;
-            return resolve_bound(params[v.placeholder_index]);
-        }
-        return engine::resolve_literal(v);
-    };
-    auto d = connection_state_.decide_statement(ps.statement.parsed, ps.statement.facts, ps.snapshot->rules, resolver,
-                                                memory_, transaction_);
-
-    // Types the server has not seen yet (an earlier execute carrying them was answered by the
-    // proxy): send this execute re-encoded with them, or the server answers ERR 1210.
-    const bool carries_types = exec->new_params_bound || ps.params == 0;
-    proto::byte_buffer patched;
-    if (!carries_types && !ps.server_has_types) {
-        proto::stmt_execute with_types = *exec;
-        with_types.new_params_bound = true;
-        proto::byte_buffer payload;
-        if (!proto::serialize(with_types, payload)) {
-            std::uint8_t seq = packet.first_seq;
-            proto::write_packet(patched, seq, payload);
-        }
-    }
+    auto d = connection_state_.decide_statement(ps.statement.parsed, ps.statement.facts, ps.snapshot->rules,
+                                                engine::bound_resolver(exec->params), memory_, transaction_);
+    const auto patched = ps.frames_for_server(*exec, packet.first_seq);
     proto::bytes_view bytes = patched.empty() ? client_in_.readable().first(packet.raw_size) : proto::bytes_view(patched);
     forwarded_statement_ = false;
     auto result = co_await apply(d, ps.statement.parsed, proto::com::stmt_execute, bytes, packet.last_seq,
@@ -277,7 +196,7 @@ awaitable<session::intercepted> session::intercept_execute(const proto::packet_s
         forwarded_statement_ = true;
         result = co_await write_client(reply->raw) ? intercepted::handled : intercepted::failed;
     }
-    if (result == intercepted::forward || forwarded_statement_) ps.server_has_types = ps.server_has_types || carries_types || !patched.empty();
+    if (result == intercepted::forward || forwarded_statement_) ps.reached_server(*exec, !patched.empty());
     co_return result;
 }
 
@@ -287,7 +206,10 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
                                                const std::vector<proto::value_type>* types) {
     if (d.what == verdict::forward && !d.unmodeled && d.deferred == engine::deferred_step::none)
         co_return intercepted::forward;
-    const auto read = cached_read_of(d, st, command, forward_bytes);
+    const engine::read_origin origin{command, forward_bytes.subspan(proto::frame_header_size),
+                                     caps_, mariadb_caps_, static_cast<int>(connection_state_.lexer().client_charset),
+                                     connection_state_.database(), status_, snapshot_ ? &snapshot_->rules : nullptr};
+    const auto read = ctx_.read_cache ? engine::cached_read_of(d, st, origin) : std::nullopt;
     engine::statement_context sctx{{id_, status_, redis_ != nullptr}, ctx_.admission,
                                    snapshot_ ? &snapshot_->rules : nullptr, ctx_.read_cache, read ? &*read : nullptr};
     engine::statement_operation op(d, st, memory_, *ctx_.ledger, transaction_, admission_held_, sctx);
@@ -349,20 +271,14 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
                 break;
             }
             if (act.keep_template) {
-                auto read_template = kept_read(d, *reply, command);
+                auto read_template = engine::read_template(d, reply->raw, reply->is_err, caps_, mariadb_caps_,
+                                                           command == proto::com::stmt_execute);
                 kept = std::move(*reply);
                 act = op.resume(engine::statement_input::of_read({}, std::move(read_template)));
                 break;
             }
-            std::optional<proto::counter_request> counter;
-            if (a.read_counter) {
-                const bool binary =
-                    own ? (!a.sql.parameters.empty() && params && types) : command == proto::com::stmt_execute;
-                if (own)
-                    counter = proto::counter_request{0, {}, binary};
-                else if (const auto* r = std::get_if<match::counter_read>(d.fact))
-                    counter = proto::counter_request{r->counter_position, r->counter_label, binary};
-            }
+            const auto counter = a.read_counter ? engine::counter_column(d, own, reply->command == proto::com::stmt_execute)
+                                                : std::nullopt;
             const auto summary = proto::summarize_reply(reply->command, reply->exchange, reply->raw, caps_,
                                                         mariadb_caps_, opt_.max_packet_bytes, counter);
             if (a.keep_reply) kept = std::move(*reply);
@@ -448,52 +364,21 @@ awaitable<std::optional<session::captured_reply>> session::roundtrip(proto::byte
 awaitable<std::optional<session::captured_reply>> session::run_sql(const match::rewritten_sql& sql,
                                                                    const std::vector<proto::binary_value>* params,
                                                                    const std::vector<proto::value_type>* types) {
-    proto::byte_buffer payload, frame;
-    std::uint8_t seq = 0;  // the proxy's own commands start at 0, as the client's did
-    if (sql.parameters.empty() || !params || !types) {
-        proto::serialize_query(sql.sql, payload);
-        proto::write_packet(frame, seq, payload);
-        co_return co_await roundtrip(frame, proto::com::query, 0);
+    // What engine::own_statements says to send: the statement, or the proxy's own prepared
+    // statement executed with the client's bound values (prepared first when it is new).
+    auto step = own_statements_.start(sql, params, types);
+    if (step && step->command == proto::com::stmt_prepare) {
+        auto prepared = co_await roundtrip(step->frames, proto::com::stmt_prepare, 0);
+        if (!prepared || prepared->is_err) co_return prepared;
+        auto next = own_statements_.prepared(sql, prepared->exchange.statement_id(), *params, *types);
+        if (!next.close.empty() && !co_await write_backend(next.close)) co_return std::nullopt;  // no reply
+        step = std::move(next.execute);
     }
-    // A prepared statement of the proxy's own on this backend connection, executed with
-    // the client's bound values: user data never enters SQL text.
-    std::uint32_t statement_id = 0;
-    if (auto it = derived_.find(sql.sql); it != derived_.end()) {
-        statement_id = it->second;
-    } else {
-        proto::serialize_stmt_prepare(sql.sql, payload);
-        proto::write_packet(frame, seq, payload);
-        auto prepared = co_await roundtrip(frame, proto::com::stmt_prepare, 0);
-        if (!prepared) co_return std::nullopt;
-        if (prepared->is_err) co_return prepared;
-        statement_id = prepared->exchange.statement_id();
-        if (derived_.size() >= max_derived_statements) {
-            proto::byte_buffer close_payload, close_frame;
-            proto::serialize(proto::stmt_close{derived_.begin()->second}, close_payload);
-            std::uint8_t close_seq = 0;
-            proto::write_packet(close_frame, close_seq, close_payload);
-            if (!co_await write_backend(close_frame)) co_return std::nullopt;  // COM_STMT_CLOSE has no reply
-            derived_.erase(derived_.begin());
-        }
-        derived_[sql.sql] = statement_id;
-    }
-    proto::stmt_execute exec;
-    exec.statement_id = statement_id;
-    exec.new_params_bound = true;
-    for (auto index : sql.parameters) {
-        if (index >= params->size() || index >= types->size()) co_return std::nullopt;
-        exec.params.push_back((*params)[index]);
-        exec.param_types.push_back((*types)[index]);
-    }
-    payload.clear();
-    frame.clear();
-    if (auto ec = proto::serialize(exec, payload)) {
-        spdlog::warn("session {}: cannot encode an execute for the rewritten statement: {}", id_, ec.message());
+    if (!step) {
+        spdlog::warn("session {}: cannot encode an execute for the rewritten statement: {}", id_, step.error().message());
         co_return std::nullopt;
     }
-    seq = 0;
-    proto::write_packet(frame, seq, payload);
-    co_return co_await roundtrip(frame, proto::com::stmt_execute, 0);
+    co_return co_await roundtrip(step->frames, step->command, 0);
 }
 
 awaitable<bool> session::answer(const rules::answer& a, std::uint16_t status, std::uint64_t ok_rows) {

@@ -1,5 +1,6 @@
 // What the claim engine reports, counted and audited: each event by its catalogue row
-// (proxy/engine/catalogue.hpp) with the counters of the command's rules snapshot (claim_metrics.hpp).
+// (proxy/engine/catalogue.hpp) with the counters of the command's rules snapshot (claim_metrics.hpp),
+// what the admission gate did, what the read cache did.
 #include <spdlog/spdlog.h>
 
 #include "audit_log.hpp"
@@ -21,6 +22,18 @@ std::string_view rule_name(const engine::decision& d) {
 }
 
 std::size_t index_of(event e) { return static_cast<std::size_t>(e); }
+
+// The counter of claimguard_admission_*_total that counts a note.
+admission_count count_of(engine::admission_note::kind what) {
+    using k = engine::admission_note::kind;
+    switch (what) {
+        case k::lock_held: return admission_count::lock_held;
+        case k::sold_out: return admission_count::sold_out;
+        case k::timed_out: return admission_count::timeouts;
+        case k::queue_full: return admission_count::queue_full;
+    }
+    return admission_count::lock_held;
+}
 
 }  // namespace
 
@@ -122,6 +135,41 @@ void session::audit(const engine::decision& d, std::string_view action, const sq
     auto digest = statement_digest(st);
     e.digest = digest;
     ctx_.audit->write(e);
+}
+
+void session::report_admission(const std::vector<engine::admission_note>& notes, const engine::decision& d,
+                               const rules::sql::parsed_statement& st) {
+    for (const auto& n : notes) {
+        counters_.admission(snapshot_, n.rule, count_of(n.what)).inc();
+        const auto& row = engine::row_of(n.what);
+        if (!row.audited) continue;
+        audit(d, row.action, st);
+        spdlog::debug("session {}: {}", id_, n.message);
+    }
+}
+
+void session::report_reads(const std::vector<engine::read_note>& notes, const engine::decision& d) {
+    if (notes.empty()) return;
+    auto& m = claim_metrics::get();
+    const auto& rule = d.stock->name;
+    for (const auto& n : notes) {
+        switch (n.what) {
+            case engine::read_note::kind::bypass:
+                counters_.read(snapshot_, rule, read_result::bypass).inc();
+                spdlog::debug("session {}: rule {}: read sent to the server: {}", id_, rule, n.why);
+                break;
+            case engine::read_note::kind::hit: counters_.read(snapshot_, rule, read_result::hit).inc(); break;
+            case engine::read_note::kind::miss: counters_.read(snapshot_, rule, read_result::miss).inc(); break;
+            case engine::read_note::kind::refresh: counters_.read(snapshot_, rule, read_result::refresh).inc(); break;
+            case engine::read_note::kind::stored: {
+                const auto& cache = *ctx_.read_cache;
+                m.read_cache_keys.set(static_cast<std::int64_t>(cache.keys()));
+                m.read_cache_templates.set(static_cast<std::int64_t>(cache.templates()));
+                m.count_read_cache_evictions(cache.evictions());
+                break;
+            }
+        }
+    }
 }
 
 }  // namespace claimguard::session

@@ -339,7 +339,7 @@ awaitable<void> session::command_loop() {
         }
         if (!co_await relay_reply(exchange)) co_return;
         status_ = exchange.status();
-        if (command == proto::com::stmt_prepare && !exchange.failed()) last_prepared_id_ = exchange.statement_id();
+        if (command == proto::com::stmt_prepare && !exchange.failed()) prepared_.relayed(exchange.statement_id());
         command_failed_ = exchange.failed();
         if (command_failed_) command_error_ = exchange.error_code();
         if (!end_command_now(was_in_transaction, started) && !co_await end_command(started)) co_return;

@@ -12,8 +12,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-#include <unordered_map>
-#include <map>
 #include <optional>
 
 #include "backend_stream.hpp"
@@ -26,6 +24,7 @@
 #include "proxy/engine/command_end.hpp"
 #include "proxy/engine/connection_state.hpp"
 #include "proxy/engine/decide.hpp"
+#include "proxy/engine/prepared_statements.hpp"
 #include "proxy/engine/rules_snapshot.hpp"
 #include "proxy/engine/statement_operation.hpp"
 #include "proxy/engine/transaction_tracker.hpp"
@@ -188,19 +187,6 @@ private:
         std::uint16_t status = 0;
         proto::command_exchange exchange{0, 0, 0};
     };
-    // What the proxy keeps about a client's prepared statement that a rule may concern.
-    struct prepared_statement {
-        std::unique_ptr<std::string> sql;                        // owns the text the parse and the facts view
-        engine::recognised_statement statement;                  // parsed and matched at prepare time
-        std::shared_ptr<const engine::rules_snapshot> snapshot;  // keeps the facts' rules alive
-        std::uint16_t params = 0;
-        std::vector<proto::value_type> types;  // bound by the last execute
-        // The server has seen parameter types for it. An execute the proxy answered itself
-        // never reached the server, so a later execute without types must get them added.
-        bool server_has_types = false;
-    };
-    static constexpr std::size_t max_tracked_statements = 4096;
-    static constexpr std::size_t max_derived_statements = 64;
 
     awaitable<intercepted> intercept(const proto::packet_span& packet, std::uint8_t command);
     awaitable<intercepted> intercept_query(const proto::packet_span& packet, std::string_view sql);
@@ -214,15 +200,6 @@ private:
                                  const std::vector<proto::value_type>* types);
     awaitable<std::optional<captured_reply>> roundtrip(proto::bytes_view raw, std::uint8_t command,
                                                        std::uint8_t last_seq);
-    // A counter read of a rule with read_cache: what the read cache's decision needs to know of it
-    // (cached_reads.cpp). Empty: the cache is not asked.
-    std::optional<engine::cached_read> cached_read_of(const engine::decision& d, const rules::sql::parsed_statement& st,
-                                                      std::uint8_t command, proto::bytes_view forward_bytes) const;
-    // ... the server's reply to it as a template (null: it cannot be one).
-    std::shared_ptr<const proto::counter_reply> kept_read(const engine::decision& d, const captured_reply& reply,
-                                                          std::uint8_t command) const;
-    // Counts what the read cache did for a read.
-    void report_reads(const std::vector<engine::read_note>& notes, const engine::decision& d);
 
     awaitable<std::optional<captured_reply>> run_sql(const rules::match::rewritten_sql& sql,
                                                      const std::vector<proto::binary_value>* params,
@@ -235,6 +212,11 @@ private:
     // Counts and audits what a claim operation reports.
     void report_events(const std::vector<engine::event>& events, const engine::decision& d,
                 const rules::sql::parsed_statement& st);
+    // Counts what the read cache did for a read.
+    void report_reads(const std::vector<engine::read_note>& notes, const engine::decision& d);
+    // Counts and audits what the admission gate did for a statement.
+    void report_admission(const std::vector<engine::admission_note>& notes, const engine::decision& d,
+                          const rules::sql::parsed_statement& st);
     // ... and what became of deferred takes (defer_decrement), each under its own rule.
     void report_deferred(const std::vector<std::pair<engine::event, engine::deferred_take>>& events,
                          const rules::sql::parsed_statement* st);
@@ -253,8 +235,8 @@ private:
     // A command that carries a prepared statement's rows outside COM_STMT_EXECUTE's values
     // (COM_STMT_BULK_EXECUTE, an execute with COM_STMT_SEND_LONG_DATA parameters): when the
     // statement writes a protected table, its rules' unmodeled policy applies.
-    awaitable<intercepted> unmodeled_execute(const prepared_statement& ps, const proto::packet_span& packet,
-                                             std::uint8_t command, std::string_view why, std::string_view code);
+    awaitable<intercepted> unmodeled_execute(const engine::prepared_statement& ps, const proto::packet_span& packet,
+                                             std::uint8_t command, engine::unread_rows why);
     // Claims' Redis keys that did not commit go (compare-and-delete, in the background), or a user
     // whose claim was rolled back would hear "already claimed" for the key's ttl. The database's
     // unique index stays the guarantee either way.
@@ -268,9 +250,6 @@ private:
     // the sidecar's admission gate: what the gate said, or closing when the client went away or
     // the session closes while it waited (the ticket is gone then).
     awaitable<engine::statement_input> wait_turn(const engine::turn_request& turn);
-    // Counts and audits what the admission gate did for a statement.
-    void report_admission(const std::vector<engine::admission_note>& notes, const engine::decision& d,
-                          const rules::sql::parsed_statement& st);
     // Gives back every slot this session holds (outside a transaction, at the session's end).
     void release_admission();
     // While queued: a client that hangs up (EOF) wakes the waiter so it leaves the queue.
@@ -313,9 +292,8 @@ private:
     // The lexer's sql_mode and character set, the current database, SQL-level prepared statements
     // and claim tables' columns: what earlier statements set up for the next ones.
     engine::connection_state connection_state_;
-    std::unordered_map<std::uint32_t, std::unique_ptr<prepared_statement>> prepared_;
-    std::map<std::string, std::uint32_t> derived_;  // the proxy's own prepared statements, by SQL
-    std::uint32_t last_prepared_id_ = 0;
+    engine::prepared_statements prepared_;  // the client's that a rule may concern
+    engine::own_statements own_statements_;  // the proxy's own, by SQL
     std::uint8_t command_seq_ = 0;  // last sequence id of the command being handled
     bool forwarded_statement_ = false;  // apply() sent the client's statement to the database
     // The end of each command for the transaction's claim bookkeeping (COMMIT or not, savepoints,
