@@ -70,6 +70,9 @@ awaitable<session::intercepted> session::intercept(const proto::packet_span& pac
     case proto::com::query:
         snapshot_ = engine::current_on_this_thread(*ctx_.rules);  // no lock unless reloaded
         if (!snapshot_) co_return intercepted::forward;
+        // Most statements name no rule's table: forwarded before a statement is built or a frame allocated.
+        if (connection_state_.query_passes_untouched(proto::as_chars(payload.subspan(1)), engine_inputs()))
+            co_return intercepted::forward;
         co_return co_await intercept_query(packet, proto::as_chars(payload.subspan(1)));
     case proto::com::stmt_prepare:
         snapshot_ = engine::current_on_this_thread(*ctx_.rules);  // no lock unless reloaded
@@ -116,10 +119,13 @@ awaitable<std::optional<engine::recognition>> session::look_up_columns(engine::r
 
 awaitable<session::intercepted> session::intercept_query(const proto::packet_span& packet, std::string_view sql) {
     engine::recognised_statement rs;
-    const auto first = connection_state_.recognise_query(sql, engine_inputs(), rs);
-    const auto step = co_await look_up_columns(rs, first);
-    if (!step) co_return intercepted::failed;
-    if (*step == engine::recognition::forward) co_return intercepted::forward;
+    auto step = connection_state_.recognise_query(sql, engine_inputs(), rs);
+    if (step == engine::recognition::needs_columns) {
+        const auto looked_up = co_await look_up_columns(rs, step);
+        if (!looked_up) co_return intercepted::failed;
+        step = *looked_up;
+    }
+    if (step == engine::recognition::forward) co_return intercepted::forward;
     if (rs.sql_prepared_full)
         spdlog::warn(
             "session {}: more than {} SQL-level prepared statements on protected tables; the first by name is "
