@@ -87,6 +87,19 @@ inline bool replace_once(std::string& text, std::string_view from, std::string_v
     return true;
 }
 
+// A rules file's text, loaded and indexed (`error` says why not).
+inline std::unique_ptr<rules_env> env_of_text(const std::string& text) {
+    auto env = std::make_unique<rules_env>();
+    auto loaded = rules::load_rules({{"coupon.yaml", text}});
+    if (!loaded.rules) {
+        env->error = loaded.errors.empty() ? "no rules" : rules::format_diagnostic(loaded.errors.front());
+        return env;
+    }
+    env->rules = std::move(loaded.rules);
+    env->index = std::make_unique<match::rule_index>(*env->rules);
+    return env;
+}
+
 inline std::unique_ptr<rules_env> build_env(variant_id v) {
     auto env = std::make_unique<rules_env>();
     std::string text = read_coupon_yaml();

@@ -24,14 +24,7 @@ std::unique_ptr<rules_env> read_cache_env(std::string_view mode) {
         e->error = "coupon.yaml changed: cannot add read_cache";
         return e;
     }
-    auto loaded = rules::load_rules({{"coupon.yaml", text}});
-    if (!loaded.rules) {
-        e->error = loaded.errors.empty() ? "no rules" : rules::format_diagnostic(loaded.errors.front());
-        return e;
-    }
-    e->rules = std::move(loaded.rules);
-    e->index = std::make_unique<match::rule_index>(*e->rules);
-    return e;
+    return env_of_text(text);
 }
 
 const rules_env& enforce_env() {
