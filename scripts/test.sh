@@ -16,7 +16,7 @@ stage() {
 bash scripts/setup.sh
 
 stage "build (Release)"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLAIMGUARD_TEST_CASES=OFF >/dev/null
 cmake --build build -j"$jobs"
 
 # The integration and incident tests (labels integration, incident) run once, in the ASan+UBSan
@@ -36,7 +36,7 @@ stage "build and tests under ASan+UBSan"
 # -O0 -g1: the sanitizers need line tables, not full debug info, and -O0 halves the
 # compile time of the coroutine-heavy files on CI's 2 cores.
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCLAIMGUARD_SANITIZE=ON -DCLAIMGUARD_BENCH=OFF \
-  -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" >/dev/null
+  -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" -DCLAIMGUARD_TEST_CASES=OFF >/dev/null
 cmake --build build-asan -j"$jobs"
 stage "unit tests under ASan+UBSan"
 # Under the sanitizers: every unit test (codec, rules, engine, admin server over real
