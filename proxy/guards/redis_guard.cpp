@@ -3,15 +3,15 @@
 // whole step bounded by the command timeout.
 #include "redis_guard.hpp"
 
+#include <spdlog/spdlog.h>
+#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <array>
 #include <random>
-#include <spdlog/spdlog.h>
 #include <unordered_map>
 
 #include "proxy/admin/metrics.hpp"
@@ -71,8 +71,7 @@ struct redis_metrics {
             r.counter_family("claimguard_redis_redirects_total",
                              "Redis Cluster redirects followed (moved: slot map changed; ask: slot migrating)",
                              {"kind"}),
-            r.add_counter("claimguard_redis_slot_map_refreshes_total",
-                          "Redis Cluster slot maps read (CLUSTER SLOTS)")};
+            r.add_counter("claimguard_redis_slot_map_refreshes_total", "Redis Cluster slot maps read (CLUSTER SLOTS)")};
         return m;
     }
 };
@@ -83,9 +82,9 @@ bool is_auth_error(std::string_view e) {
 
 const char* failure_kind(call_failure f) {
     switch (f) {
-    case call_failure::not_connected: return "connect";
-    case call_failure::timeout: return "timeout";
-    default: return "disconnected";
+        case call_failure::not_connected: return "connect";
+        case call_failure::timeout: return "timeout";
+        default: return "disconnected";
     }
 }
 
@@ -139,10 +138,10 @@ struct redis_guard::impl : std::enable_shared_from_this<impl> {
             m.errors.with(auth_refused ? "auth" : "connect").inc();
             if (auth_refused) {
                 // Loud every time: a revoked or rotated password is an operator's job, not a blip.
-                spdlog::error("redis guard: {} refused the credentials{}: {}; claims rely on the database's unique "
-                              "index alone until fixed",
-                              node.text(),
-                              s->opt.credentials.user.empty() ? "" : " of user " + s->opt.credentials.user, error);
+                spdlog::error(
+                    "redis guard: {} refused the credentials{}: {}; claims rely on the database's unique "
+                    "index alone until fixed",
+                    node.text(), s->opt.credentials.user.empty() ? "" : " of user " + s->opt.credentials.user, error);
             } else {
                 s->warn(node, error);
             }
@@ -181,7 +180,8 @@ struct redis_guard::impl : std::enable_shared_from_this<impl> {
         std::stable_partition(candidates.begin(), candidates.end(), [&](const node_address& n) {
             return connection(n)->current_state() == redis_connection::state::ready;
         });
-        static const std::string cluster_slots_cmd = format_command(std::array<std::string_view, 2>{"CLUSTER", "SLOTS"});
+        static const std::string cluster_slots_cmd =
+            format_command(std::array<std::string_view, 2>{"CLUSTER", "SLOTS"});
         for (const auto& node : candidates) {
             if (stopped) break;
             auto c = connection(node);
@@ -324,15 +324,14 @@ asio::awaitable<acquire_result> redis_guard::acquire(std::string_view key, std::
     auto reply = co_await impl_->run("acquire", key, args);
     if (!reply || reply->type != resp_value::kind::integer) co_return acquire_result::unavailable;
     switch (reply->integer) {
-    case 1: co_return acquire_result::acquired;
-    case 0: co_return acquire_result::held;
-    case 2: co_return acquire_result::pending;
-    default: co_return acquire_result::unavailable;
+        case 1: co_return acquire_result::acquired;
+        case 0: co_return acquire_result::held;
+        case 2: co_return acquire_result::pending;
+        default: co_return acquire_result::unavailable;
     }
 }
 
-asio::awaitable<bool> redis_guard::commit(std::string_view key, std::string_view token,
-                                          std::chrono::milliseconds ttl) {
+asio::awaitable<bool> redis_guard::commit(std::string_view key, std::string_view token, std::chrono::milliseconds ttl) {
     auto ttl_text = std::to_string(ttl.count());
     std::array<std::string_view, 6> args{"EVAL", commit_script, "1", key, token, ttl_text};
     auto reply = co_await impl_->run("commit", key, args);
@@ -343,6 +342,24 @@ asio::awaitable<bool> redis_guard::release(std::string_view key, std::string_vie
     std::array<std::string_view, 5> args{"EVAL", release_script, "1", key, token};
     auto reply = co_await impl_->run("release", key, args);
     co_return reply && reply->type == resp_value::kind::integer && reply->integer == 1;
+}
+
+namespace {
+asio::awaitable<void> release_lock(redis_guard* redis, std::string key, std::string token) {
+    (void)co_await redis->release(key, token);
+}
+asio::awaitable<void> commit_lock(redis_guard* redis, std::string key, std::string token,
+                                  std::chrono::milliseconds ttl) {
+    (void)co_await redis->commit(key, token, ttl);
+}
+}  // namespace
+
+void redis_guard::commit_in_background(std::string key, std::string token, std::chrono::milliseconds ttl) {
+    asio::co_spawn(impl_->ex, commit_lock(this, std::move(key), std::move(token), ttl), asio::detached);
+}
+
+void redis_guard::release_in_background(std::string key, std::string token) {
+    asio::co_spawn(impl_->ex, release_lock(this, std::move(key), std::move(token)), asio::detached);
 }
 
 std::string check_redis_credentials(const redis_options& options) {

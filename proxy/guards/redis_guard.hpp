@@ -1,6 +1,6 @@
 // The Redis first filter for claims: an acquire that says whether the key's holder committed, a
-// commit mark, and a compare-and-delete release (Lua scripts), against one Redis or a Redis Cluster. An optimisation only: any failure answers
-// "unavailable" and the caller falls back to the database's unique index (fail open).
+// commit mark, and a compare-and-delete release (Lua scripts), against one Redis or a Redis Cluster. An optimisation
+// only: any failure answers "unavailable" and the caller falls back to the database's unique index (fail open).
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -21,11 +21,11 @@ namespace claimguard::guards {
 struct redis_options {
     std::vector<node_address> nodes{{"127.0.0.1", 6379}};  // one Redis, or a cluster's seed nodes
     bool cluster = false;
-    std::chrono::milliseconds command_timeout{50};        // the whole Redis step of a claim; then fail open
-    std::chrono::milliseconds connect_timeout{1000};      // TCP + TLS + AUTH, in the background
-    std::chrono::milliseconds reconnect_interval{1000};   // between connection attempts to one node
+    std::chrono::milliseconds command_timeout{50};          // the whole Redis step of a claim; then fail open
+    std::chrono::milliseconds connect_timeout{1000};        // TCP + TLS + AUTH, in the background
+    std::chrono::milliseconds reconnect_interval{1000};     // between connection attempts to one node
     std::chrono::milliseconds slot_refresh_interval{1000};  // at most one CLUSTER SLOTS per interval
-    unsigned max_consecutive_timeouts = 3;                // then drop the connection and reconnect
+    unsigned max_consecutive_timeouts = 3;                  // then drop the connection and reconnect
     redis_credentials credentials;
     std::shared_ptr<boost::asio::ssl::context> tls;  // null: plain TCP
     std::string tls_server_name;
@@ -56,6 +56,9 @@ public:
     // Deletes the key only if it still holds `token`. False when not released
     // (someone else's token, expired, or Redis unavailable).
     boost::asio::awaitable<bool> release(std::string_view key, std::string_view token);
+    // commit() and release() whose answer nobody waits for: spawned on this guard's executor.
+    void commit_in_background(std::string key, std::string token, std::chrono::milliseconds ttl);
+    void release_in_background(std::string key, std::string token);
 
     [[nodiscard]] bool connected() const;
 

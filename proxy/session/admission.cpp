@@ -1,9 +1,8 @@
 // Per-key admission in the session: waiting for a key's turn in the sidecar's admission gate (on
 // this session's executor), giving the slots back. Whether a statement waits and what a refused one
 // is answered: engine::statement_operation; what the gate did is counted in reporting.cpp.
-#include <algorithm>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
+#include <algorithm>
 #include <boost/asio/post.hpp>
 
 #include "claim_metrics.hpp"
@@ -25,7 +24,7 @@ awaitable<engine::statement_input> session::wait_turn(const engine::turn_request
     auto& gate = *ctx_.admission;
     // The gate wakes the waiter from whichever thread freed its slot: post to this session's
     // executor, where the wait runs; a session already gone is not touched.
-    auto wake = [weak = weak_from_this(), ex = client_.get_executor()] {
+    auto wake = [weak = weak_from_this(), ex = client_.socket().get_executor()] {
         asio::post(ex, [weak] {
             if (auto self = weak.lock()) self->admission_timer_.cancel();
         });
@@ -34,9 +33,9 @@ awaitable<engine::statement_input> session::wait_turn(const engine::turn_request
     if (entry.what != admission::queued) co_return engine::statement_input::of_turn(entry.what, entry.id);
 
     auto& queued = claim_metrics::get().admission_queued;
-    counters_.admission(snapshot_, turn.rule, admission_count::waits).inc();
+    counters_.admission(command_.snapshot, turn.rule, admission_count::waits).inc();
     queued.inc();
-    watch_client_while_queued();
+    client_.watch_while_queued(shared_from_this(), admission_timer_);  // a hang-up leaves the queue
     const auto deadline = clock_type::now() + turn.limits->queue_timeout;
     std::optional<admission> out;
     for (;;) {
@@ -45,41 +44,21 @@ awaitable<engine::statement_input> session::wait_turn(const engine::turn_request
             out = what;
             break;
         }
-        if (closed_ || client_gone_ || timed_out_ != deadline_kind::none) {
+        if (closed_ || client_.hung_up() || deadline_.timed_out() != deadline_kind::none) {
             gate.abandon(entry.id);
             break;
         }
         admission_timer_.expires_at(std::min(deadline, clock_type::now() + admission_poll_interval));
         co_await admission_timer_.async_wait(nothrow);
     }
-    ++client_watch_;  // the hang-up watch's answer, if it comes, is stale now
-    if (!closed_) {
-        error_code ignored;
-        client_.cancel(ignored);  // nothing else waits on the client socket while a command is handled
-    }
+    client_.stop_watching();
     queued.inc(-1);
-    if (out == admission::admitted && (closed_ || client_gone_)) {
+    if (out == admission::admitted && (closed_ || client_.hung_up())) {
         gate.release(entry.id);
         co_return engine::statement_input::closing();
     }
     if (!out) co_return engine::statement_input::closing();
     co_return engine::statement_input::of_turn(*out, entry.id);
-}
-
-void session::watch_client_while_queued() {
-    if (closed_) return;
-    const auto generation = ++client_watch_;
-    client_.async_wait(client_socket::wait_read, [self = shared_from_this(), generation](error_code ec) {
-        if (ec || generation != self->client_watch_ || self->closed_) return;
-        // Readable while a command is handled: the client hung up (EOF, reset), or it pipelined its
-        // next command (left where it is, read after this one).
-        char byte;
-        const auto n = ::recv(self->client_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-            self->client_gone_ = true;
-            self->admission_timer_.cancel();
-        }
-    });
 }
 
 void session::release_admission() {

@@ -81,29 +81,29 @@ awaitable<void> sweep_orphans(const session_context& ctx) {
 void session::note_orphan() {
     // A session that ended because its client left, idle in a transaction, may have lost the backend
     // link earlier without noticing (nothing was read from it): the kernel knows.
-    if (!backend_lost_ && (status_ & proto::status::in_trans) && backend_.link_lost()) backend_lost_ = true;
-    if (!backend_lost_ || !may_hold_transaction(status_) || backend_thread_id_ == 0) return;
+    if (!backend_.lost() && (status_ & proto::status::in_trans) && backend_.stream().link_lost()) backend_.mark_lost();
+    if (!backend_.lost() || !may_hold_transaction(status_) || backend_.thread_id() == 0) return;
     if (user_changed_) {  // COM_CHANGE_USER: the connection may belong to another user now
         spdlog::warn(
             "session {} from {}: database thread {} lost inside a transaction after a change of user: not "
             "tracked; the database keeps it until its own timeouts",
-            id_, peer_, backend_thread_id_);
+            id_, client_.peer(), backend_.thread_id());
         return;
     }
     if (!opt_.orphan_kill) {
         spdlog::warn(
             "session {} from {}: database thread {} (user '{}') lost inside a transaction; orphan_kill is "
             "off, so the database keeps it and its row locks until its own timeouts",
-            id_, peer_, backend_thread_id_, user_);
+            id_, client_.peer(), backend_.thread_id(), user_);
         return;
     }
     const auto now = orphan_clock::now();
     orphan o{user_,
-             backend_thread_id_,
+             backend_.thread_id(),
              connection_state_.lexer().server_version,
              id_,
-             peer_,
-             backend_ready_at_,
+             client_.peer(),
+             backend_.ready_at(),
              now,
              now + opt_.orphan_kill_deadline};
     if (!orphans().add(o)) {
@@ -115,51 +115,28 @@ void session::note_orphan() {
     spdlog::warn(
         "session {} from {}: database thread {} (user '{}') lost inside a transaction: the database may "
         "hold its row locks; it gets KILL CONNECTION from the next connection of that user (within {}s)",
-        id_, peer_, backend_thread_id_, user_, opt_.orphan_kill_deadline.count());
+        id_, client_.peer(), backend_.thread_id(), user_, opt_.orphan_kill_deadline.count());
     write_audit(ctx_.audit, o, "orphaned", "backend link lost while the server's status said in transaction");
 }
 
-awaitable<std::optional<std::vector<proto::byte_buffer>>> session::own_query(std::string_view sql) {
-    proto::byte_buffer payload, frame;
-    proto::serialize_query(sql, payload);
-    std::uint8_t seq = 0;  // a command of its own: the app's next one starts at 0 again
-    proto::write_packet(frame, seq, payload);
-    if (!co_await write_backend(frame)) co_return std::nullopt;
-    proto::command_exchange exchange(proto::com::query, caps_, status_);
-    auto step = exchange.start(0);
-    std::vector<proto::byte_buffer> payloads;
-    while (step == proto::next_step::read_server) {
-        auto [ec, packet] = co_await read_backend_packet();
-        if (ec || packet.frames != 1) co_return std::nullopt;
-        auto next = exchange.on_server_packet(packet);
-        if (!next) co_return std::nullopt;
-        payloads.emplace_back(packet.first_payload.begin(), packet.first_payload.end());
-        backend_in_.consume(packet.raw_size);  // read and dropped: the app never sees it
-        step = *next;
-    }
-    if (step != proto::next_step::done) co_return std::nullopt;
-    own_query_status_ = exchange.status();
-    co_return payloads;
-}
-
 awaitable<bool> session::end_orphans() {
-    backend_ready_at_ = clock_type::now();  // an orphan of this session ran on a server started before this
+    backend_.ready();  // an orphan of this session ran on a server started before this
     auto& registry = orphans();
     if (!opt_.orphan_kill || registry.empty()) co_return true;
     const auto now = orphan_clock::now();
     expire_orphans(now, ctx_.audit);
-    auto taken = registry.take_for(user_, connection_state_.lexer().server_version, backend_thread_id_, now);
+    auto taken = registry.take_for(user_, connection_state_.lexer().server_version, backend_.thread_id(), now);
     for (const auto& o : taken.gone)
         report(o, orphan_result::gone,
                fmt::format("session {} reached another or a restarted database (thread {}): it ended with it", id_,
-                           backend_thread_id_),
+                           backend_.thread_id()),
                ctx_.audit);
     if (taken.kill.empty()) co_return true;
-    set_deadline(deadline_kind::connect, opt_.connect_timeout);
+    deadline_.set(deadline_kind::connect, opt_.connect_timeout);
     bool failed = false;
     // A restarted server (or another one behind the same address) gives the same thread ids to other
     // connections: only a server that ran when the orphan connected gets its KILL.
-    const auto uptime_reply = co_await own_query(uptime_statement);
+    const auto uptime_reply = co_await backend_.own_query(uptime_statement);
     const auto uptime =
         uptime_reply ? uptime_from_reply(*uptime_reply, (caps_ & proto::cap::deprecate_eof) != 0) : std::nullopt;
     std::size_t i = 0;
@@ -177,7 +154,7 @@ awaitable<bool> session::end_orphans() {
                 ctx_.audit);
             continue;
         }
-        const auto reply = co_await own_query(kill_statement(o.thread_id));
+        const auto reply = co_await backend_.own_query(kill_statement(o.thread_id));
         if (!reply) break;
         const proto::reply_view view(*reply, caps_, mariadb_caps_);
         const bool ok = view.kind() == proto::reply_kind::ok;
@@ -196,12 +173,12 @@ awaitable<bool> session::end_orphans() {
         for (std::size_t j = i; j < taken.kill.size(); ++j) registry.put_back(taken.kill[j]);
         admin::metrics().orphans_pending.set(static_cast<std::int64_t>(registry.size()));
     }
-    set_deadline(deadline_kind::none, {});
+    deadline_.clear();
     if (!failed) co_return true;
     // The backend connection failed under the KILL: the app has its OK already, so its first
     // command gets the answer any command gets when the database goes away.
-    auto [ec, packet] = co_await read_client_packet(true);
-    if (!ec) co_await backend_failed(asio::error::broken_pipe, static_cast<std::uint8_t>(packet.last_seq + 1));
+    auto [ec, packet] = co_await read_command();
+    if (!ec) co_await backend_.failed(asio::error::broken_pipe, static_cast<std::uint8_t>(packet.last_seq + 1));
     co_return false;
 }
 

@@ -49,7 +49,7 @@ void session::report_events(const std::vector<engine::event>& events, const engi
                             const sqlns::parsed_statement& st) {
     auto& m = claim_metrics::get();
     const auto rule = rule_name(d);
-    counters_.follow(snapshot_);
+    counters_.follow(command_.snapshot);
     const auto& c = counters_.of(rule);
     for (auto e : events) {
         const auto& row = engine::row_of(e);
@@ -84,7 +84,7 @@ void session::report_events(const std::vector<engine::event>& events, const engi
 void session::report_deferred(const std::vector<std::pair<engine::event, engine::deferred_take>>& events,
                               const sqlns::parsed_statement* st) {
     if (events.empty()) return;
-    counters_.follow(snapshot_);
+    counters_.follow(command_.snapshot);
     for (const auto& [e, t] : events) {
         const auto& row = engine::row_of(e);
         if (auto* counter = counters_.of(t.rule).by_event[index_of(e)]) counter->inc();
@@ -92,7 +92,7 @@ void session::report_deferred(const std::vector<std::pair<engine::event, engine:
         if (!ctx_.audit || !ctx_.audit->enabled()) continue;
         audit_event a;
         a.session = id_;
-        a.client = peer_;
+        a.client = client_.peer();
         a.user = user_;
         a.rule = t.rule;
         a.action = row.action;
@@ -121,7 +121,7 @@ void session::audit(const engine::decision& d, std::string_view action, const sq
     if (!ctx_.audit || !ctx_.audit->enabled()) return;
     audit_event e;
     e.session = id_;
-    e.client = peer_;
+    e.client = client_.peer();
     e.user = user_;
     e.rule = rule_name(d);
     e.action = action;
@@ -140,7 +140,7 @@ void session::audit(const engine::decision& d, std::string_view action, const sq
 void session::report_admission(const std::vector<engine::admission_note>& notes, const engine::decision& d,
                                const rules::sql::parsed_statement& st) {
     for (const auto& n : notes) {
-        counters_.admission(snapshot_, n.rule, count_of(n.what)).inc();
+        counters_.admission(command_.snapshot, n.rule, count_of(n.what)).inc();
         const auto& row = engine::row_of(n.what);
         if (!row.audited) continue;
         audit(d, row.action, st);
@@ -155,12 +155,14 @@ void session::report_reads(const std::vector<engine::read_note>& notes, const en
     for (const auto& n : notes) {
         switch (n.what) {
             case engine::read_note::kind::bypass:
-                counters_.read(snapshot_, rule, read_result::bypass).inc();
+                counters_.read(command_.snapshot, rule, read_result::bypass).inc();
                 spdlog::debug("session {}: rule {}: read sent to the server: {}", id_, rule, n.why);
                 break;
-            case engine::read_note::kind::hit: counters_.read(snapshot_, rule, read_result::hit).inc(); break;
-            case engine::read_note::kind::miss: counters_.read(snapshot_, rule, read_result::miss).inc(); break;
-            case engine::read_note::kind::refresh: counters_.read(snapshot_, rule, read_result::refresh).inc(); break;
+            case engine::read_note::kind::hit: counters_.read(command_.snapshot, rule, read_result::hit).inc(); break;
+            case engine::read_note::kind::miss: counters_.read(command_.snapshot, rule, read_result::miss).inc(); break;
+            case engine::read_note::kind::refresh:
+                counters_.read(command_.snapshot, rule, read_result::refresh).inc();
+                break;
             case engine::read_note::kind::stored: {
                 const auto& cache = *ctx_.read_cache;
                 m.read_cache_keys.set(static_cast<std::int64_t>(cache.keys()));
