@@ -1,14 +1,10 @@
 // The claimguard binary: `serve` runs the sidecar; validate, lint, ddl, explain, check,
 // inject and shutdown are the DBA's and the platform's tools around it.
+#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
-#include <arpa/inet.h>
 #include <cstdlib>
 #include <iostream>
 #include <map>
-#include <netinet/in.h>
-#include <spdlog/spdlog.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "proxy/config/settings.hpp"
 #include "proxy/engine/explain_cli.hpp"
@@ -16,16 +12,38 @@
 #include "proxy/inject/inject_cli.hpp"
 #include "proxy/schema/check_cli.hpp"
 #include "proxy/session/server.hpp"
+#include "proxy/shutdown_client.hpp"
 #include "rules/cli/rules_cli.hpp"
+
+#ifndef CLAIMGUARD_VERSION
+#error "CLAIMGUARD_VERSION comes from CMake's project(VERSION)"
+#endif
 
 namespace {
 
 using namespace claimguard;
 
-// Flags that may be given without a value (--backend-tls means --backend-tls=true).
-bool is_switch(std::string_view name) {
-    return name == "backend_tls" || name == "backend_tls_verify" || name == "watch_rules";
-}
+// CLI11's help with the flag defaults ({true}) left out of the names: "--watch-rules, --no-watch-rules".
+class help_formatter : public CLI::Formatter {
+public:
+    std::string make_option_name(const CLI::Option* opt, bool positional) const override {
+        auto name = CLI::Formatter::make_option_name(opt, positional);
+        std::string out;
+        bool in_braces = false;
+        for (char c : name) {
+            if (c == '{')
+                in_braces = true;
+            else if (c == '}')
+                in_braces = false;
+            else if (!in_braces)
+                out += c == ',' ? std::string(", ") : std::string(1, c);
+        }
+        return out;
+    }
+};
+
+// Every usage error (unknown flag or subcommand, missing or extra value) exits 2 (docs/OPERATIONS.md).
+constexpr int usage_error = 2;
 
 struct settings_flags {
     std::string config_path;
@@ -33,14 +51,33 @@ struct settings_flags {
     std::map<std::string, CLI::Option*> options;
 
     void add_to(CLI::App* cmd) {
-        cmd->add_option("--config", config_path, "YAML config file (keys as below, '_' for '-')");
+        cmd->add_option("--config", config_path, "YAML config file (keys as below, '_' for '-')")
+            ->type_name("PATH")
+            ->check(CLI::ExistingFile);
+        const config::proxy_options defaults;
         for (const auto& s : config::serve_settings()) {
             std::string name(s.name);
             std::string help = std::string(s.help) + " [env " + config::env_name(s.name) + "]";
             auto flag = "--" + config::flag_name(s.name);
-            CLI::Option* opt = is_switch(s.name) ? cmd->add_flag(flag + "{true}", values[name], help)
-                                                 : cmd->add_option(flag, values[name], help);
+            CLI::Option* opt = nullptr;
+            if (s.is_bool()) {
+                // A switch: --x sets true, --no-x false, --x=false too; the last one wins.
+                opt = cmd->add_flag(flag + "{true},!--no-" + config::flag_name(s.name), values[name], help);
+                // An explicit value stays accepted after a space too (--redis-tls true, as older charts
+                // write it); a word that is not a boolean is then a usage error, not a positional.
+                opt->expected(0, 1);
+            } else {
+                opt = cmd->add_option(flag, values[name], help);
+                opt->type_name(std::string(s.type));
+                if (!s.repeatable) opt->expected(1);
+            }
             if (!s.repeatable) opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+            const auto shown = s.show(defaults);
+            if (s.is_bool())
+                opt->option_text("  (switch; default " + shown + ")");
+            else if (!s.secret && !shown.empty())
+                opt->default_str(shown);
+            opt->group(std::string(s.group));
             options[name] = opt;
         }
     }
@@ -52,7 +89,8 @@ struct settings_flags {
         config::apply_environment(o, [](const char* n) { return std::getenv(n); });
         for (const auto& [name, opt] : options) {
             if (opt->count() == 0) continue;
-            const auto& v = values.at(name);
+            auto v = values.at(name);
+            if (v.size() > 1 && name != "rules") v.erase(v.begin(), v.end() - 1);  // the last one wins
             config::apply_setting(o, name, v, "--" + config::flag_name(name));
         }
         if (o.schema_check_password.empty())
@@ -62,7 +100,7 @@ struct settings_flags {
     }
 };
 
-int validate_command(const settings_flags& flags) {
+int validate_command(const settings_flags& flags, bool print_config) {
     config::proxy_options o;
     try {
         o = flags.resolve();
@@ -70,6 +108,7 @@ int validate_command(const settings_flags& flags) {
         std::cerr << "claimguard validate: " << e.what() << "\n";
         return 1;
     }
+    if (print_config) std::cout << config::render_config(o) << "\n";
     auto paths = engine::rules_paths(o.rules_files, o.rules_dir);
     if (paths.empty()) {
         std::cout << "ok: config valid; no rules (a plain relay)\n";
@@ -84,61 +123,33 @@ int validate_command(const settings_flags& flags) {
     return 0;
 }
 
-// POST /quitquitquit to a running claimguard's admin endpoint (for preStop hooks).
-int shutdown_command(const std::string& admin) {
-    config::endpoint ep;
-    try {
-        ep = config::parse_endpoint(admin);
-    } catch (const std::exception& e) {
-        std::cerr << "claimguard shutdown: " << e.what() << "\n";
-        return 2;
-    }
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(ep.port);
-    if (inet_pton(AF_INET, ep.host == "localhost" ? "127.0.0.1" : ep.host.c_str(), &addr.sin_addr) != 1) {
-        std::cerr << "claimguard shutdown: the admin address must be an IPv4 literal\n";
-        return 2;
-    }
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-        std::cerr << "claimguard shutdown: cannot reach the admin endpoint at " << admin << "\n";
-        if (fd >= 0) ::close(fd);
-        return 1;
-    }
-    std::string request = "POST /quitquitquit HTTP/1.1\r\nHost: " + ep.host + "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-    bool ok = ::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size());
-    char reply[256] = {};
-    ssize_t n = ok ? ::recv(fd, reply, sizeof reply - 1, 0) : -1;
-    ::close(fd);
-    std::string_view head(reply, n > 0 ? static_cast<std::size_t>(n) : 0);
-    if (head.starts_with("HTTP/1.1 200")) {
-        std::cout << "claimguard is shutting down\n";
-        return 0;
-    }
-    std::cerr << "claimguard shutdown: unexpected answer: " << head.substr(0, head.find('\r')) << "\n";
-    return 1;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"claimguard: a MySQL-protocol sidecar that makes stock claims safe without changing the app"};
+    app.formatter(std::make_shared<help_formatter>());
     app.require_subcommand(1);
+    app.set_version_flag("--version", "claimguard " CLAIMGUARD_VERSION, "Print the version and exit");
 
     settings_flags serve_flags, validate_flags;
     auto* serve_cmd = app.add_subcommand("serve", "Run the sidecar proxy");
     serve_flags.add_to(serve_cmd);
-    auto* validate_cmd = app.add_subcommand("validate", "Check the config and the rules; non-zero exit with file:line on errors");
+    auto* validate_cmd =
+        app.add_subcommand("validate", "Check the config and the rules; non-zero exit with file:line on errors");
     validate_flags.add_to(validate_cmd);
+    bool print_config = false;
+    validate_cmd->add_flag("--print-config", print_config,
+                           "Print the effective configuration (defaults < file < env < flags), secrets redacted");
 
     std::vector<std::string> lint_files;
     auto* lint_cmd = app.add_subcommand("lint", "Check rules files; exits non-zero on any error");
-    lint_cmd->add_option("RULES", lint_files, "Rules files")->required();
+    lint_cmd->add_option("RULES", lint_files, "Rules files, or directories of *.yaml/*.yml (a mounted ConfigMap)")
+        ->type_name("PATH|DIR")
+        ->required();
 
     std::vector<std::string> ddl_files;
     auto* ddl_cmd = app.add_subcommand("ddl", "Print the UNIQUE indexes that back each claim rule");
-    ddl_cmd->add_option("RULES", ddl_files, "Rules files")->required();
+    ddl_cmd->add_option("RULES", ddl_files, "Rules files or directories")->type_name("PATH|DIR")->required();
 
     std::vector<std::string> explain_rules;
     std::optional<std::string> explain_read;
@@ -155,11 +166,23 @@ int main(int argc, char** argv) {
     auto* inject_cmd = app.add_subcommand("inject", "Run the Kubernetes admission webhook that injects the sidecar");
     inject::add_inject_options(*inject_cmd, inject_opts);
 
-    std::string shutdown_admin = "127.0.0.1:9090";
+    const config::proxy_options defaults;
+    std::string shutdown_control = defaults.control.host + ":" + std::to_string(defaults.control.port);
+    std::string shutdown_timeout = "5s";
     auto* shutdown_cmd = app.add_subcommand("shutdown", "Ask a running claimguard to shut down gracefully (preStop)");
-    shutdown_cmd->add_option("--admin", shutdown_admin, "Its admin endpoint")->capture_default_str();
+    shutdown_cmd->add_option("--control", shutdown_control, "Its control endpoint (host:port, [v6]:port)")
+        ->type_name("HOST:PORT")
+        ->capture_default_str();
+    shutdown_cmd->add_option("--timeout", shutdown_timeout, "Connect, send and read the answer within this")
+        ->type_name("DURATION")
+        ->capture_default_str();
 
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int rc = app.exit(e);  // prints help, the version, or the error with a hint
+        return rc == 0 ? 0 : usage_error;
+    }
 
     if (*serve_cmd) {
         config::proxy_options options;
@@ -167,15 +190,24 @@ int main(int argc, char** argv) {
             options = serve_flags.resolve();
         } catch (const std::exception& e) {
             std::cerr << "claimguard: " << e.what() << "\n";
-            return 2;
+            return usage_error;
         }
         return session::run_server(options);
     }
-    if (*validate_cmd) return validate_command(validate_flags);
+    if (*validate_cmd) return validate_command(validate_flags, print_config);
     if (*lint_cmd) return rules_cli::lint(lint_files, std::cout, std::cerr);
     if (*ddl_cmd) return rules_cli::ddl(ddl_files, std::cout, std::cerr);
     if (*explain_cmd) return engine::explain_command(explain_rules, explain_read, explain_sql, std::cout, std::cerr);
-    if (*shutdown_cmd) return shutdown_command(shutdown_admin);
+    if (*shutdown_cmd) {
+        std::chrono::milliseconds timeout;
+        try {
+            timeout = config::parse_duration(shutdown_timeout);
+        } catch (const std::exception& e) {
+            std::cerr << "claimguard shutdown: --timeout: " << e.what() << "\n";
+            return usage_error;
+        }
+        return shutdown_command(shutdown_control, timeout, std::cout, std::cerr);
+    }
     if (*check_cmd) return schema::run_check(check_opts, std::cout, std::cerr);
     if (*inject_cmd) return inject::run_inject(inject_opts);
     return 2;

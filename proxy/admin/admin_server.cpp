@@ -274,7 +274,7 @@ asio::awaitable<response> admin_server::impl::handle(const request& req) {
     const unsigned version = req.version();
     const bool keep_alive = req.keep_alive();
 
-    if (const route r = route_of(path); r != route::none) {
+    if (const route r = options_.builtin_routes ? route_of(path) : route::none; r != route::none) {
         if (method != http::verb::get && method != http::verb::head) {
             response res = make_response(version, keep_alive, 405, "method not allowed");
             res.set(http::field::allow, "GET, HEAD");

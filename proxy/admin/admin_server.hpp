@@ -37,8 +37,8 @@ inline constexpr std::chrono::milliseconds default_probe_cache_ttl{2000};
 
 struct admin_options {
     std::string address{default_admin_address};  // an IP literal
-    std::uint16_t port = default_admin_port;       // 0: an ephemeral port, see admin_server::port()
-    std::string backend_host;                      // empty: /readiness does not check the backend
+    std::uint16_t port = default_admin_port;     // 0: an ephemeral port, see admin_server::port()
+    std::string backend_host;                    // empty: /readiness does not check the backend
     std::uint16_t backend_port = default_backend_port;
     std::chrono::milliseconds backend_probe_timeout = default_backend_probe_timeout;
     std::chrono::milliseconds backend_ok_window = default_backend_ok_window;
@@ -48,6 +48,8 @@ struct admin_options {
     std::size_t header_limit = default_admin_header_limit;
     std::size_t body_limit = default_admin_body_limit;
     const registry* metrics = nullptr;  // rendered on /metrics; nullptr: default_registry()
+    // false: no probes and no /metrics, only the registered handlers (the control listener).
+    bool builtin_routes = true;
 };
 
 // Runs on a strand of the given io_context. The io_context must outlive the server, and

@@ -19,18 +19,23 @@ struct endpoint {
 endpoint parse_endpoint(const std::string& text);
 
 struct backend_tls_options {
-    bool enabled = false;        // send SSLRequest and speak TLS to the database
-    bool verify = false;         // verify the server certificate (and host name)
-    std::string ca_file;         // CA bundle; empty: system default paths
-    std::string server_name;     // SNI and host name check; empty: backend host
+    bool enabled = false;     // send SSLRequest and speak TLS to the database
+    bool verify = true;       // verify the server certificate (and host name), like Redis TLS
+    std::string ca_file;      // CA bundle; empty: system default paths
+    std::string server_name;  // SNI and host name check; empty: backend host
 };
 
 struct proxy_options {
     endpoint listen{"127.0.0.1", 3306};
     std::string listen_unix;  // a unix socket path the app may connect to as well; empty: none
-    endpoint backend{"127.0.0.1", 3307};
+    endpoint backend;         // required: no default database (config::validate says so)
+    // Probes, /metrics and /rules: read-only, may listen on the pod IP for the kubelet and Prometheus.
     endpoint admin{"127.0.0.1", 9090};
     bool admin_enabled = true;
+    // POST /quitquitquit and POST /-/reload: loopback only unless control_allow_non_loopback.
+    endpoint control{"127.0.0.1", 9091};
+    bool control_enabled = true;
+    bool control_allow_non_loopback = false;
     backend_tls_options backend_tls;
     unsigned threads = 1;  // 0: one per core. One: a sidecar shares its node (docs/BENCHMARKS.md)
 
@@ -45,12 +50,12 @@ struct proxy_options {
     std::string redis_password;                   // only from CLAIMGUARD_REDIS_PASSWORD, never a flag
     std::string redis_password_file;              // or this file's first line (a mounted Secret)
     bool redis_tls = false;
-    bool redis_tls_verify = true;                 // the certificate chain and name
-    std::string redis_tls_ca;                     // empty: system CAs
-    std::string redis_tls_cert;                   // client certificate (mutual TLS), optional
+    bool redis_tls_verify = true;  // the certificate chain and name
+    std::string redis_tls_ca;      // empty: system CAs
+    std::string redis_tls_cert;    // client certificate (mutual TLS), optional
     std::string redis_tls_key;
-    std::string redis_tls_server_name;            // empty: each node's host
-    std::string audit_log = "-";           // "-": standard error, "off", or a file
+    std::string redis_tls_server_name;  // empty: each node's host
+    std::string audit_log = "-";        // "-": standard error, "off", or a file
 
     // Limits. Each is enforced at the edge and answered with the MySQL error a
     // client expects (see docs/OPERATIONS.md).
@@ -72,7 +77,7 @@ struct proxy_options {
     bool orphan_kill = true;
     std::chrono::seconds orphan_kill_deadline{300};  // not killed by then: given up (counted "expired")
 
-    // Shutdown (SIGTERM, /quitquitquit): readiness turns 503 at once; new connections are
+    // Shutdown (SIGTERM, POST /quitquitquit on the control endpoint): readiness turns 503 at once; new connections are
     // still accepted for min_shutdown_delay; open sessions then get up to max_shutdown_delay
     // to finish their command or transaction.
     std::chrono::milliseconds min_shutdown_delay{0};

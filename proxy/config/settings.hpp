@@ -19,6 +19,11 @@ struct setting {
     bool repeatable = false;  // a list (YAML sequence, repeated flag, comma-separated env)
     std::function<void(proxy_options&, std::string_view)> set;  // throws std::invalid_argument
     std::function<std::string(const proxy_options&)> show;
+    std::string_view type = "TEXT";  // what --help shows: DURATION, BOOL, HOST:PORT, BYTES, ...
+    std::string_view group;          // the --help section
+    bool secret = false;             // never printed (validate --print-config redacts it)
+
+    [[nodiscard]] bool is_bool() const { return type == "BOOL"; }
 };
 
 const std::vector<setting>& serve_settings();
@@ -43,11 +48,19 @@ void apply_setting(proxy_options& options, std::string_view name, const std::vec
 std::string flag_name(std::string_view name);  // max_connections -> max-connections
 std::string env_name(std::string_view name);   // max_connections -> CLAIMGUARD_MAX_CONNECTIONS
 
-// "250ms", "5s", "2m", "8h", or a bare number of `bare_unit`.
-std::chrono::milliseconds parse_duration(std::string_view text, std::chrono::milliseconds bare_unit);
+// "250ms", "1.5s", "2m", "8h": rules/model/duration.hpp. Throws std::invalid_argument saying why
+// (a bare number has no unit, and is refused).
+std::chrono::milliseconds parse_duration(std::string_view text);
 
-// Checks what a single setting cannot: e.g. a non-loopback admin address is allowed, but rules
-// are needed for Redis to matter. Throws config_error.
+// The effective configuration as a config file (`validate --print-config`): every setting,
+// secrets redacted, the Redis password's presence as a comment.
+std::string render_config(const proxy_options& options);
+
+// Whether `host` is a loopback address: localhost, 127.0.0.0/8 or ::1.
+bool is_loopback_host(std::string_view host);
+
+// Checks what a single setting cannot: the backend is required, the control endpoint is loopback
+// unless control_allow_non_loopback, Redis options go together. Throws config_error.
 void validate(const proxy_options& options);
 
 }  // namespace claimguard::config

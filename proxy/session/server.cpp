@@ -390,6 +390,7 @@ int run_server(const config::proxy_options& options) {
     unix_acceptor unix_listener(main_ctx);
     shutdown_sequence shutdown(state, acceptor, unix_listener, options);
     std::unique_ptr<admin::admin_server> admin_srv;
+    std::unique_ptr<admin::admin_server> control_srv;
     try {
         tcp::endpoint listen_ep(asio::ip::make_address(options.listen.host), options.listen.port);
         acceptor.open(listen_ep.protocol());
@@ -412,17 +413,29 @@ int run_server(const config::proxy_options& options) {
             admin_opts.backend_port = options.backend.port;
             admin_srv = std::make_unique<admin::admin_server>(main_ctx, admin_opts, state.health);
             admin_srv->start();
-            // Handlers run on the admin strand (the main thread): they only post work.
-            admin_srv->add_post_handler("/quitquitquit", [&] {
+            if (reloader)
+                admin_srv->add_get_handler("/rules", [&] {
+                    return std::pair<int, std::string>{200, reloader->describe()};
+                });
+        }
+        // The control listener (issue 22): what changes the sidecar, loopback only by default.
+        if (options.control_enabled) {
+            admin::admin_options control_opts;
+            control_opts.address = options.control.host;
+            control_opts.port = options.control.port;
+            control_opts.builtin_routes = false;
+            control_srv = std::make_unique<admin::admin_server>(main_ctx, control_opts, state.health);
+            control_srv->start();
+            // Handlers run on the server's strand (the main thread): they only post work.
+            control_srv->add_post_handler("/quitquitquit", [&] {
                 asio::post(main_ctx, [&] { shutdown.begin("/quitquitquit"); });
                 return std::pair<int, std::string>{200, "shutting down"};
             });
             if (reloader) {
-                admin_srv->add_post_handler("/-/reload", [&] {
+                control_srv->add_post_handler("/-/reload", [&] {
                     auto [ok, text] = reloader->reload("reload (POST /-/reload)");
                     return std::pair<int, std::string>{ok ? 200 : 400, text};
                 });
-                admin_srv->add_get_handler("/rules", [&] { return std::pair<int, std::string>{200, reloader->describe()}; });
             }
         }
     } catch (const std::exception& e) {
@@ -435,6 +448,7 @@ int run_server(const config::proxy_options& options) {
                  options.backend_tls.enabled ? " (TLS)" : "", threads);
     if (unix_listener.is_open()) spdlog::info("claimguard listening on unix:{} too", options.listen_unix);
     if (admin_srv) spdlog::info("admin endpoint on {}:{}", options.admin.host, admin_srv->port());
+    if (control_srv) spdlog::info("control endpoint on {}:{}", options.control.host, control_srv->port());
     state.health.started = true;
 
     asio::co_spawn(main_ctx, accept_loop(acceptor, state, options), asio::detached);
@@ -467,6 +481,7 @@ int run_server(const config::proxy_options& options) {
     for (auto& w : workers) w.join();
     schema.reset();  // stops and joins the check's thread
     if (admin_srv) admin_srv->stop();
+    if (control_srv) control_srv->stop();
     if (!options.listen_unix.empty()) {
         std::error_code removed;
         std::filesystem::remove(options.listen_unix, removed);

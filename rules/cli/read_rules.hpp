@@ -16,7 +16,13 @@ struct read_result {
     std::vector<rules::diagnostic> unreadable;  // "cannot read FILE: reason", line 0
 };
 
-// Reads each file, at most max_rules_file_bytes + 1 bytes (so the loader can say it is too large).
+// Each path as given, or for a directory the *.yaml/*.yml files in it (sorted, hidden entries such
+// as a ConfigMap's ..data skipped). A directory that cannot be listed or holds none is a problem.
+[[nodiscard]] std::vector<std::string> expand_rules_paths(const std::vector<std::string>& paths,
+                                                          std::vector<rules::diagnostic>& problems);
+
+// Reads each file (directories expanded as above), at most max_rules_file_bytes + 1 bytes (so the loader can say it is
+// too large).
 [[nodiscard]] read_result read_rules_files(const std::vector<std::string>& paths);
 
 namespace detail {

@@ -1,6 +1,8 @@
 // Internal: reading typed, located fields out of yaml-cpp nodes, reporting every problem.
 #include "rules/model/yaml_fields.hpp"
 
+#include "rules/model/duration.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <limits>
@@ -372,66 +374,27 @@ std::optional<bool> read_bool(yaml_file& file, const field& f) {
     return std::nullopt;
 }
 
-std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
-    std::size_t digits = 0;
-    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9')
-        ++digits;
-    if (digits == 0)
-        return std::nullopt;
-    const auto unit = text.substr(digits);
-    std::int64_t scale = 0;
-    if (unit.empty() || unit == "ms")
-        scale = 1;
-    else if (unit == "s")
-        scale = 1000;
-    else if (unit == "m")
-        scale = 60 * 1000;
-    else if (unit == "h")
-        scale = 60 * 60 * 1000;
-    else
-        return std::nullopt;
-    std::int64_t value = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + digits, value);
-    if (ec != std::errc() || value > std::numeric_limits<std::int64_t>::max() / scale)
-        return std::nullopt;
-    return std::chrono::milliseconds(value * scale);
-}
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) { return duration::parse(text).value; }
 
 std::optional<std::chrono::milliseconds> read_duration(yaml_file& file, const field& f) {
     return read_duration(file, f, min_redis_ttl, max_redis_ttl);
 }
 
-namespace {
-// A bound in the largest unit that states it exactly: 24h, 10s, 1ms.
-std::string duration_text(std::chrono::milliseconds d) {
-    const auto ms = d.count();
-    if (ms != 0 && ms % 3'600'000 == 0) return std::to_string(ms / 3'600'000) + "h";
-    if (ms != 0 && ms % 60'000 == 0) return std::to_string(ms / 60'000) + "m";
-    if (ms != 0 && ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
-    return std::to_string(ms) + "ms";
-}
-}  // namespace
-
 std::optional<std::chrono::milliseconds> read_duration(yaml_file& file, const field& f, std::chrono::milliseconds min,
                                                        std::chrono::milliseconds max) {
-    const std::string* text = read_scalar(file, f, "a duration such as 3000ms or 3s");
+    const std::string* text = read_scalar(file, f, "a duration such as 250ms or 1.5s");
     if (text == nullptr)
         return std::nullopt;
-    const auto value = parse_duration(*text);
-    const auto range = "; it must be at least " + duration_text(min) + " and at most " + duration_text(max);
-    if (!value) {
-        // Well formed but too large for 64 bits is a range problem, anything else a format problem.
-        const auto digits = text->find_first_not_of("0123456789");
-        const auto unit = digits == std::string::npos ? std::string_view() : std::string_view(*text).substr(digits);
-        const bool well_formed = digits != 0 && (unit.empty() || unit == "ms" || unit == "s" || unit == "m" ||
-                                                 unit == "h");
-        if (well_formed)
+    const auto parsed = duration::parse(*text);
+    const auto range = "; it must be at least " + duration::format(min) + " and at most " + duration::format(max);
+    if (!parsed.value) {
+        if (parsed.problem == duration::problem::too_large)
             file.error(f.value_mark(), f.name + " is " + quoted(*text) + range);
         else
-            file.error(f.value_mark(), f.name + " must be a duration such as 3000ms or 3s (a whole number with "
-                                                "unit ms, s, m or h), not " + quoted(*text));
+            file.error(f.value_mark(), f.name + ": " + duration::describe(parsed, *text));
         return std::nullopt;
     }
+    const auto value = parsed.value;
     if (*value < min || *value > max) {
         file.error(f.value_mark(), f.name + " is " + quoted(*text) + range);
         return std::nullopt;

@@ -92,7 +92,8 @@ struct located_name {
 // An answer mapping; `defaults` supplies what the mapping leaves out.
 [[nodiscard]] std::optional<answer> read_answer(yaml_file& file, const field& f, const answer& defaults);
 
-// Parses "3000", "3000ms", "3s", "1m", "1h" into milliseconds; nullopt when malformed or overflowing.
+// Parses "250ms", "1.5s", "2m", "1h" into milliseconds (rules/model/duration.hpp); nullopt when malformed,
+// without a unit, finer than 1ms or too large.
 [[nodiscard]] std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
 
 // Why `text` is not a SQLSTATE usable in an ERR packet (a phrase), or empty when it is.

@@ -260,6 +260,7 @@ class Claimguard:
         self.backend_port = backend_port
         self.port = listen_port or free_port()
         self.admin_port = admin_port or free_port()
+        self.control_port = free_port()  # POST /quitquitquit and /-/reload (issue 22): loopback only
         self.ports_chosen = listen_port is None and admin_port is None  # ours to change on a collision
         self.extra_args = list(extra_args)
         self.log_level = log_level
@@ -270,7 +271,8 @@ class Claimguard:
     def command(self):
         return [self.binary, "serve", "--listen", f"{HOST}:{self.port}",
                 "--backend", f"{HOST}:{self.backend_port}",
-                "--admin", f"{HOST}:{self.admin_port}", "--log-level", self.log_level] + self.extra_args
+                "--admin", f"{HOST}:{self.admin_port}", "--control", f"{HOST}:{self.control_port}",
+                "--log-level", self.log_level] + self.extra_args
 
     def start(self, timeout_s=PROXY_START_TIMEOUT_S):
         # free_port() only says a port was free a moment ago: a test running beside this one may take it
@@ -285,7 +287,7 @@ class Claimguard:
                     collided = b"Address already in use" in f.read()
                 if not (collided and self.ports_chosen and attempt + 1 < PORT_COLLISION_RETRIES):
                     raise
-                self.port, self.admin_port = free_port(), free_port()
+                self.port, self.admin_port, self.control_port = free_port(), free_port(), free_port()
         raise AssertionError("unreachable")
 
     def _start_once(self, timeout_s):

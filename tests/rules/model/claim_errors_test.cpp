@@ -21,7 +21,7 @@ std::string redis_ttl(const std::string& ttl) {
 }
 
 const std::string ttl_range = "; it must be at least 1ms and at most 24h";
-const std::string ttl_format = "ttl must be a duration such as 3000ms or 3s (a whole number with unit ms, s, m or h), not ";
+const std::string forms = "; expected a number with a unit: 250ms, 1.5s, 2m or 8h (units ms, s, m, h)";
 
 const std::string sku_stock =
     "stock_rules:\n  - name: s\n    table: sku_stock\n    key_columns: [campaign_id, sku]\n    counter_column: remain\n";
@@ -126,12 +126,13 @@ const error_case claim_cases[] = {
     {"redis_key_leaves_out_a_column", redis_key("lock:{user_id}"),
      {"11:18: redis key leaves out idempotency column 'campaign_id', so two different claims could share one lock "
       "and the second would be refused as already claimed; add {campaign_id}"}},
-    {"redis_ttl_words", redis_ttl("3 seconds"), {"13:12: " + ttl_format + "'3 seconds'"}},
+    {"redis_ttl_words", redis_ttl("3 seconds"), {"13:12: ttl: '3 seconds' is not a duration" + forms}},
+    {"redis_ttl_bare_number", redis_ttl("3000"), {"13:12: ttl: '3000' has no unit" + forms}},
+    {"redis_ttl_below_a_millisecond", redis_ttl("1.0005s"), {"13:12: ttl: '1.0005s' is finer than a millisecond"}},
     {"redis_ttl_zero", redis_ttl("0ms"), {"13:12: ttl is '0ms'" + ttl_range}},
     {"redis_ttl_too_long", redis_ttl("25h"), {"13:12: ttl is '25h'" + ttl_range}},
-    {"redis_ttl_negative", redis_ttl("-1s"), {"13:12: " + ttl_format + "'-1s'"}},
-    {"redis_ttl_fraction", redis_ttl("1.5s"), {"13:12: " + ttl_format + "'1.5s'"}},
-    {"redis_ttl_upper_case_unit", redis_ttl("3S"), {"13:12: " + ttl_format + "'3S'"}},
+    {"redis_ttl_negative", redis_ttl("-1s"), {"13:12: ttl: '-1s' is not a duration" + forms}},
+    {"redis_ttl_upper_case_unit", redis_ttl("3S"), {"13:12: ttl: '3S' has an unknown unit" + forms}},
     {"redis_ttl_overflow", redis_ttl("99999999999999999999ms"), {"13:12: ttl is '99999999999999999999ms'" + ttl_range}},
     {"redis_ttl_overflow_after_scaling", redis_ttl("9999999999999999h"), {"13:12: ttl is '9999999999999999h'" + ttl_range}},
     {"strictness_unknown", with_claim_lines("    strictness: strict\n"),

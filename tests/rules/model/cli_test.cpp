@@ -24,9 +24,8 @@ const std::string valid_rules =
 class cli : public testing::Test {
 protected:
     void SetUp() override {
-        dir_ = fs::temp_directory_path() /
-               ("claimguard_cli_" + std::to_string(::getpid()) + "_" +
-                testing::UnitTest::GetInstance()->current_test_info()->name());
+        dir_ = fs::temp_directory_path() / ("claimguard_cli_" + std::to_string(::getpid()) + "_" +
+                                            testing::UnitTest::GetInstance()->current_test_info()->name());
         fs::create_directories(dir_);
     }
     void TearDown() override { fs::remove_all(dir_); }
@@ -91,9 +90,47 @@ TEST_F(cli, lint_missing_file_exits_2) {
 
 TEST_F(cli, lint_unreadable_file_wins_over_rule_errors) {
     const auto bad = write("bad.yaml", "foo: 1\n");
-    const auto r = run(lint, {bad, dir_.string()});
+    const auto missing = (dir_ / "missing.yaml").string();
+    const auto r = run(lint, {bad, missing});
     EXPECT_EQ(r.rc, 2);
-    EXPECT_EQ(r.err, "claimguard lint: cannot read " + dir_.string() + ": it is a directory\n");
+    EXPECT_EQ(r.err, "claimguard lint: cannot read " + missing + ": No such file or directory\n");
+}
+
+// Issue 22: a directory is what a ConfigMap mount is: its *.yaml and *.yml files, without the
+// ..data link and the ..<timestamp> directory, nor other hidden or foreign files.
+TEST_F(cli, lint_a_configmap_directory) {
+    const auto example = std::filesystem::path(CLAIMGUARD_SOURCE_DIR) / "rules/examples/coupon.yaml";
+    const auto mount = dir_ / "configmap";
+    const auto stamp = mount / "..2024_01_01_00_00_00.1";
+    std::filesystem::create_directories(stamp);
+    std::filesystem::copy_file(example, stamp / "coupon.yaml");
+    std::ofstream(stamp / "broken.txt") << "not: [rules\n";
+    std::filesystem::create_directory_symlink(stamp.filename(), mount / "..data");
+    std::filesystem::create_symlink("..data/coupon.yaml", mount / "coupon.yaml");
+    std::ofstream(mount / ".coupon.yaml.swp") << "garbage: [\n";
+    std::ofstream(mount / "README") << "not rules\n";
+    const auto r = run(lint, {mount.string()});
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.out.rfind("ok: ", 0), 0u) << r.out;
+    EXPECT_EQ(r.err, "");
+}
+
+TEST_F(cli, lint_a_directory_reports_errors_with_file_names) {
+    const auto d = dir_ / "rules.d";
+    std::filesystem::create_directories(d);
+    std::ofstream(d / "b.yml") << "foo: 1\n";
+    const auto r = run(lint, {d.string()});
+    EXPECT_EQ(r.rc, 1);
+    EXPECT_NE(r.err.find((d / "b.yml").string() + ":1:1:"), std::string::npos) << r.err;
+}
+
+TEST_F(cli, lint_an_empty_directory_exits_2) {
+    const auto d = dir_ / "empty";
+    std::filesystem::create_directories(d);
+    std::ofstream(d / "notes.txt") << "x\n";
+    const auto r = run(lint, {d.string()});
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(r.err, "claimguard lint: no rules files (*.yaml, *.yml) in the directory " + d.string() + "\n");
 }
 
 TEST_F(cli, lint_without_files_exits_2) {
@@ -125,8 +162,9 @@ TEST_F(cli, ddl_refuses_invalid_rules) {
     const auto r = run(ddl, {path});
     EXPECT_EQ(r.rc, 1);
     EXPECT_EQ(r.out, "");
-    EXPECT_EQ(r.err, path + ":1:14: error: claim_rules must be a list of claim rules, each starting with '- ', not "
-                            "a single value\n");
+    EXPECT_EQ(r.err, path +
+                         ":1:14: error: claim_rules must be a list of claim rules, each starting with '- ', not "
+                         "a single value\n");
 }
 
 TEST_F(cli, ddl_missing_file_exits_2) {

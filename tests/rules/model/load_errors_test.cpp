@@ -105,9 +105,10 @@ const error_case stock_cases[] = {
     {"max_refresh_wait_over_five_seconds", with_stock_lines("    read_cache: 50ms\n    max_refresh_wait: 5001ms\n"),
      {"7:23: max_refresh_wait is '5001ms'; it must be at least 1ms and at most 5s"}},
     {"read_cache_words", with_stock_lines("    read_cache: fast\n"),
-     {"6:17: read_cache must be a duration such as 3000ms or 3s (a whole number with unit ms, s, m or h), not 'fast'"}},
+     {"6:17: read_cache: 'fast' is not a duration; expected a number with a unit: 250ms, 1.5s, 2m or 8h (units ms, "
+      "s, m, h)"}},
     {"read_cache_list", with_stock_lines("    read_cache: [50ms]\n"),
-     {"6:17: read_cache needs a duration such as 3000ms or 3s, not a list"}},
+     {"6:17: read_cache needs a duration such as 250ms or 1.5s, not a list"}},
     {"floor_text", with_stock_lines("    floor: abc\n"), {"6:12: floor must be a whole number such as 0, not 'abc'"}},
     {"floor_decimal", with_stock_lines("    floor: 1.5\n"), {"6:12: floor must be a whole number such as 0, not '1.5'"}},
     {"floor_hex", with_stock_lines("    floor: 0x10\n"), {"6:12: floor must be a whole number such as 0, not '0x10'"}},
@@ -184,10 +185,14 @@ const error_case stock_cases[] = {
      {"7:22: max_in_flight is '0', outside the range 1 to 4096",
       "8:22: queue_timeout is '2m'; it must be at least 1ms and at most 1m",
       "9:18: max_queue is '1000001', outside the range 1 to 1000000"}},
+    {"admission_bare_number_has_no_unit",  // issue 22: `queue_timeout: 2` used to lint as 2 ms
+     with_stock_lines("    admission:\n      max_in_flight: 4\n      queue_timeout: 2\n"),
+     {"8:22: queue_timeout: '2' has no unit; expected a number with a unit: 250ms, 1.5s, 2m or 8h (units ms, s, m, "
+      "h)"}},
     {"admission_bad_duration_and_unknown_field",
      with_stock_lines("    admission:\n      max_in_flight: 4\n      queue_timeout: soon\n      max_wait: 1s\n"),
-     {"8:22: queue_timeout must be a duration such as 3000ms or 3s (a whole number with unit ms, s, m or h), not "
-      "'soon'",
+     {"8:22: queue_timeout: 'soon' is not a duration; expected a number with a unit: 250ms, 1.5s, 2m or 8h (units "
+      "ms, s, m, h)",
       "9:7: unknown field 'max_wait' in admission; its fields are: max_in_flight, queue_timeout, max_queue"}},
     {"all_errors_of_a_rule_are_collected", with_stock_lines("    floor: x\n    mode: y\n    price: z\n"),
      {"6:12: floor must be a whole number such as 0, not 'x'", "7:11: mode must be enforce or observe, not 'y'",

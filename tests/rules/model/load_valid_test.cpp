@@ -223,7 +223,7 @@ const valid_case valid_cases[] = {
      [](const rule_set& r) { EXPECT_EQ(claim(r).redis->ttl, std::chrono::milliseconds(3000)); }},
     {"redis_ttl_minutes", claim_with_redis("l:{user_id}:{campaign_id}", "      ttl: 2m\n"),
      [](const rule_set& r) { EXPECT_EQ(claim(r).redis->ttl, std::chrono::milliseconds(120000)); }},
-    {"redis_ttl_plain_number_is_ms", claim_with_redis("l:{user_id}:{campaign_id}", "      ttl: 1500\n"),
+    {"redis_ttl_fraction_of_seconds", claim_with_redis("l:{user_id}:{campaign_id}", "      ttl: 1.5s\n"),
      [](const rule_set& r) { EXPECT_EQ(claim(r).redis->ttl, std::chrono::milliseconds(1500)); }},
     {"redis_ttl_limits", claim_with_redis("l:{user_id}:{campaign_id}", "      ttl: 24h\n"),
      [](const rule_set& r) { EXPECT_EQ(claim(r).redis->ttl, std::chrono::milliseconds(86400000)); }},
@@ -259,7 +259,7 @@ const valid_case valid_cases[] = {
      [](const rule_set& r) { EXPECT_EQ(stock(r).read_cache, std::chrono::milliseconds(50)); }},
     {"read_cache_at_its_bounds", with_stock_lines("    read_cache: 10s\n"),
      [](const rule_set& r) { EXPECT_EQ(stock(r).read_cache, std::chrono::milliseconds(10000)); }},
-    {"read_cache_one_ms", with_stock_lines("    read_cache: 1\n"),
+    {"read_cache_one_ms", with_stock_lines("    read_cache: 1ms\n"),
      [](const rule_set& r) { EXPECT_EQ(stock(r).read_cache, std::chrono::milliseconds(1)); }},
     {"admission", with_stock_lines("    admission:\n      max_in_flight: 4\n      queue_timeout: 2s\n"),
      [](const rule_set& r) {

@@ -93,7 +93,8 @@ struct duration_case {
 };
 
 const duration_case duration_cases[] = {
-    {"bare_number_is_ms", "3000", 3000},
+    {"bare_number_has_no_unit", "3000", std::nullopt},
+    {"bare_zero_has_no_unit", "0", std::nullopt},
     {"ms", "250ms", 250},
     {"seconds", "3s", 3000},
     {"minutes", "2m", 120000},
@@ -102,7 +103,8 @@ const duration_case duration_cases[] = {
     {"empty", "", std::nullopt},
     {"unit_only", "ms", std::nullopt},
     {"space_before_unit", "3 s", std::nullopt},
-    {"fraction", "1.5s", std::nullopt},
+    {"fraction", "1.5s", 1500},
+    {"fraction_of_a_millisecond", "0.5ms", std::nullopt},
     {"negative", "-1s", std::nullopt},
     {"unknown_unit", "3d", std::nullopt},
     {"upper_case_unit", "3MS", std::nullopt},
