@@ -30,6 +30,9 @@ inline constexpr std::string_view admin_port_name = "cg-admin";  // at most 15 c
 inline constexpr std::string_view default_image = "claimguard:0.1.0";
 inline constexpr std::uint16_t default_sidecar_listen_port = 3306;
 inline constexpr std::uint16_t default_sidecar_admin_port = 9090;
+// `claimguard serve`'s default control endpoint (POST /quitquitquit, /-/reload): loopback only, so
+// the preStop hook, which runs in the sidecar's network namespace, is its only caller.
+inline constexpr std::uint16_t sidecar_control_port = 9091;
 // The kubelet probes the admin server over the pod IP, so it cannot stay on loopback.
 inline constexpr std::string_view default_sidecar_admin_address = "0.0.0.0";
 inline constexpr std::int64_t default_run_as_user = 65532;  // the image's non-root user

@@ -85,11 +85,12 @@ json sidecar_container(const injection_config& config, const sidecar_target& tar
     if (target.native) {
         c["restartPolicy"] = "Always";
     } else {
-        // `claimguard shutdown` POSTs /quitquitquit to the admin port (POST only, so no httpGet hook).
+        // `claimguard shutdown` POSTs /quitquitquit to the loopback control port (POST only, so no
+        // httpGet hook; and the kubelet could not reach a loopback port anyway).
         c["lifecycle"] = {{"preStop",
                            {{"exec",
-                             {{"command", json::array({sidecar_binary, "shutdown", "--admin",
-                                                       fmt::format("127.0.0.1:{}", config.admin_port)})}}}}}};
+                             {{"command", json::array({sidecar_binary, "shutdown", "--control",
+                                                       fmt::format("127.0.0.1:{}", sidecar_control_port)})}}}}}};
     }
     return c;
 }

@@ -309,7 +309,7 @@ class SidecarPlain(unittest.TestCase):
         self.assertEqual(sidecar["name"], "claimguard")
         self.assertNotIn("restartPolicy", sidecar)
         self.assertEqual(sidecar["lifecycle"], {"preStop": {"exec": {"command": [
-            "/usr/local/bin/claimguard", "shutdown", "--admin", "127.0.0.1:9090"]}}})
+            "/usr/local/bin/claimguard", "shutdown", "--control", "127.0.0.1:9091"]}}})
 
     def test_kubernetes_1_28_gets_a_plain_container(self):
         self.check_plain(render("sidecar-values.yaml", kube_version="1.28.9"))

@@ -1,12 +1,25 @@
 #!/usr/bin/env python3
-"""The mariadb command-line client through claimguard: output, errors and exit codes equal to direct."""
+"""The mariadb command-line client through claimguard: output, errors and exit codes equal to direct (CliTest),
+and claimguard's own command-line contract (ClaimguardCliTest, issue 22): typed --help with defaults, exit 2
+for usage errors, --version, the last flag wins, one duration syntax, validate --print-config with secrets
+redacted, lint DIR, shutdown over IPv6, and the control endpoints off the admin port and on loopback only.
+
+ClaimguardCliTest needs no database: CLAIMGUARD_BINARY names the binary (set by CMake)."""
 
 import os
 import re
+import shutil
+import signal
+import socket
 import subprocess
 import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
 
 import itlib
+import servers
 
 CLI_TIMEOUT_S = 120
 # Timings the CLI prints with -v: the only part of its output allowed to differ between runs.
@@ -121,6 +134,295 @@ class CliTest(itlib.TransparencyCase):
         self.assert_transparent(lambda t: run_cli(t, ["--batch", "-e", sql], user="ed25519") +
                                 run_cli(t, ["--batch", "-e", sql], user="ed25519", password="nope", database=""),
                                 lambda lines: self.assertIn("cg_ed25519@%\tcgtest", lines))
+
+
+# --- claimguard's own command line (issue 22) -------------------------------------------------------------
+
+SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE_RULES = os.path.join(SOURCE_DIR, "rules", "examples", "coupon.yaml")
+CG_TIMEOUT_S = 30
+START_TIMEOUT_S = 15
+DURATION_FORMS = "250ms, 1.5s, 2m or 8h"
+SECRET = "hunter2-not-in-output"
+
+
+def claimguard(*args, env=None):
+    """(exit code, stdout, stderr) of one claimguard run."""
+    binary = os.environ.get("CLAIMGUARD_BINARY", "")
+    if not binary:
+        raise unittest.SkipTest("CLAIMGUARD_BINARY is not set (run through ctest)")
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("CLAIMGUARD_") or k == "CLAIMGUARD_BINARY"}
+    full_env.update(env or {})
+    r = subprocess.run([binary, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                       env=full_env, timeout=CG_TIMEOUT_S, check=False, text=True)
+    return r.returncode, r.stdout, r.stderr
+
+
+def http(host, port, path, method="GET"):
+    """(status, body); status 0 when nothing answers."""
+    url_host = f"[{host}]" if ":" in host else host
+    req = urllib.request.Request(f"http://{url_host}:{port}{path}", method=method,
+                                 data=b"" if method == "POST" else None)
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+    except (OSError, urllib.error.URLError):
+        return 0, ""
+
+
+def ipv6_loopback():
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.bind(("::1", 0))
+            return True
+    except OSError:
+        return False
+
+
+def free_port_v6():
+    with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+        s.bind(("::1", 0))
+        return s.getsockname()[1]
+
+
+class ClaimguardCliTest(unittest.TestCase):
+    maxDiff = None
+
+    def setUp(self):
+        self.work = tempfile.mkdtemp(prefix="cg-cli-")
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def write(self, name, text):
+        path = os.path.join(self.work, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+
+    def serve(self, *args):
+        """A `claimguard serve` with an unreachable backend (none is needed here); waits for /startup 200 on
+        the admin port when there is one. Returns the process."""
+        binary = os.environ["CLAIMGUARD_BINARY"]
+        log = open(os.path.join(self.work, f"serve-{len(self.procs)}.log"), "wb")  # noqa: SIM115
+        p = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0", "--backend", "127.0.0.1:1", *args],
+                             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        self.procs.append(p)
+        return p
+
+    def log_of(self, index=0):
+        with open(os.path.join(self.work, f"serve-{index}.log"), encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def wait_started(self, p, admin_port):
+        itlib.wait_for(lambda: p.poll() is not None or http("127.0.0.1", admin_port, "/startup")[0] == 200,
+                       START_TIMEOUT_S, "claimguard /startup 200")
+        self.assertIsNone(p.poll(), f"claimguard exited with {p.returncode}: {self.log_of()}")
+
+    # --- --help, --version ----------------------------------------------------------------------------
+
+    def test_help_shows_types_defaults_units_and_groups(self):
+        for command in ("serve", "validate"):
+            rc, out, err = claimguard(command, "--help")
+            self.assertEqual(rc, 0, err)
+            for expected in ("--connect-timeout DURATION=5s", "--idle-timeout DURATION (whole s)=8h",
+                             "--redis-timeout DURATION=50ms", "--max-packet-bytes BYTES=67108864",
+                             "--max-connections COUNT=1024", "--admin HOST:PORT|off=127.0.0.1:9090",
+                             "--control HOST:PORT|off=127.0.0.1:9091", "--backend HOST:PORT",
+                             "--log-level trace|debug|info|warn|error=info",
+                             "--backend-tls-verify, --no-backend-tls-verify   (switch; default true)",
+                             "--redis-tls, --no-redis-tls   (switch; default false)",
+                             "[env CLAIMGUARD_CONNECT_TIMEOUT]", "\nRedis:\n", "\nBackend TLS:\n",
+                             "\nLimits and timeouts:\n"):
+                self.assertIn(expected, out, f"{command} --help")
+            self.assertNotIn("TEXT ...", out, "an option without its type")
+            self.assertNotIn("{true}", out)
+        rc, out, _ = claimguard("shutdown", "--help")
+        self.assertIn("--control HOST:PORT=127.0.0.1:9091", out)
+        self.assertIn("--timeout DURATION=5s", out)
+
+    def test_version_is_the_cmake_project_version(self):
+        with open(os.path.join(SOURCE_DIR, "CMakeLists.txt"), encoding="utf-8") as f:
+            version = re.search(r"project\(claimguard VERSION (\S+)", f.read()).group(1)
+        rc, out, err = claimguard("--version")
+        self.assertEqual((rc, out.strip(), err), (0, f"claimguard {version}", ""))
+
+    # --- exit codes -------------------------------------------------------------------------------------
+
+    def test_every_usage_error_exits_2(self):
+        cases = [("serve", "--bogus"), ("nosuch",), (), ("serve", "--backend"), ("validate", "--threads"),
+                 ("lint",), ("ddl",), ("explain", "--rules", EXAMPLE_RULES), ("check", "--bogus"),
+                 ("inject", "--bogus"), ("shutdown", "--control"), ("shutdown", "--bogus"),
+                 ("serve", "--config", os.path.join(self.work, "missing.yaml")),
+                 ("shutdown", "--timeout", "5", "--control", "127.0.0.1:1"),
+                 ("shutdown", "--control", "no-port")]
+        for args in cases:
+            with self.subTest(args=args):
+                rc, out, err = claimguard(*args)
+                self.assertEqual(rc, 2, f"stdout {out!r} stderr {err!r}")
+                self.assertTrue(err.strip(), "a usage error says why on stderr")
+        # A config error stops serve with 2 too; validate reports it with 1 (it is validate's verdict).
+        rc, _, err = claimguard("serve", "--backend", "127.0.0.1:1", "--max-connections", "0")
+        self.assertEqual(rc, 2, err)
+        rc, _, err = claimguard("validate", "--backend", "127.0.0.1:1", "--max-connections", "0")
+        self.assertEqual(rc, 1, err)
+
+    def test_backend_is_required(self):
+        rc, _, err = claimguard("serve", "--listen", "127.0.0.1:0")
+        self.assertEqual(rc, 2)
+        self.assertIn("backend is required", err)
+        rc, out, err = claimguard("validate", env={"CLAIMGUARD_BACKEND": "db:3306"})
+        self.assertEqual(rc, 0, err)
+
+    # --- flags ------------------------------------------------------------------------------------------
+
+    def effective(self, *args, env=None):
+        rc, out, err = claimguard("validate", "--print-config", *args, env=env)
+        self.assertEqual(rc, 0, f"stdout {out!r} stderr {err!r}")
+        return dict(line.split(": ", 1) for line in out.splitlines() if ": " in line and not line.startswith("#")
+                    and not line.startswith("ok"))
+
+    def test_last_flag_wins_and_booleans_are_switches(self):
+        c = self.effective("--backend", "a:1", "--backend", "b:2", "--threads", "2", "--threads", "3")
+        self.assertEqual((c["backend"], c["threads"]), ("b:2", "3"))
+        base = ("--backend", "a:1")
+        self.assertEqual(self.effective(*base, "--no-watch-rules")["watch_rules"], "false")
+        self.assertEqual(self.effective(*base, "--no-watch-rules", "--watch-rules")["watch_rules"], "true")
+        self.assertEqual(self.effective(*base, "--watch-rules", "--no-watch-rules")["watch_rules"], "false")
+        self.assertEqual(self.effective(*base, "--watch-rules=false")["watch_rules"], "false")
+        self.assertEqual(self.effective(*base, "--redis", "r:1", "--redis-tls")["redis_tls"], "true")
+        self.assertEqual(self.effective(*base, "--redis", "r:1", "--redis-cluster", "true")["redis_cluster"], "true")
+        self.assertEqual(self.effective(*base, "--orphan-kill", "false")["orphan_kill"], "false")
+        self.assertEqual(self.effective(*base)["backend_tls_verify"], "true", "backend TLS is verified by default")
+        self.assertEqual(self.effective(*base, "--no-backend-tls-verify")["backend_tls_verify"], "false")
+        # The repeatable one accumulates.
+        rc, out, err = claimguard("validate", "--print-config", *base, "--rules", EXAMPLE_RULES, "--rules",
+                                  EXAMPLE_RULES)
+        self.assertEqual(out.count(f"  - {EXAMPLE_RULES}"), 2, out + err)
+
+    def test_durations_need_a_unit_in_flags_env_config_and_rules(self):
+        self.assertEqual(self.effective("--backend", "a:1", "--connect-timeout", "1.5s")["connect_timeout"], "1500ms")
+        rc, _, err = claimguard("validate", "--backend", "a:1", "--connect-timeout", "1500")
+        self.assertEqual(rc, 1)
+        self.assertIn("--connect-timeout: connect_timeout: '1500' has no unit", err)
+        self.assertIn(DURATION_FORMS, err)
+        rc, _, err = claimguard("serve", "--backend", "a:1", "--redis-timeout", "50")
+        self.assertEqual(rc, 2)
+        self.assertIn("redis_timeout: '50' has no unit", err)
+        rc, _, err = claimguard("validate", "--backend", "a:1", env={"CLAIMGUARD_IDLE_TIMEOUT": "30"})
+        self.assertEqual(rc, 1)
+        self.assertIn("CLAIMGUARD_IDLE_TIMEOUT: idle_timeout: '30' has no unit", err)
+        config = self.write("c.yaml", "backend: a:1\npacket_timeout: 30\n")
+        rc, _, err = claimguard("validate", "--config", config)
+        self.assertEqual(rc, 1)
+        self.assertIn(f"{config}:2:1: packet_timeout: '30' has no unit", err)
+        with open(EXAMPLE_RULES, encoding="utf-8") as f:
+            text = f.read()
+        head, sep, tail = text.partition("\nclaim_rules:")
+        rules = self.write("r.yaml", head + "\n    admission: {max_in_flight: 4, queue_timeout: 2}\n" + sep + tail)
+        rc, _, err = claimguard("lint", rules)
+        self.assertEqual(rc, 1)
+        self.assertIn("queue_timeout: '2' has no unit", err)
+        self.assertIn(DURATION_FORMS, err)
+
+    def test_print_config_merges_sources_and_redacts_secrets(self):
+        config = self.write("c.yaml", "backend: file:1\nmax_connections: 10\nlog_level: debug\n"
+                                      f"schema_check_password: {SECRET}\n")
+        env = {"CLAIMGUARD_MAX_CONNECTIONS": "20", "CLAIMGUARD_REDIS_PASSWORD": SECRET + "-redis",
+               "CLAIMGUARD_SCHEMA_CHECK_PASSWORD": SECRET + "-env"}
+        rc, out, err = claimguard("validate", "--print-config", "--config", config, "--threads", "4", env=env)
+        self.assertEqual(rc, 0, err)
+        self.assertNotIn(SECRET, out + err)
+        self.assertIn("# schema_check_password: (redacted)", out)
+        self.assertIn("(CLAIMGUARD_REDIS_PASSWORD or redis_password_file): (redacted)", out)
+        c = self.effective("--config", config, "--threads", "4", env=env)
+        self.assertEqual((c["backend"], c["max_connections"], c["log_level"], c["threads"]),
+                         ("file:1", "20", "debug", "4"))
+        # What it prints is a config file: fed back, it gives the same configuration.
+        printed = self.write("printed.yaml", out.split("\nok: ")[0])
+        rc, again, err = claimguard("validate", "--print-config", "--config", printed)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(again.split("\nok: ")[0].replace("(redacted)", "(not set)").split("# Redis password")[0],
+                         out.split("\nok: ")[0].replace("(redacted)", "(not set)").split("# Redis password")[0])
+
+    # --- lint DIR ---------------------------------------------------------------------------------------
+
+    def test_lint_a_configmap_directory(self):
+        mount = os.path.join(self.work, "configmap")
+        stamp = os.path.join(mount, "..2026_01_01_00_00_00.123")
+        os.makedirs(stamp)
+        shutil.copy(EXAMPLE_RULES, os.path.join(stamp, "coupon.yaml"))
+        os.symlink(os.path.basename(stamp), os.path.join(mount, "..data"))
+        os.symlink("..data/coupon.yaml", os.path.join(mount, "coupon.yaml"))
+        rc, out, err = claimguard("lint", mount)
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(out.startswith("ok: 1 stock rules, 1 claim rules"), out)
+        with open(os.path.join(stamp, "broken.yaml"), "w", encoding="utf-8") as f:
+            f.write("stock_rules: [\n")
+        os.symlink("..data/broken.yaml", os.path.join(mount, "broken.yaml"))
+        rc, out, err = claimguard("lint", mount)
+        self.assertEqual(rc, 1, out)
+        self.assertIn(os.path.join(mount, "broken.yaml") + ":", err)
+        rc, _, err = claimguard("lint", self.work + "/empty-dir-that-is-missing")
+        self.assertEqual(rc, 2, err)
+
+    # --- the control surface ------------------------------------------------------------------------------
+
+    def test_control_endpoints_are_not_on_the_admin_port(self):
+        admin, control = servers.free_port(), servers.free_port()
+        p = self.serve("--admin", f"127.0.0.1:{admin}", "--control", f"127.0.0.1:{control}",
+                       "--rules", EXAMPLE_RULES, "--schema-check", "off")
+        self.wait_started(p, admin)
+        for path in ("/quitquitquit", "/-/reload"):
+            self.assertEqual(http("127.0.0.1", admin, path, "POST")[0], 404, f"POST {path} on the admin port")
+        for path in ("/metrics", "/readiness", "/rules"):
+            self.assertEqual(http("127.0.0.1", control, path)[0], 404, f"GET {path} on the control port")
+        self.assertEqual(http("127.0.0.1", admin, "/rules")[0], 200)
+        self.assertEqual(http("127.0.0.1", control, "/-/reload", "POST")[0], 200)
+        self.assertIsNone(p.poll())
+        self.assertEqual(http("127.0.0.1", control, "/quitquitquit", "POST")[0], 200)
+        self.assertEqual(p.wait(timeout=CG_TIMEOUT_S), 0)
+
+    def test_non_loopback_control_is_refused_unless_allowed(self):
+        control = servers.free_port()
+        for address in (f"0.0.0.0:{control}", f"[::]:{control}"):
+            rc, _, err = claimguard("serve", "--listen", "127.0.0.1:0", "--backend", "127.0.0.1:1",
+                                    "--admin", "off", "--control", address)
+            self.assertEqual(rc, 2, err)
+            self.assertIn("is not a loopback address", err)
+        rc, _, err = claimguard("serve", "--backend", "127.0.0.1:1", env={"CLAIMGUARD_CONTROL": f"0.0.0.0:{control}"})
+        self.assertEqual(rc, 2, err)
+        admin = servers.free_port()
+        p = self.serve("--admin", f"127.0.0.1:{admin}", "--control", f"0.0.0.0:{control}",
+                       "--control-allow-non-loopback")
+        self.wait_started(p, admin)
+        rc, out, err = claimguard("shutdown", "--control", f"127.0.0.1:{control}")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(p.wait(timeout=CG_TIMEOUT_S), 0)
+
+    def test_shutdown_over_ipv6(self):
+        if not ipv6_loopback():
+            self.skipTest("no IPv6 loopback here")
+        admin, control = servers.free_port(), free_port_v6()
+        p = self.serve("--admin", f"127.0.0.1:{admin}", "--control", f"[::1]:{control}")
+        self.wait_started(p, admin)
+        rc, out, err = claimguard("shutdown", "--control", f"[::1]:{control}")
+        self.assertEqual((rc, out.strip()), (0, "claimguard is shutting down"), err)
+        self.assertEqual(p.wait(timeout=CG_TIMEOUT_S), 0)
+        # Nothing listens any more: exit 1 and a one-line reason.
+        rc, _, err = claimguard("shutdown", "--control", f"[::1]:{control}", "--timeout", "2s")
+        self.assertEqual(rc, 1)
+        self.assertIn("cannot reach the control endpoint", err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
 
 
 if __name__ == "__main__":

@@ -239,7 +239,7 @@ class DatabaseCode(unittest.TestCase):
         self.wait_database_code(self.proxy)
         self.cluster.sql("DROP PROCEDURE claim_coupon;")
         try:
-            status, body = http(self.proxy.admin_port, "/-/reload", "POST")
+            status, body = http(self.proxy.control_port, "/-/reload", "POST")
             self.assertEqual(status, 200, body)
             before = self.refused("routine")
             with self.connect(self.proxy) as c, c.cursor() as cur:
@@ -253,7 +253,7 @@ class DatabaseCode(unittest.TestCase):
             self.assert_refused(f"UPDATE v_stock SET remain = 5 WHERE campaign_id = {CAMPAIGN}", "view", "v_stock")
         finally:
             self.cluster.sql(CLAIM_PROCEDURE)
-            self.assertEqual(http(self.proxy.admin_port, "/-/reload", "POST")[0], 200)
+            self.assertEqual(http(self.proxy.control_port, "/-/reload", "POST")[0], 200)
 
     # --- the rules against the live schema ---------------------------------------------------------
 
@@ -274,7 +274,7 @@ class DatabaseCode(unittest.TestCase):
                        "readiness 200 with good rules")
         version = json.loads(http(good.admin_port, "/rules")[1])["version"]
         example_rules_with(rules, *TYPO)
-        status, body = http(good.admin_port, "/-/reload", "POST")
+        status, body = http(good.control_port, "/-/reload", "POST")
         self.assertEqual(status, 400, body)
         self.assertIn("counter_column: coupon_stock.remainder: no such column", body)
         self.assertEqual(json.loads(http(good.admin_port, "/rules")[1])["version"], version)
@@ -307,7 +307,7 @@ class DatabaseCode(unittest.TestCase):
         self.cluster.db.stop()
         try:
             # A reload checks again: the database is not there.
-            status, body = http(p.admin_port, "/-/reload", "POST")
+            status, body = http(p.control_port, "/-/reload", "POST")
             self.assertEqual(status, 200, body)  # applied unchecked, checked again until it runs
             itlib.wait_for(lambda: readiness(503, "the schema check could not run"), CLIENT_TIMEOUT_S,
                            "readiness 503: the check could not run")

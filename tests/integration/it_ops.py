@@ -202,14 +202,14 @@ class Ops(unittest.TestCase):
         wait_for(lambda: reloads(proxy.admin_port) >= start + 1, RELOAD_TIMEOUT_S, "SIGHUP reload counted")
         self.assertEqual(reloads(proxy.admin_port), start + 1)
 
-        status, body = http(proxy.admin_port, "/-/reload", method="POST")
+        status, body = http(proxy.control_port, "/-/reload", method="POST")
         self.assertEqual(status, 200, body)
         self.assertEqual(reloads(proxy.admin_port), start + 2)
 
         # A POST with a broken file answers 400 and counts a failure.
         write_file(os.path.join(rules, "coupon.yaml"), "stock_rules: [\n")
         failures = reloads(proxy.admin_port, "failure")
-        status, body = http(proxy.admin_port, "/-/reload", method="POST")
+        status, body = http(proxy.control_port, "/-/reload", method="POST")
         self.assertEqual(status, 400, body)
         self.assertIn("coupon.yaml:", body)
         self.assertEqual(reloads(proxy.admin_port, "failure"), failures + 1)
@@ -273,7 +273,7 @@ class Ops(unittest.TestCase):
 
     def test_shutdown_command_drains_sessions_and_exits_0(self):
         def trigger(proxy):
-            r = run_cli("shutdown", "--admin", f"{servers.HOST}:{proxy.admin_port}")
+            r = run_cli("shutdown", "--control", f"{servers.HOST}:{proxy.control_port}")
             self.assertEqual(r.returncode, 0, f"stdout {r.stdout!r} stderr {r.stderr!r}")
         self.check_graceful_shutdown("shutdown_cmd", trigger)
 
@@ -291,7 +291,7 @@ class Ops(unittest.TestCase):
         with self.assertRaises(pymysql.err.OperationalError):
             self.connect(proxy, user=user, password=WRONG_PASSWORD)
         conn.close()
-        http(proxy.admin_port, "/-/reload", method="POST")
+        http(proxy.control_port, "/-/reload", method="POST")
         proxy.proc.send_signal(signal.SIGTERM)
         self.assertEqual(proxy.proc.wait(timeout=EXIT_TIMEOUT_S), 0)
 

@@ -305,7 +305,7 @@ class Model:
             return
         self.write_rules(okey)
         for p in self.c.proxies:
-            req = urllib.request.Request(f"http://{cluster.HOST}:{p.admin_port}/-/reload", method="POST", data=b"")
+            req = urllib.request.Request(f"http://{cluster.HOST}:{p.control_port}/-/reload", method="POST", data=b"")
             with urllib.request.urlopen(req, timeout=10) as r:
                 if r.status != 200:
                     raise cluster.HarnessError(f"{p.name}: reload answered {r.status}")

@@ -154,7 +154,7 @@ restartPolicy: Always
 lifecycle:
   preStop:
     exec:
-      command: ["/usr/local/bin/claimguard", "shutdown", "--admin", {{ printf "127.0.0.1:%d" $port | quote }}]
+      command: ["/usr/local/bin/claimguard", "shutdown", "--control", "127.0.0.1:9091"]
 {{- end }}
 {{- end }}
 

@@ -58,7 +58,7 @@ TEST(sidecar_container, plain_container_has_a_prestop_hook_and_no_restart_policy
     const json c = sidecar_container(injection_config{}, sidecar_target{"db:3306", "", "r", false});
     EXPECT_FALSE(c.contains("restartPolicy"));
     EXPECT_EQ(c["lifecycle"]["preStop"]["exec"]["command"],
-              (json{"/usr/local/bin/claimguard", "shutdown", "--admin", "127.0.0.1:9090"}));
+              (json{"/usr/local/bin/claimguard", "shutdown", "--control", "127.0.0.1:9091"}));
 }
 
 TEST(sidecar_container, empty_resources_are_left_out) {
