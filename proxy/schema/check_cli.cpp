@@ -45,7 +45,8 @@ CLI::App* add_check_command(CLI::App& app, check_options& o) {
     cmd->add_option("--read-timeout-s", o.read_timeout_s, "Per query (the duplicate scan reads the whole table)")
         ->capture_default_str();
     cmd->add_flag("--tls", o.tls.enabled, "Require TLS to the database");
-    cmd->add_flag("--tls-verify", o.tls.verify, "Verify the database certificate and host name");
+    cmd->add_flag("--tls-verify,!--no-tls-verify", o.tls.verify,
+                  "Verify the database certificate and host name (default; --no-tls-verify only for tests)");
     cmd->add_option("--tls-ca", o.tls.ca_file, "CA bundle (PEM) for the database certificate");
     cmd->add_option("--tls-capath", o.tls.ca_path, "Directory of CA certificates");
     cmd->add_option("--tls-cert", o.tls.cert_file, "Client certificate (PEM)");
@@ -62,8 +63,7 @@ int run_check(const check_options& options, std::ostream& out, std::ostream& err
     if (options.user.empty()) return usage(err, "--user is required");
     const bool tls_files = !options.tls.ca_file.empty() || !options.tls.ca_path.empty() ||
                            !options.tls.cert_file.empty() || !options.tls.key_file.empty();
-    if (!options.tls.enabled && (options.tls.verify || tls_files))
-        return usage(err, "--tls-verify and the --tls-* files need --tls");
+    if (!options.tls.enabled && tls_files) return usage(err, "the --tls-* files need --tls");
 
     connection_options conn;
     try {

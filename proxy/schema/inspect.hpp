@@ -40,7 +40,7 @@ struct database_code_read {
 
 struct tls_options {
     bool enabled = false;   // require TLS (the connection fails if the server does not offer it)
-    bool verify = false;    // verify the server certificate and host name
+    bool verify = true;     // verify the server certificate and host name (issue 22: on by default)
     std::string ca_file;    // CA bundle (PEM); empty: the system's
     std::string ca_path;    // directory of CA certificates
     std::string cert_file;  // client certificate (PEM), for servers that require one

@@ -527,6 +527,11 @@ class BackendTls(unittest.TestCase):
                                                          "CLAIMGUARD_BACKEND_TLS_CA": self.other_ca})
         self.assert_tls_backend_works(unverified.port, "verification off")
 
+        # Verification is the default (issue 22): --backend-tls alone checks the chain, so the wrong CA fails.
+        by_default = self.start_proxy("verified-by-default", "--backend-tls", "--backend-tls-ca", self.other_ca)
+        self.assert_refused_with_err(by_default.port, "verified by default", "certificate verify failed")
+        self.assert_proxy_alive(by_default)
+
         # Verification with the system CAs (no backend_tls_ca) does not trust the throwaway CA either.
         system = self.start_proxy("system-cas", "--backend-tls", "--backend-tls-verify")
         self.assert_refused_with_err(system.port, "system CAs", "certificate verify failed")

@@ -51,6 +51,18 @@ INSTANTIATE_TEST_SUITE_P(
                       password_case{"nothing_set", std::nullopt, {}, ""}),
     [](const auto& info) { return std::string(info.param.name); });
 
+TEST(check_command, no_tls_verify_turns_verification_off) {
+    CLI::App app;
+    check_options o;
+    add_check_command(app, o);
+    std::vector<std::string> args{"check", "--rules", "a.yaml", "--backend", "db:3307", "--user", "u", "--tls",
+                                  "--no-tls-verify"};
+    std::reverse(args.begin(), args.end());
+    app.parse(args);
+    EXPECT_TRUE(o.tls.enabled);
+    EXPECT_FALSE(o.tls.verify);
+}
+
 TEST(check_command, parses_its_options) {
     CLI::App app;
     check_options o;
@@ -68,6 +80,7 @@ TEST(check_command, parses_its_options) {
     EXPECT_EQ(o.database, "shop");
     EXPECT_TRUE(o.json);
     EXPECT_TRUE(o.tls.enabled);
+    EXPECT_TRUE(o.tls.verify) << "check --tls verifies by default (issue 22)";
     EXPECT_EQ(o.tls.ca_file, "ca.pem");
     EXPECT_EQ(o.read_timeout_s, 7u);
     EXPECT_TRUE(o.skip_duplicates);
@@ -156,8 +169,8 @@ std::vector<usage_case> usage_cases() {
     o.database.clear();
     out.push_back({"table_without_schema_and_no_database", o, "pass --database", 2});
     o = valid_options();
-    o.tls.verify = true;
-    out.push_back({"tls_verify_without_tls", o, "need --tls", 2});
+    o.tls.ca_file = "ca.pem";
+    out.push_back({"tls_files_without_tls", o, "need --tls", 2});
     o = valid_options();
     out.push_back({"nothing_listening", o, "connecting to 127.0.0.1:", 2});
     return out;
