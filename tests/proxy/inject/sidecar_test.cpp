@@ -33,11 +33,13 @@ TEST(sidecar_args, no_redis_flag_without_redis) {
     EXPECT_EQ(std::find(args.begin(), args.end(), "--redis"), args.end());
 }
 
-TEST(sidecar_container, prestop_hook_follows_the_admin_port) {
+// Issue 22: /quitquitquit left the admin port for the loopback-only control port, whatever the admin port is.
+TEST(sidecar_container, prestop_hook_targets_the_control_port_not_the_admin_port) {
     injection_config config;
     config.admin_port = 9191;
     const json c = sidecar_container(config, sidecar_target{"db:3306", "", "r", false});
-    EXPECT_EQ(c["lifecycle"]["preStop"]["exec"]["command"][3], "127.0.0.1:9191");
+    EXPECT_EQ(c["lifecycle"]["preStop"]["exec"]["command"][2], "--control");
+    EXPECT_EQ(c["lifecycle"]["preStop"]["exec"]["command"][3], "127.0.0.1:9091");
 }
 
 TEST(sidecar_container, probes_and_ports_follow_the_admin_port) {
