@@ -330,7 +330,8 @@ def startup_auth(args, c, checks):
     with open(password_file, "w", encoding="ascii") as f:
         f.write(wrong + "\n")
     common = [args.claimguard, "serve", "--listen", f"{HOST}:0", "--admin", "off", "--backend", f"{HOST}:1",
-              "--rules", cluster.EXAMPLE_RULES, "--schema-check", "off", "--redis", f"{HOST}:{redis.port}"]
+              "--rules", cluster.EXAMPLE_RULES, "--schema-check", "off", "--redis", f"{HOST}:{redis.port}",
+              "--control", "off"]  # the default 127.0.0.1:9091 would collide with a test beside this one
     r = subprocess.run(common + ["--redis-password-file", password_file], stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=STARTUP_EXIT_TIMEOUT_S, check=False)
     out = r.stdout.decode(errors="replace")
