@@ -194,6 +194,12 @@ void family<Metric>::render(std::string& out) const {
         append_sample(out, *this, values, *child);
 }
 
+template <class Metric>
+void family<Metric>::clear() {
+    const std::lock_guard lock(mutex_);
+    children_.clear();
+}
+
 template class family<counter>;
 template class family<gauge>;
 template class family<histogram>;
@@ -270,11 +276,17 @@ histogram& registry::add_histogram(std::string_view name, std::string_view help,
     return histogram_family(name, help, {}, bounds).with();
 }
 
+void registry::add_collector(std::function<void(std::string&)> collector) {
+    const std::lock_guard lock(mutex_);
+    collectors_.push_back(std::move(collector));
+}
+
 std::string registry::render() const {
     std::string out;
     const std::lock_guard lock(mutex_);
     for (const auto& f : families_)
         f->render(out);
+    for (const auto& c : collectors_) c(out);
     return out;
 }
 

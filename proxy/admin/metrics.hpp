@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -116,6 +117,10 @@ public:
     }
     Metric& with_values(std::span<const std::string_view> values);
 
+    // Drops every child. Only for families whose children nobody keeps a reference to (an info
+    // metric whose labels change on reload, e.g. claimguard_rules_info).
+    void clear();
+
     void render(std::string& out) const override;
 
 private:
@@ -151,6 +156,10 @@ public:
     gauge& add_gauge(std::string_view name, std::string_view help);
     histogram& add_histogram(std::string_view name, std::string_view help, std::span<const double> bounds);
 
+    // Text appended after the families at each render (HELP, TYPE and samples of metrics read
+    // when scraped, e.g. process_* from /proc). Called under the registry's mutex.
+    void add_collector(std::function<void(std::string&)> collector);
+
     // The whole registry in Prometheus text exposition format 0.0.4.
     [[nodiscard]] std::string render() const;
 
@@ -160,7 +169,15 @@ private:
 
     mutable std::mutex mutex_;
     std::vector<std::unique_ptr<family_base>> families_;
+    std::vector<std::function<void(std::string&)>> collectors_;
 };
+
+// The standard process metrics of the Prometheus client libraries, read from /proc at each
+// render: process_cpu_seconds_total, process_resident_memory_bytes, process_virtual_memory_bytes,
+// process_open_fds, process_max_fds, process_start_time_seconds. Nothing where /proc is absent.
+void add_process_collector(registry& r);
+// The same text, for tests and other servers.
+void render_process_metrics(std::string& out);
 
 // The registry rendered on the admin server's /metrics.
 registry& default_registry();
@@ -186,8 +203,10 @@ public:
     // Registers every family in `r` (tests use a fresh registry; the process uses metrics()).
     explicit proxy_metrics(registry& r);
 
-    gauge& client_connections;          // claimguard_client_connections
-    counter& client_connections_total;  // claimguard_client_connections_total
+    gauge& client_connections;             // claimguard_client_connections (open now)
+    counter& client_connections_accepted;  // claimguard_client_connections_accepted_total
+    gauge& backend_connections;            // claimguard_backend_connections (open now)
+    gauge& max_connections;                // claimguard_max_connections (the limit; set at start-up)
     counter& bytes_client_to_backend;   // claimguard_bytes_total{direction="client_to_backend"}
     counter& bytes_backend_to_client;   // claimguard_bytes_total{direction="backend_to_client"}
     histogram& command_duration;        // claimguard_command_duration_seconds

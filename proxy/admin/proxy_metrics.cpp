@@ -45,8 +45,14 @@ counter& proxy_metrics::known_children<N>::get(std::span<const std::string_view,
 
 proxy_metrics::proxy_metrics(registry& r)
     : client_connections(r.add_gauge("claimguard_client_connections", "Client connections currently open.")),
-      client_connections_total(
-          r.add_counter("claimguard_client_connections_total", "Client connections accepted since start.")),
+      // Not claimguard_client_connections_total: in OpenMetrics that counter's family name would be
+      // claimguard_client_connections, the gauge's.
+      client_connections_accepted(
+          r.add_counter("claimguard_client_connections_accepted_total", "Client connections accepted since start.")),
+      backend_connections(r.add_gauge("claimguard_backend_connections",
+                                      "Connections to the database open now (sessions' and claimguard's own).")),
+      max_connections(r.add_gauge("claimguard_max_connections",
+                                  "The max_connections setting: client connections beyond it get ERR 1040.")),
       bytes_client_to_backend(bytes_family(r).with("client_to_backend")),
       bytes_backend_to_client(bytes_family(r).with("backend_to_client")),
       command_duration(r.add_histogram("claimguard_command_duration_seconds",
@@ -83,6 +89,7 @@ proxy_metrics::proxy_metrics(registry& r)
                           "of them: killed, gone, failed, expired, dropped.",
                           {"result"}),
          orphan_results);
+    add_process_collector(r);
 }
 
 counter& proxy_metrics::connections_refused(std::string_view reason) {

@@ -71,7 +71,16 @@ struct redis_metrics {
             r.counter_family("claimguard_redis_redirects_total",
                              "Redis Cluster redirects followed (moved: slot map changed; ask: slot migrating)",
                              {"kind"}),
-            r.add_counter("claimguard_redis_slot_map_refreshes_total", "Redis Cluster slot maps read (CLUSTER SLOTS)")};
+            r.add_counter("claimguard_redis_slot_map_refreshes_total",
+                          "Redis Cluster slot maps read (CLUSTER SLOTS)")};
+        // Every child present at 0 from start-up, so alerts on rate() and increase() see the first event.
+        static const bool children = [] {
+            for (const char* c : {"acquire", "commit", "release"}) (void)m.duration.with(c);
+            for (const char* k : {"connect", "auth", "timeout", "reply", "disconnected"}) (void)m.errors.with(k);
+            for (const char* k : {"moved", "ask"}) (void)m.redirects.with(k);
+            return true;
+        }();
+        (void)children;
         return m;
     }
 };

@@ -2,6 +2,7 @@
 // connection, everything on one strand, certificates re-read when cert-manager renews them.
 #include "proxy/inject/webhook_server.hpp"
 
+#include "proxy/admin/metrics.hpp"
 #include "proxy/inject/patch.hpp"
 
 #include <fmt/format.h>
@@ -51,6 +52,7 @@ constexpr std::string_view application_json = "application/json";
 constexpr std::string_view path_mutate = "/mutate";
 constexpr std::string_view path_mutate_namespace = "/mutate/namespace";
 constexpr std::string_view path_healthz = "/healthz";
+constexpr std::string_view path_metrics = "/metrics";
 constexpr unsigned http_version_11 = 11;
 constexpr std::chrono::milliseconds accept_retry_delay{100};  // after EMFILE and the like
 constexpr std::chrono::milliseconds tls_shutdown_timeout{1000};
@@ -110,6 +112,36 @@ std::shared_ptr<ssl::context> make_context(const std::string& chain_pem, const s
 
 }  // namespace
 
+// The injector's /metrics (Prometheus text, over the same HTTPS listener), one registry per server.
+struct inject_metrics {
+    admin::registry registry;
+    admin::family<admin::counter>& requests =
+        registry.counter_family("claimguard_inject_requests_total",
+                                "AdmissionReview requests received, by path (/mutate, /mutate/namespace).", {"path"});
+    admin::family<admin::counter>& patches = registry.counter_family(
+        "claimguard_inject_patches_total", "Pods given the sidecar, by kind of sidecar (native, plain).", {"sidecar"});
+    admin::counter& not_injected = registry.add_counter(
+        "claimguard_inject_not_injected_total",
+        "Pods that asked for the sidecar and were admitted without it, with a warning (bad annotation, port "
+        "conflict, no backend...).");
+    admin::counter& skipped =
+        registry.add_counter("claimguard_inject_skipped_total",
+                             "Pods admitted unchanged without asking (not opted in, excluded, already "
+                             "injected).");
+    admin::family<admin::counter>& failures = registry.counter_family(
+        "claimguard_inject_failures_total",
+        "Requests answered with an HTTP error instead of a review, by kind (bad_request, media_type).", {"kind"});
+    admin::counter& tls_reloads =
+        registry.add_counter("claimguard_inject_tls_reloads_total", "Serving certificates re-read after a renewal.");
+
+    inject_metrics() {
+        for (const auto path : {path_mutate, path_mutate_namespace}) (void)requests.with(path);
+        for (const auto kind : {"native", "plain"}) (void)patches.with(kind);
+        for (const auto kind : {"bad_request", "media_type"}) (void)failures.with(kind);
+        admin::add_process_collector(registry);
+    }
+};
+
 struct webhook_server::impl : std::enable_shared_from_this<impl> {
     impl(asio::io_context& io, webhook_options options)
         : strand_(asio::make_strand(io)), options_(std::move(options)), acceptor_(strand_) {}
@@ -130,6 +162,7 @@ struct webhook_server::impl : std::enable_shared_from_this<impl> {
 
     mutable std::mutex counters_mutex_;
     webhook_counters counters_;
+    inject_metrics metrics_;
 
     // Everything below is touched on the strand only.
     bool stopped_ = false;
@@ -190,6 +223,7 @@ void webhook_server::impl::maybe_reload_tls() {
         loaded_key_ = std::move(key);
         const std::lock_guard lock(counters_mutex_);
         ++counters_.tls_reloads;
+        metrics_.tls_reloads.inc();
         spdlog::info("inject: reloaded the webhook certificate from {}", options_.tls.cert_file);
     } catch (const std::exception& e) {
         // Half-written files during a swap, or a bad renewal: keep serving the old certificate.
@@ -284,12 +318,22 @@ response webhook_server::impl::handle(const request& req) {
         if (req.method() == http::verb::head) res.body().clear();  // Content-Length stays that of the GET answer
         return res;
     }
+    if (path == path_metrics) {
+        if (req.method() != http::verb::get) {
+            response res = make_response(version, keep_alive, http::status::method_not_allowed, "method not allowed");
+            res.set(http::field::allow, "GET");
+            return res;
+        }
+        return make_response(version, keep_alive, http::status::ok, metrics_.registry.render(),
+                             admin::prometheus_content_type);
+    }
     if (path == path_mutate || path == path_mutate_namespace) {
         if (req.method() != http::verb::post) {
             response res = make_response(version, keep_alive, http::status::method_not_allowed, "method not allowed");
             res.set(http::field::allow, "POST");
             return res;
         }
+        metrics_.requests.with(path).inc();
         return mutate(req, path == path_mutate ? opt_in::pod_annotation : opt_in::namespace_label);
     }
     return make_response(version, keep_alive, http::status::not_found, "not found");
@@ -304,6 +348,7 @@ response webhook_server::impl::mutate(const request& req, opt_in source) {
             const std::lock_guard lock(counters_mutex_);
             ++counters_.bad_requests;
         }
+        metrics_.failures.with(status == http::status::unsupported_media_type ? "media_type" : "bad_request").inc();
         spdlog::warn("inject: {} ({})", why, static_cast<unsigned>(status));
         return make_response(version, keep_alive, status, std::move(why));
     };
@@ -324,6 +369,12 @@ response webhook_server::impl::mutate(const request& req, opt_in source) {
         else if (!plan.warnings.empty())
             ++counters_.refused;
     }
+    if (plan.inject)
+        metrics_.patches.with(plan.native ? "native" : "plain").inc();
+    else if (!plan.warnings.empty())
+        metrics_.not_injected.inc();
+    else
+        metrics_.skipped.inc();
     if (plan.inject)
         spdlog::info("inject: {}: {}", outcome->pod, plan.reason);
     else if (!plan.warnings.empty())

@@ -1,6 +1,8 @@
 // TLS and plain reads/writes toward the database.
 #include "backend_stream.hpp"
 
+#include "proxy/admin/metrics.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ssl.hpp>
@@ -70,7 +72,17 @@ asio::awaitable<backend_stream::result_type> backend_stream::write(asio::const_b
     co_return result_type{aec, sent + n};
 }
 
+void backend_stream::uncount() noexcept {
+    if (!counted_) return;
+    counted_ = false;
+    admin::metrics().backend_connections.dec();
+}
+
 void backend_stream::after_connect(boost::system::error_code& ec) {
+    if (!counted_) {
+        counted_ = true;
+        admin::metrics().backend_connections.inc();
+    }
     const auto protocol = socket_.local_endpoint(ec).protocol();
     if (ec) return;
     const auto fd = socket_.release(ec);

@@ -16,6 +16,9 @@ public:
     using result_type = std::tuple<boost::system::error_code, std::size_t>;
 
     explicit backend_stream(const boost::asio::any_io_executor& ex) : socket_(ex) {}
+    ~backend_stream() { uncount(); }
+    backend_stream(const backend_stream&) = delete;
+    backend_stream& operator=(const backend_stream&) = delete;
 
     boost::asio::ip::tcp::socket& socket() { return socket_; }
     [[nodiscard]] bool is_tls() const { return tls_ != nullptr; }
@@ -29,9 +32,10 @@ public:
     // coroutine goes on without a trip through the scheduler; what is left goes asynchronously.
     boost::asio::awaitable<result_type> write(boost::asio::const_buffer buffer);
 
-    // Once connected: the socket in user non-blocking mode (direct sends never block), registered
-    // again with the reactor so that its epoll set no longer holds EPOLLOUT, which the connect
-    // added: with it, every ACK of the database and every re-arm of a read woke the I/O thread.
+    // Once connected (counted in claimguard_backend_connections until close() or destruction): the socket in user
+    // non-blocking mode (direct sends never block), registered again with the reactor so that its epoll set no longer
+    // holds EPOLLOUT, which the connect added: with it, every ACK of the database and every re-arm of a read woke the
+    // I/O thread.
     void after_connect(boost::system::error_code& ec);
 
     // SO_KEEPALIVE with these times (idle 0: the kernel's defaults). Errors are ignored: keepalive
@@ -46,13 +50,17 @@ public:
         socket_.cancel(ignored);
     }
     void close() {
+        uncount();
         boost::system::error_code ignored;
         socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
         socket_.close(ignored);
     }
 
 private:
+    void uncount() noexcept;
+
     boost::asio::ip::tcp::socket socket_;
+    bool counted_ = false;  // in claimguard_backend_connections
     std::unique_ptr<boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>> tls_;
 };
 

@@ -59,7 +59,12 @@ claim_metrics::claim_metrics()
       read_cache_templates(admin::default_registry().add_gauge("claimguard_read_cache_templates",
                                                                "Reply templates the read cache holds")),
       read_cache_evictions(admin::default_registry().add_counter(
-          "claimguard_read_cache_evictions_total", "Keys and templates the read cache dropped at its limits")) {
+          "claimguard_read_cache_evictions_total", "Keys and templates the read cache dropped at its limits")),
+      duration(admin::default_registry().histogram_family(
+          "claimguard_claim_duration_seconds",
+          "Time from a client command a rule acted on (a take, a claim, a refusal, a cached read) to the end of "
+          "its answer, by rule",
+          {"rule"}, admin::command_duration_buckets)) {
     auto& r = admin::default_registry();
     auto add = [&](std::string_view name, std::string_view help, std::initializer_list<std::string_view> labels) {
         by_name_.emplace(name, &r.counter_family(name, help, labels));
@@ -152,6 +157,7 @@ rule_counters::rule_counters(std::string_view rule, bool observe, bool has_admis
     if (has_read_cache)
         for (std::size_t i = 0; i < read_results.size(); ++i)
             reads[i] = &m.read_cache_reads.with(rule, read_results[i]);
+    duration = &m.duration.with(rule);
 }
 
 claim_counter_table::claim_counter_table(const engine::rules_snapshot& snapshot) {
@@ -203,11 +209,24 @@ void session_counters::follow(const std::shared_ptr<const engine::rules_snapshot
 }
 
 const rule_counters& session_counters::of(std::string_view rule) {
-    if (table_)
-        if (const auto* c = table_->find(rule)) return *c;
-    if (auto it = fallback_.find(rule); it != fallback_.end()) return it->second;
-    if (fallback_.size() >= max_memo) fallback_.clear();
-    return fallback_.try_emplace(std::string(rule), rule, false, false, false).first->second;
+    const rule_counters* found = nullptr;
+    if (table_) found = table_->find(rule);
+    if (found == nullptr) {
+        if (auto it = fallback_.find(rule); it != fallback_.end()) {
+            found = &it->second;
+        } else {
+            if (fallback_.size() >= max_memo) fallback_.clear();
+            found = &fallback_.try_emplace(std::string(rule), rule, false, false, false).first->second;
+        }
+    }
+    touched_ = found->duration;
+    return *found;
+}
+
+void session_counters::command_ended(double seconds) {
+    if (touched_ == nullptr) return;
+    touched_->observe(seconds);
+    touched_ = nullptr;
 }
 
 admin::counter& session_counters::read(const std::shared_ptr<const engine::rules_snapshot>& snapshot,

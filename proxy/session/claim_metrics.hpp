@@ -49,6 +49,8 @@ public:
     admin::gauge& read_cache_keys;
     admin::gauge& read_cache_templates;
     admin::counter& read_cache_evictions;  // claimguard_read_cache_evictions_total
+    // claimguard_claim_duration_seconds{rule}: commands a rule acted on, from the command to the end of its answer.
+    admin::family<admin::histogram>& duration;
 
     // The read cache's evictions() is cumulative: counts what it dropped since the last look.
     void count_read_cache_evictions(std::uint64_t total);
@@ -73,6 +75,7 @@ struct rule_counters {
     std::array<admin::counter*, engine::event_count> would{};
     std::array<admin::counter*, 5> admission{};  // by admission_count
     std::array<admin::counter*, read_results.size()> reads{};
+    admin::histogram* duration = nullptr;  // claimguard_claim_duration_seconds{rule}
 };
 
 // The children of a snapshot's rules (stock and claim rules, by name).
@@ -120,8 +123,13 @@ public:
     // A child of `family` for (rule, values...) not in the table.
     [[nodiscard]] admin::counter& dynamic(admin::family<admin::counter>& family, std::string_view rule,
                                           std::string_view a, std::string_view b = {});
+    // The command ended after `seconds`: observed in claimguard_claim_duration_seconds of the
+    // last rule of() was asked for since the previous call (none: a command no rule acted on).
+    void command_ended(double seconds);
 
 private:
+    // The histogram child of the last rule of() returned during this command (children never move).
+    admin::histogram* touched_ = nullptr;
     static constexpr std::size_t max_memo = 256;
     std::weak_ptr<const engine::rules_snapshot> seen_;  // the snapshot table_ is of (no ABA: a weak_ptr keeps its identity)
     std::shared_ptr<const claim_counter_table> table_;

@@ -29,16 +29,22 @@ struct reload_metrics {
     admin::family<admin::counter>& reloads;
     admin::gauge& stock_rules;
     admin::gauge& claim_rules;
+    admin::family<admin::gauge>& info;
 
     static reload_metrics& get() {
         auto& r = admin::default_registry();
         static reload_metrics m{
-            r.add_gauge("claimguard_rules_last_reload_successful", "1 if the last rules (re)load was valid and applied"),
+            r.add_gauge("claimguard_rules_last_reload_successful",
+                        "1 if the last rules (re)load was valid and applied"),
             r.add_gauge("claimguard_rules_last_reload_success_timestamp_seconds",
                         "Unix time of the last rules load that was applied"),
             r.counter_family("claimguard_rules_reloads_total", "Rules (re)loads by result", {"result"}),
             r.add_gauge("claimguard_rules_stock", "Stock rules active"),
             r.add_gauge("claimguard_rules_claim", "Claim rules active"),
+            r.gauge_family("claimguard_rules_info",
+                           "The rules in use; the value is always 1 (version: the rules' hash, as in /rules and the "
+                           "audit log)",
+                           {"version", "default_mode"}),
         };
         return m;
     }
@@ -114,6 +120,11 @@ std::pair<bool, std::string> rules_reloader::reload(std::string_view trigger) {
                                snapshot->rules.version_hash);
     m.stock_rules.set(static_cast<std::int64_t>(snapshot->rules.stocks.size()));
     m.claim_rules.set(static_cast<std::int64_t>(snapshot->rules.claims.size()));
+    m.info.clear();
+    m.info
+        .with(snapshot->rules.version_hash,
+              snapshot->rules.default_mode == rules::mode::enforce ? "enforce" : "observe")
+        .set(1);
     claim_counter_tables::get().install(snapshot);  // its rules' metric children, before sessions see it
     holder_.replace(std::move(snapshot));  // commands in flight keep the snapshot they started with
     loaded_at_ = unix_now();

@@ -143,6 +143,8 @@ awaitable<void> sweep_ledger(server_state& state) {
             for (const auto& stock : snapshot->rules.stocks) {
                 auto it = units.find(stock.name);
                 waiting.with(stock.name).set(it == units.end() ? 0 : it->second);
+                (void)unclaimed.with(stock.name);  // present at 0 for every stock rule, like the gauge
+                (void)unclaimed_units.with(stock.name);
             }
         for (const auto& t : state.ledger.sweep()) {
             unclaimed.with(t.rule).inc();
@@ -197,7 +199,7 @@ awaitable<void> accept_loop(Acceptor& acceptor, server_state& state, const confi
         }
         ++state.active;
         admin::metrics().client_connections.inc();
-        admin::metrics().client_connections_total.inc();
+        admin::metrics().client_connections_accepted.inc();
         asio::co_spawn(
             ctx,
             [&state, redis, s = client_socket(std::move(socket))]() mutable -> awaitable<void> {
@@ -317,7 +319,7 @@ void listen_on_unix_socket(unix_acceptor& acceptor, const std::string& path) {
 
 int run_server(const config::proxy_options& options) {
     setup_logging(options.log_level, options.log_format);
-    (void)admin::metrics();  // process start time
+    admin::metrics().max_connections.set(static_cast<std::int64_t>(options.max_connections));  // and the start time
     server_state state;
     unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
     for (unsigned i = 0; i < threads; ++i) state.contexts.push_back(std::make_unique<asio::io_context>(1));

@@ -298,7 +298,9 @@ void session::settle_command(engine::command_end& end, clock_type::time_point st
     if (!s.committed_keys.empty()) commit_redis_keys(std::move(s.committed_keys));
     if (!s.dropped.empty()) report_dropped(std::move(s.dropped), s.committed);
     if (s.release_admission) release_admission();
-    admin::metrics().command_duration.observe(std::chrono::duration<double>(clock_type::now() - started).count());
+    const double seconds = std::chrono::duration<double>(clock_type::now() - started).count();
+    admin::metrics().command_duration.observe(seconds);
+    counters_.command_ended(seconds);  // claimguard_claim_duration_seconds of the rule that acted
 }
 
 void session::release_redis_keys(std::vector<engine::redis_hold> keys) {

@@ -224,6 +224,35 @@ TEST_F(webhook_tls, namespace_entry_injects_unannotated_pods) {
     EXPECT_FALSE(json::parse(r.responses[1].body())["response"].contains("patch"));
 }
 
+// Issue 22: the injector's /metrics counts requests by path, patches, skips and failures.
+TEST_F(webhook_tls, metrics_count_requests_patches_and_failures) {
+    webhook_options o = options_with(material());
+    o.injection.cluster_version = {1, 29};
+    running_server server(o);
+    const std::string body = read_fixture("opt_in_native.review.json");
+    auto r = https_exchange(server.port(), material().ca_pem,
+                            {{http::verb::post, "/mutate/namespace?timeout=10s", body},
+                             {http::verb::post, "/mutate", read_fixture("not_opted_in.review.json")},
+                             {http::verb::post, "/mutate", "{", "application/json"},
+                             {http::verb::post, "/mutate", body, "text/plain"},
+                             {http::verb::get, "/metrics", "", ""}});
+    ASSERT_EQ(r.responses.size(), 5u) << r.failed_step << ": " << r.ec.message();
+    const auto& res = r.responses[4];
+    EXPECT_EQ(res.result_int(), 200u);
+    EXPECT_EQ(res[http::field::content_type], "text/plain; version=0.0.4; charset=utf-8");
+    const std::string text = "\n" + res.body();
+    for (const char* line : {"claimguard_inject_requests_total{path=\"/mutate\"} 3",
+                             "claimguard_inject_requests_total{path=\"/mutate/namespace\"} 1",
+                             "claimguard_inject_patches_total{sidecar=\"native\"} 1",
+                             "claimguard_inject_patches_total{sidecar=\"plain\"} 0",
+                             "claimguard_inject_failures_total{kind=\"bad_request\"} 1",
+                             "claimguard_inject_failures_total{kind=\"media_type\"} 1",
+                             "claimguard_inject_tls_reloads_total 0", "# TYPE process_open_fds gauge"})
+        EXPECT_NE(text.find(std::string("\n") + line + "\n"), std::string::npos) << line << text;
+    EXPECT_NE(text.find("\nclaimguard_inject_skipped_total 1\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("\nclaimguard_inject_not_injected_total 0\n"), std::string::npos) << text;
+}
+
 struct status_case {
     const char* name;
     http_request_spec request;

@@ -101,5 +101,28 @@ TEST(claim_metrics, read_cache_evictions_count_what_was_dropped_since_the_last_l
     EXPECT_EQ(m.read_cache_evictions.value(), start + 15);
 }
 
+// Issue 22: every rule's latency histogram exists (at 0) once its snapshot is installed, and a
+// command is observed in the histogram of the rule a counter was looked up for.
+TEST(claim_metrics, duration_per_rule_present_from_load_and_observed_for_the_rule_that_acted) {
+    auto snap = snapshot_with("dur_stock", "dur_claim", false);
+    claim_counter_tables::get().install(snap);
+    const std::string text = admin::default_registry().render();
+    EXPECT_NE(text.find("claimguard_claim_duration_seconds_count{rule=\"dur_stock\"} 0\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("claimguard_claim_duration_seconds_count{rule=\"dur_claim\"} 0\n"), std::string::npos) << text;
+
+    auto& h = claim_metrics::get().duration.with("dur_stock");
+    session_counters counters;
+    counters.follow(snap);
+    counters.command_ended(0.5);  // no rule acted: nothing observed
+    EXPECT_EQ(h.collect().count, 0u);
+    (void)counters.of("dur_stock");
+    counters.command_ended(0.002);
+    EXPECT_EQ(h.collect().count, 1u);
+    EXPECT_DOUBLE_EQ(h.collect().sum, 0.002);
+    counters.command_ended(0.5);  // the next command: no rule again
+    EXPECT_EQ(h.collect().count, 1u);
+    EXPECT_EQ(claim_metrics::get().duration.with("dur_claim").collect().count, 0u);
+}
+
 }  // namespace
 }  // namespace claimguard::session
