@@ -93,10 +93,41 @@ void add_inject_options(CLI::App& cmd, inject_options& o) {
     cmd.add_option("--run-as-user", s.run_as_user, "Sidecar user and group id")->capture_default_str();
     cmd.add_option("--sidecar-arg", s.extra_args,
                    "Extra `claimguard serve` argument (repeatable; use --sidecar-arg=--flag)");
+    cmd.add_option(
+        "--sidecar-unix-socket", s.unix_socket,
+        "Also listen on this unix socket; an emptyDir at its directory in the sidecar and every app container");
+    cmd.add_option("--sidecar-env", o.sidecar_env, "NAME=VALUE in the sidecar's environment (repeatable)");
+    cmd.add_option("--schema-check-secret", s.schema_check_secret,
+                   "Secret (in the pod's namespace) with the schema check's user and password, passed as env");
+    cmd.add_option("--schema-check-user-key", s.schema_check_user_key, "Its key holding the user")
+        ->capture_default_str();
+    cmd.add_option("--schema-check-password-key", s.schema_check_password_key, "Its key holding the password")
+        ->capture_default_str();
+    cmd.add_flag("--hold-application", s.hold_application,
+                 "Plain sidecars: first in the pod with a postStart hook that waits for /startup");
+    cmd.add_flag("--scrape-annotations", s.scrape_annotations, "Add prometheus.io/scrape, port and path annotations");
+    cmd.add_flag("--sidecar-label", s.sidecar_label, "Label injected pods claimguard.io/sidecar=true (PodMonitor)");
+    cmd.add_flag("--redis-cluster", s.redis.cluster, "The Redis host:port list are Redis Cluster seeds");
+    cmd.add_option("--redis-user", s.redis.user, "Redis ACL user");
+    cmd.add_option("--redis-password-secret", s.redis.password_secret,
+                   "Secret (in the pod's namespace) with the Redis password, mounted as a file");
+    cmd.add_option("--redis-password-key", s.redis.password_key, "Its key")->capture_default_str();
+    cmd.add_flag("--redis-tls", s.redis.tls, "Speak TLS to Redis");
+    cmd.add_option("--redis-tls-verify", s.redis.tls_verify, "Verify the Redis certificate")->capture_default_str();
+    cmd.add_option("--redis-tls-server-name", s.redis.tls_server_name, "Expected Redis certificate name");
+    cmd.add_option("--redis-tls-secret", s.redis.tls_secret, "Secret with ca.crt (and tls.crt, tls.key)");
+    cmd.add_flag("--redis-tls-client-certificate", s.redis.tls_client_certificate,
+                 "Also present tls.crt and tls.key from that Secret");
 }
 
 injection_config make_injection_config(const inject_options& o) {
     injection_config c = o.injection;
+    for (const auto& e : o.sidecar_env) {
+        const auto eq = e.find('=');
+        if (eq == std::string::npos)
+            throw std::invalid_argument(fmt::format("--sidecar-env \"{}\": expected NAME=VALUE", e));
+        c.env.push_back({e.substr(0, eq), e.substr(eq + 1)});
+    }
     auto version = parse_k8s_version(o.k8s_version);
     if (!version)
         throw std::invalid_argument(fmt::format("--k8s-version \"{}\": {}", o.k8s_version, version.error().message()));

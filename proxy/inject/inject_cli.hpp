@@ -37,6 +37,7 @@ struct inject_options {
         static_cast<unsigned>(std::chrono::duration_cast<std::chrono::seconds>(default_tls_reload_interval).count());
     unsigned shutdown_delay_s = static_cast<unsigned>(default_shutdown_delay.count());
     injection_config injection;  // the sidecar: image, defaults, resources, extra args
+    std::vector<std::string> sidecar_env;  // NAME=VALUE, into injection.env
 };
 
 // Declares the `inject` subcommand's options on `cmd`, bound to `options`.

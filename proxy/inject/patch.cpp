@@ -117,9 +117,31 @@ std::string pod_display_name(const json& pod, std::string_view ns) {
     return fmt::format("{}/<unnamed>", ns);
 }
 
+// Adds `key: value` under /metadata/<field> for each pair absent there (annotations, labels).
+void add_metadata(json& ops, const json& pod, std::string_view field,
+                  const std::vector<std::pair<std::string, std::string>>& pairs) {
+    const json& metadata = member_or_null(pod, "metadata");
+    const json& existing = member_or_null(metadata, field);
+    json missing = json::object();
+    for (const auto& [k, v] : pairs)
+        if (!existing.is_object() || !existing.contains(k)) missing[k] = v;
+    if (missing.empty()) return;
+    if (!metadata.is_object()) {
+        // build_patch adds /metadata first when it is absent; here it exists.
+        ops.push_back({{"op", "add"}, {"path", fmt::format("/metadata/{}", field)}, {"value", missing}});
+    } else if (!existing.is_object()) {
+        ops.push_back({{"op", "add"}, {"path", fmt::format("/metadata/{}", field)}, {"value", missing}});
+    } else {
+        for (const auto& [k, v] : missing.items())
+            ops.push_back(
+                {{"op", "add"}, {"path", fmt::format("/metadata/{}/{}", field, json_pointer_token(k))}, {"value", v}});
+    }
+}
+
 json build_patch(const json& pod, const injection_config& config, const sidecar_target& target) {
     const json& spec = pod.at("spec");
     json ops = json::array();
+    const bool hold = !target.native && config.hold_application;
     if (target.native) {
         // First, so the app's own init containers (migrations, warm-ups) can use it too.
         const json& init = member_or_null(spec, "initContainers");
@@ -130,15 +152,34 @@ json build_patch(const json& pod, const injection_config& config, const sidecar_
             ops.push_back({{"op", "add"},
                            {"path", "/spec/initContainers"},
                            {"value", json::array({sidecar_container(config, target)})}});
+    } else if (hold) {
+        // First: the kubelet starts containers in order and waits for each postStart hook.
+        ops.push_back({{"op", "add"}, {"path", "/spec/containers/0"}, {"value", sidecar_container(config, target)}});
     } else {
         // Last, so `kubectl logs` and `exec` still default to the app's first container.
         ops.push_back({{"op", "add"}, {"path", "/spec/containers/-"}, {"value", sidecar_container(config, target)}});
     }
+    if (!config.unix_socket.empty()) {
+        // Every app container sees the socket at the same path (after the insert above when held).
+        const json& containers = spec.at("containers");
+        const std::string dir = config.unix_socket.substr(0, std::max<std::size_t>(config.unix_socket.rfind('/'), 1));
+        for (std::size_t i = 0; i < containers.size(); ++i) {
+            const std::size_t at = hold ? i + 1 : i;
+            const json mount = {{"name", socket_volume_name}, {"mountPath", dir}};
+            if (member_or_null(containers[i], "volumeMounts").is_array())
+                ops.push_back(
+                    {{"op", "add"}, {"path", fmt::format("/spec/containers/{}/volumeMounts/-", at)}, {"value", mount}});
+            else
+                ops.push_back({{"op", "add"},
+                               {"path", fmt::format("/spec/containers/{}/volumeMounts", at)},
+                               {"value", json::array({mount})}});
+        }
+    }
+    const json volumes = sidecar_volumes(config, target.rules_configmap);
     if (member_or_null(spec, "volumes").is_array())
-        ops.push_back({{"op", "add"}, {"path", "/spec/volumes/-"}, {"value", rules_volume(target.rules_configmap)}});
+        for (const json& v : volumes) ops.push_back({{"op", "add"}, {"path", "/spec/volumes/-"}, {"value", v}});
     else
-        ops.push_back(
-            {{"op", "add"}, {"path", "/spec/volumes"}, {"value", json::array({rules_volume(target.rules_configmap)})}});
+        ops.push_back({{"op", "add"}, {"path", "/spec/volumes"}, {"value", volumes}});
 
     const json& metadata = member_or_null(pod, "metadata");
     if (!metadata.is_object())
@@ -152,7 +193,74 @@ json build_patch(const json& pod, const injection_config& config, const sidecar_
         ops.push_back({{"op", "add"},
                        {"path", fmt::format("/metadata/annotations/{}", json_pointer_token(annotation_status))},
                        {"value", status_injected}});
+    // The patched pod: metadata and annotations exist from here on.
+    json patched_meta = metadata.is_object() ? metadata : json::object();
+    if (!patched_meta.contains("annotations") || !patched_meta["annotations"].is_object())
+        patched_meta["annotations"] = json::object();
+    const json patched = {{"metadata", patched_meta}};
+    std::vector<std::pair<std::string, std::string>> annotations;
+    if (hold) {
+        // `kubectl logs` and `exec` keep defaulting to the app, not the sidecar now first.
+        const std::string first = string_member(spec.at("containers").at(0), "name").value_or("");
+        if (!first.empty()) annotations.emplace_back("kubectl.kubernetes.io/default-container", first);
+    }
+    if (config.scrape_annotations) {
+        annotations.emplace_back("prometheus.io/scrape", "true");
+        annotations.emplace_back("prometheus.io/port", std::to_string(config.admin_port));
+        annotations.emplace_back("prometheus.io/path", "/metrics");
+    }
+    add_metadata(ops, patched, "annotations", annotations);
+    if (config.sidecar_label) add_metadata(ops, patched, "labels", {{std::string(label_sidecar), "true"}});
     return ops;
+}
+
+// A pod's overrides of the injector's settings (annotation_image ...), or the first error.
+std::optional<std::string> apply_overrides(const json& annotations, injection_config& c, bool& native) {
+    const auto text = [&](std::string_view key) -> std::optional<std::string> {
+        const json& v = member_or_null(annotations, key);
+        if (v.is_null()) return std::nullopt;
+        return v.is_string() ? v.get<std::string>() : v.dump();
+    };
+    const auto bad = [&](std::string_view key, const std::string& value, std::string_view want) {
+        return fmt::format("annotation {} {} is not {}", key, quote_value(value), want);
+    };
+    if (auto v = text(annotation_image)) {
+        if (v->empty() || v->find_first_of(" \t\n\"") != std::string::npos)
+            return bad(annotation_image, *v, "an image");
+        c.image = *v;
+    }
+    const std::pair<std::string_view, std::string*> quantities[] = {
+        {annotation_cpu_request, &c.resources.cpu_request},
+        {annotation_cpu_limit, &c.resources.cpu_limit},
+        {annotation_memory_request, &c.resources.memory_request},
+        {annotation_memory_limit, &c.resources.memory_limit}};
+    for (const auto& [key, field] : quantities)
+        if (auto v = text(key)) {
+            if (!v->empty() && !is_quantity(*v)) return bad(key, *v, "a Kubernetes quantity");
+            *field = *v;
+        }
+    if (auto v = text(annotation_log_level)) {
+        static constexpr std::string_view levels[] = {"trace", "debug", "info", "warn", "error"};
+        if (std::find(std::begin(levels), std::end(levels), *v) == std::end(levels))
+            return bad(annotation_log_level, *v, "trace, debug, info, warn or error");
+        c.extra_args.emplace_back("--log-level");
+        c.extra_args.push_back(*v);
+    }
+    if (auto v = text(annotation_extra_args)) {
+        const json args = json::parse(*v, nullptr, false);
+        if (!args.is_array() || !std::all_of(args.begin(), args.end(), [](const json& a) { return a.is_string(); }))
+            return bad(annotation_extra_args, *v, "a JSON array of strings");
+        for (const json& a : args) c.extra_args.push_back(a.get<std::string>());
+    }
+    if (auto v = text(annotation_sidecar_mode)) {
+        if (*v != "native" && *v != "plain") return bad(annotation_sidecar_mode, *v, "native or plain");
+        native = *v == "native";
+    }
+    if (auto v = text(annotation_hold_application)) {
+        if (*v != "true" && *v != "false") return bad(annotation_hold_application, *v, "\"true\" or \"false\"");
+        c.hold_application = *v == "true";
+    }
+    return std::nullopt;
 }
 
 }  // namespace
@@ -209,8 +317,9 @@ injection_plan plan_injection(const json& pod, std::string_view ns, const inject
     if (conflicts.has_sidecar) return refuse(fmt::format("the pod already has a container named {}", sidecar_name));
     if (member_or_null(spec, "hostNetwork") == true) return refuse("hostNetwork pods share the node's ports");
     if (conflicts.port_owner) return refuse(*conflicts.port_owner);
-    if (has_volume(spec, rules_volume_name))
-        return refuse(fmt::format("the pod already has a volume named {}", rules_volume_name));
+    for (const std::string_view volume :
+         {rules_volume_name, socket_volume_name, redis_auth_volume_name, redis_tls_volume_name})
+        if (has_volume(spec, volume)) return refuse(fmt::format("the pod already has a volume named {}", volume));
 
     sidecar_target target;
     const json& configmap = member_or_null(annotations, annotation_rules_configmap);
@@ -236,10 +345,12 @@ injection_plan plan_injection(const json& pod, std::string_view ns, const inject
     target.redis = std::move(redis.value);
 
     target.native = config.cluster_version >= native_sidecar_version;
+    injection_config effective = config;
+    if (auto error = apply_overrides(annotations, effective, target.native)) return refuse(*error);
     injection_plan plan;
     plan.inject = true;
     plan.native = target.native;
-    plan.patch = build_patch(pod, config, target);
+    plan.patch = build_patch(pod, effective, target);
     plan.reason = fmt::format("injected ({} sidecar, rules ConfigMap {}, backend {})",
                               target.native ? "native" : "plain", target.rules_configmap, target.backend);
     const auto restart = string_member(spec, "restartPolicy");

@@ -27,5 +27,12 @@ struct sidecar_target {
 [[nodiscard]] nlohmann::json sidecar_container(const injection_config& config, const sidecar_target& target);
 // The volume that projects the rules ConfigMap as a directory (watched for ..data swaps).
 [[nodiscard]] nlohmann::json rules_volume(const std::string& configmap);
+// Every volume the sidecar mounts: the rules, then the unix socket's emptyDir and the Redis
+// Secrets when configured.
+[[nodiscard]] nlohmann::json sidecar_volumes(const injection_config& config, const std::string& configmap);
+// The plain sidecar's postStart command when config.hold_application: a bash loop (the image is
+// Debian slim) that asks GET /startup on the admin port until it answers 200, for at most
+// hold_application_timeout_s; the kubelet starts the next container only after it returns.
+[[nodiscard]] std::vector<std::string> hold_application_command(const injection_config& config);
 
 }  // namespace claimguard::inject
