@@ -42,7 +42,7 @@ def helm(*args, check=True):
     return subprocess.run([HELM, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=check)
 
 
-def render(values=None, kube_version=None, sets=()):
+def render(values=None, kube_version=None, sets=(), set_json=(), api_versions=()):
     args = ["template", RELEASE, CHART, "--namespace", NAMESPACE]
     if values:
         args += ["-f", os.path.join(CI, values)]
@@ -50,6 +50,10 @@ def render(values=None, kube_version=None, sets=()):
         args += ["--kube-version", kube_version]
     for s in sets:
         args += ["--set", s]
+    for s in set_json:
+        args += ["--set-json", s]
+    for a in api_versions:
+        args += ["--api-versions", a]
     out = helm(*args)
     return [d for d in yaml.safe_load_all(out.stdout) if d]
 
@@ -301,15 +305,57 @@ class SidecarNative(unittest.TestCase):
 
 class SidecarPlain(unittest.TestCase):
     def check_plain(self, docs):
-        spec = one(docs, "Deployment")["spec"]["template"]["spec"]
+        """Held (sidecar.holdApplicationUntilReady, the default): first, with a postStart wait."""
+        deploy = one(docs, "Deployment")
+        spec = deploy["spec"]["template"]["spec"]
         wl = workload_values()
         self.assertEqual(spec["initContainers"], wl["initContainers"])
-        self.assertEqual(spec["containers"][:-1], wl["containers"])
-        sidecar = spec["containers"][-1]
+        self.assertEqual(spec["containers"][1:], wl["containers"])
+        sidecar = spec["containers"][0]
         self.assertEqual(sidecar["name"], "claimguard")
         self.assertNotIn("restartPolicy", sidecar)
-        self.assertEqual(sidecar["lifecycle"], {"preStop": {"exec": {"command": [
-            "/usr/local/bin/claimguard", "shutdown", "--control", "127.0.0.1:9091"]}}})
+        self.assertEqual(sidecar["lifecycle"]["preStop"], {"exec": {"command": [
+            "/usr/local/bin/claimguard", "shutdown", "--control", "127.0.0.1:9091"]}})
+        command = sidecar["lifecycle"]["postStart"]["exec"]["command"]
+        self.assertEqual(command[:2], ["/bin/bash", "-c"])
+        self.assertIn("exec 3<>/dev/tcp/127.0.0.1/9090", command[2])
+        self.assertIn("printf 'GET /startup HTTP/1.0\\r\\n\\r\\n' >&3", command[2])
+        annotations = deploy["spec"]["template"]["metadata"]["annotations"]
+        self.assertEqual(annotations["kubectl.kubernetes.io/default-container"], wl["containers"][0]["name"])
+
+    def test_hold_off_puts_the_sidecar_last_without_a_post_start(self):
+        docs = render("sidecar-values.yaml", kube_version="1.28.9", sets=["sidecar.holdApplicationUntilReady=false"])
+        deploy = one(docs, "Deployment")
+        spec = deploy["spec"]["template"]["spec"]
+        self.assertEqual(spec["containers"][:-1], workload_values()["containers"])
+        self.assertEqual(list(spec["containers"][-1]["lifecycle"]), ["preStop"])
+        self.assertNotIn("kubectl.kubernetes.io/default-container", deploy["spec"]["template"]["metadata"]["annotations"])
+
+    def test_the_post_start_wait_really_waits_for_startup(self):
+        """Runs the rendered hook against a local HTTP server that answers 503 twice, then 200."""
+        import http.server
+        import threading
+        answers = [503, 503, 200]
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(answers.pop(0) if len(answers) > 1 else answers[0])
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            docs = render("sidecar-values.yaml", kube_version="1.28.9",
+                          sets=[f"sidecar.admin.port={server.server_port}"])
+            command = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["lifecycle"]["postStart"]
+            out = subprocess.run(command["exec"]["command"], timeout=30, stderr=subprocess.PIPE, text=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertEqual(answers, [200], "the hook returned before /startup answered 200")
+        finally:
+            server.shutdown()
 
     def test_kubernetes_1_28_gets_a_plain_container(self):
         self.check_plain(render("sidecar-values.yaml", kube_version="1.28.9"))
@@ -330,22 +376,22 @@ class SidecarUnixSocket(unittest.TestCase):
         docs = render("sidecar-values.yaml", kube_version="1.28.9",
                       sets=["sidecar.unixSocket=/var/run/claimguard/mysql.sock"])
         spec = one(docs, "Deployment")["spec"]["template"]["spec"]
-        sidecar = spec["containers"][-1]
+        sidecar = spec["containers"][0]  # held: first
         args = sidecar["args"]
         self.assertEqual(args[args.index("--listen-unix") + 1], "/var/run/claimguard/mysql.sock")
         self.assertIn({"name": "claimguard-socket", "mountPath": "/var/run/claimguard"}, sidecar["volumeMounts"])
         self.assertIn({"name": "claimguard-socket", "emptyDir": {"medium": "Memory"}}, spec["volumes"])
 
-    def test_refused_in_webhook_mode_and_relative_paths(self):
-        code, err = render_error(sets=["sidecar.unixSocket=/var/run/claimguard/mysql.sock"])
-        self.assertNotEqual(code, 0)
-        self.assertIn("sidecar.unixSocket applies to mode: sidecar", err)
+    def test_webhook_mode_passes_it_to_the_injector_and_relative_paths_are_refused(self):
+        args = one(render(sets=["sidecar.unixSocket=/var/run/claimguard/mysql.sock"]),
+                   "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+        self.assertEqual(arg_after(args, "--sidecar-unix-socket"), ["/var/run/claimguard/mysql.sock"])
         code, err = render_error("sidecar-values.yaml", sets=["sidecar.unixSocket=mysql.sock"])
         self.assertNotEqual(code, 0, err)
 
     def test_off_by_default(self):
         spec = one(render("sidecar-values.yaml", kube_version="1.28.9"), "Deployment")["spec"]["template"]["spec"]
-        self.assertNotIn("--listen-unix", spec["containers"][-1]["args"])
+        self.assertNotIn("--listen-unix", spec["containers"][0]["args"])
         self.assertNotIn("claimguard-socket", [v["name"] for v in spec["volumes"]])
 
 
@@ -403,8 +449,13 @@ class SchemaAndChecks(unittest.TestCase):
         ("sidecar mode without containers", None, ["mode=sidecar", "workload.backend=db:3306"], [],
          "needs workload.containers"),
         ("sidecar mode without backend", "sidecar-values.yaml", ["workload.backend="], [], "needs workload.backend"),
-        ("redis auth in webhook mode", None, ["redis.passwordSecret.name=redis-auth"], [],
-         "applies to mode: sidecar"),
+        ("secret env in webhook mode", None, [],
+         ['sidecar.env=[{"name":"X","valueFrom":{"secretKeyRef":{"name":"s","key":"k"}}}]'], "plain values only"),
+        ("bad env name", None, [], ['sidecar.env=[{"name":"1X","value":"v"}]'], "name"),
+        ("unknown monitoring key", None, ["monitoring.grafana=true"], [], "grafana"),
+        ("bad pod monitor interval", None, ["monitoring.podMonitor.interval=often"], [], "interval"),
+        ("redis client certificate without a secret in webhook mode", None,
+         ["redis.tls.enabled=true", "redis.tls.clientCertificate=true"], [], "needs redis.tls.secret"),
         ("redis seed list without cluster", "sidecar-values.yaml", ["workload.redis=a:1\\,b:2"], [],
          "set redis.cluster: true"),
         ("redis client certificate without a secret", "sidecar-values.yaml",
@@ -426,15 +477,15 @@ class SidecarMatchesWebhook(unittest.TestCase):
     """The chart's sidecar mode renders, field for field, the container the webhook injects when
     run with the flags the chart's webhook mode passes (same values)."""
 
-    def render_pair(self, kube_version, extra_sets):
+    def render_pair(self, kube_version, extra_sets, set_json=()):
         sets = ["image.repository=registry.example/claimguard", "image.tag=0.1.0",
                 "webhook.defaults.backend=mysql.shop.svc:3306", "webhook.defaults.redis=redis.shop.svc:6379",
                 "webhook.defaults.rulesConfigMap=coupon-rules", "sidecar.extraArgs={--log-level,debug}"] + extra_sets
-        webhook = render(None, kube_version=kube_version, sets=sets)
+        webhook = render(None, kube_version=kube_version, sets=sets, set_json=set_json)
         inject_args = one(webhook, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"][1:]
         sidecar = render("sidecar-values.yaml", kube_version=kube_version,
                          sets=sets + ["workload.backend=mysql.shop.svc:3306", "workload.redis=redis.shop.svc:6379",
-                                      "workload.rulesConfigMap=coupon-rules"])
+                                      "workload.rulesConfigMap=coupon-rules"], set_json=set_json)
         chart_pod = one(sidecar, "Deployment")["spec"]["template"]["spec"]
         app_pod = {"metadata": {"name": "coupon-api-0", "annotations": {"claimguard.io/inject": "true"}},
                    "spec": {"containers": workload_values()["containers"]}}
@@ -472,8 +523,205 @@ class SidecarMatchesWebhook(unittest.TestCase):
                  "sidecar.resources.requests=null", "sidecar.runAsUser=1001",
                  "sidecar.rulesMountPath=/rules"]
         chart_pod, injected = self.render_pair("1.28.0", extra)
+        # Held by default: the sidecar first, with the same postStart wait.
+        self.assertEqual(self.normalise(chart_pod["containers"][0]),
+                         self.normalise(injected["spec"]["containers"][0]))
+        self.assertIn("postStart", chart_pod["containers"][0]["lifecycle"])
+
+    @unittest.skipUnless(os.environ.get("INJECT_RENDER"), "INJECT_RENDER not set")
+    def test_plain_not_held(self):
+        chart_pod, injected = self.render_pair("1.28.0", ["sidecar.holdApplicationUntilReady=false"])
         self.assertEqual(self.normalise(chart_pod["containers"][-1]),
                          self.normalise(injected["spec"]["containers"][-1]))
+        self.assertNotIn("postStart", chart_pod["containers"][-1]["lifecycle"])
+
+    @unittest.skipUnless(os.environ.get("INJECT_RENDER"), "INJECT_RENDER not set")
+    def test_redis_socket_env_and_schema_check_secret(self):
+        """Issue 22: webhook mode has every Redis and unix-socket option of sidecar mode, env and the check Secret."""
+        extra = ["redis.cluster=true", "redis.user=claimguard", "redis.passwordSecret.name=redis-auth",
+                 "redis.passwordSecret.key=pw", "redis.tls.enabled=true", "redis.tls.verify=false",
+                 "redis.tls.secret=redis-tls", "redis.tls.clientCertificate=true", "redis.tls.serverName=redis.shop",
+                 "sidecar.unixSocket=/var/run/claimguard/mysql.sock", "sidecar.schemaCheckSecret.name=claimguard-check",
+                 "sidecar.schemaCheckSecret.passwordKey=pw"]
+        env = ['sidecar.env=[{"name":"CLAIMGUARD_LOG_FORMAT","value":"json"}]']
+        chart_pod, injected = self.render_pair("1.30.0", extra, env)
+        self.assertEqual(self.normalise(chart_pod["initContainers"][0]),
+                         self.normalise(injected["spec"]["initContainers"][0]))
+        sidecar = chart_pod["initContainers"][0]
+        self.assertEqual(arg_after(sidecar["args"], "--redis-tls-verify"), ["false"])
+        self.assertEqual([e["name"] for e in sidecar["env"]],
+                         ["CLAIMGUARD_LOG_FORMAT", "CLAIMGUARD_SCHEMA_CHECK_USER", "CLAIMGUARD_SCHEMA_CHECK_PASSWORD"])
+        self.assertFalse([a for a in sidecar["args"] if "check" in a], "credentials never in args")
+        chart_volumes = {v["name"]: v for v in chart_pod["volumes"] if v["name"].startswith("claimguard-")}
+        injected_volumes = {v["name"]: v for v in injected["spec"]["volumes"]}
+        self.assertEqual(chart_volumes, injected_volumes)
+        # The injector also mounts the socket's directory in the app's containers.
+        self.assertIn({"name": "claimguard-socket", "mountPath": "/var/run/claimguard"},
+                      injected["spec"]["containers"][0]["volumeMounts"])
+
+FILES = os.path.join(CHART, "files")
+
+
+class Monitoring(unittest.TestCase):
+    """monitoring.*: PodMonitor, ServiceMonitor, PrometheusRule and the dashboard ConfigMap (issue 22)."""
+
+    def test_off_by_default(self):
+        for values, kube in ((None, None), ("sidecar-values.yaml", "1.30.0")):
+            kinds = {d["kind"] for d in render(values, kube_version=kube)}
+            self.assertFalse(kinds & {"PodMonitor", "ServiceMonitor", "PrometheusRule", "NetworkPolicy"}, kinds)
+            self.assertEqual([d for d in render(values, kube_version=kube) if d["metadata"]["name"].endswith("dashboard")],
+                             [])
+
+    def test_prometheus_rule_is_the_plain_rules_file(self):
+        docs = render(sets=["monitoring.prometheusRule.enabled=true", "monitoring.prometheusRule.labels.release=kps"])
+        rule = one(docs, "PrometheusRule")
+        with open(os.path.join(FILES, "alerts", "claimguard.rules.yaml")) as f:
+            plain = yaml.safe_load(f)
+        self.assertEqual(rule["apiVersion"], "monitoring.coreos.com/v1")
+        self.assertEqual(rule["spec"], {"groups": plain["groups"]})
+        self.assertEqual(rule["metadata"]["labels"]["release"], "kps")
+        self.assertEqual(rule["metadata"]["namespace"], NAMESPACE)
+
+    def test_pod_monitor_selects_the_label_every_sidecar_pod_gets(self):
+        docs = render("sidecar-values.yaml", kube_version="1.30.0",
+                      sets=["monitoring.podMonitor.enabled=true", "monitoring.podMonitor.interval=15s"])
+        pm = one(docs, "PodMonitor")
+        pod = one(docs, "Deployment")["spec"]["template"]
+        for k, v in pm["spec"]["selector"]["matchLabels"].items():
+            self.assertEqual(pod["metadata"]["labels"][k], v)
+        self.assertEqual(pm["spec"]["podMetricsEndpoints"], [{"port": "cg-admin", "path": "/metrics", "interval": "15s"}])
+        self.assertEqual(pod["spec"]["initContainers"][0]["ports"][0]["name"], "cg-admin")
+        self.assertEqual(pm["spec"]["namespaceSelector"], {"any": True})
+        # Webhook mode: the injector labels the pods it injects.
+        args = one(render(), "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+        self.assertIn("--sidecar-label", args)
+
+    def test_service_monitor_scrapes_the_injector_over_https_with_its_ca(self):
+        docs = render("webhook-cert-manager-values.yaml", kube_version="1.30.2",
+                      sets=["monitoring.serviceMonitor.enabled=true"])
+        sm = one(docs, "ServiceMonitor")
+        service = one(docs, "Service")
+        cert = one(docs, "Certificate")
+        for k, v in sm["spec"]["selector"]["matchLabels"].items():
+            self.assertEqual(service["metadata"]["labels"][k], v)
+        (ep,) = sm["spec"]["endpoints"]
+        self.assertEqual((ep["port"], ep["scheme"], ep["path"]), (service["spec"]["ports"][0]["name"], "https", "/metrics"))
+        self.assertEqual(ep["tlsConfig"]["ca"]["secret"], {"name": cert["spec"]["secretName"], "key": "ca.crt"})
+        self.assertIn(ep["tlsConfig"]["serverName"], cert["spec"]["dnsNames"])
+        self.assertEqual(by_kind(render("sidecar-values.yaml", kube_version="1.30.0",
+                                        sets=["monitoring.serviceMonitor.enabled=true"]), "ServiceMonitor"), [],
+                         "no injector in sidecar mode")
+
+    def test_dashboard_config_map_is_the_dashboard_file(self):
+        docs = render(sets=["monitoring.dashboard.enabled=true", "monitoring.dashboard.namespace=monitoring"])
+        (cm,) = [d for d in by_kind(docs, "ConfigMap") if "claimguard.json" in d["data"]]
+        with open(os.path.join(FILES, "dashboards", "claimguard.json")) as f:
+            self.assertEqual(json.loads(cm["data"]["claimguard.json"]), json.load(f))
+        self.assertEqual(cm["metadata"]["labels"]["grafana_dashboard"], "1")
+        self.assertEqual(cm["metadata"]["namespace"], "monitoring")
+
+
+class PodMetadata(unittest.TestCase):
+    """Scrape annotations, checksum/rules, the default rules, env and the schema check Secret (issue 22)."""
+
+    def pod(self, sets=(), set_json=()):
+        return one(render("sidecar-values.yaml", kube_version="1.30.0", sets=sets, set_json=set_json),
+                   "Deployment")["spec"]["template"]
+
+    def test_scrape_annotations_and_the_pods_own_values_win(self):
+        meta = self.pod(set_json=['workload.podAnnotations={"prometheus.io/port":"8080"}'])["metadata"]
+        self.assertEqual(meta["annotations"]["prometheus.io/scrape"], "true")
+        self.assertEqual(meta["annotations"]["prometheus.io/port"], "8080")
+        self.assertEqual(meta["annotations"]["prometheus.io/path"], "/metrics")
+        self.assertEqual(self.pod()["metadata"]["annotations"]["prometheus.io/port"], "9090")
+        off = self.pod(["sidecar.scrapeAnnotations=false", "workload.podAnnotations=null"])["metadata"]
+        self.assertFalse([k for k in off["annotations"] if k.startswith("prometheus.io/")])
+        self.assertEqual(off["labels"]["claimguard.io/sidecar"], "true")
+        args = one(render(), "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+        self.assertIn("--scrape-annotations", args)
+        args = one(render(sets=["sidecar.scrapeAnnotations=false"]), "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+        self.assertNotIn("--scrape-annotations", args)
+
+    def test_checksum_rules_only_when_asked(self):
+        self.assertNotIn("checksum/rules", self.pod()["metadata"]["annotations"])
+        a = self.pod(["rules.checksumAnnotation=true"])["metadata"]["annotations"]["checksum/rules"]
+        b = self.pod(["rules.checksumAnnotation=true", "rules.files.extra\\.yaml=stock_rules: []"])["metadata"]["annotations"]["checksum/rules"]
+        self.assertRegex(a, "^[0-9a-f]{16}$")
+        self.assertNotEqual(a, b)
+
+    def test_default_rules_observe(self):
+        cm = one(render(), "ConfigMap")
+        for name, text in cm["data"].items():
+            self.assertEqual(yaml.safe_load(text)["default_mode"], "observe", name)
+
+    def test_env_and_schema_check_credentials_from_a_secret(self):
+        sidecar = self.pod(["sidecar.schemaCheckSecret.name=claimguard-check"],
+                           ['sidecar.env=[{"name":"CLAIMGUARD_LOG_FORMAT","value":"json"},'
+                            '{"name":"TZ","valueFrom":{"configMapKeyRef":{"name":"tz","key":"tz"}}}]'])["spec"]["initContainers"][0]
+        self.assertEqual(sidecar["env"], [
+            {"name": "CLAIMGUARD_LOG_FORMAT", "value": "json"},
+            {"name": "TZ", "valueFrom": {"configMapKeyRef": {"name": "tz", "key": "tz"}}},
+            {"name": "CLAIMGUARD_SCHEMA_CHECK_USER", "valueFrom": {"secretKeyRef": {"name": "claimguard-check", "key": "username"}}},
+            {"name": "CLAIMGUARD_SCHEMA_CHECK_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "claimguard-check", "key": "password"}}}])
+        self.assertFalse([a for a in sidecar["args"] if "schema-check" in a])
+        self.assertNotIn("env", self.pod()["spec"]["initContainers"][0])
+        args = one(render(sets=["sidecar.schemaCheckSecret.name=claimguard-check"],
+                          set_json=['sidecar.env=[{"name":"CLAIMGUARD_LOG_FORMAT","value":"json"}]']),
+                   "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+        self.assertEqual(arg_after(args, "--schema-check-secret"), ["claimguard-check"])
+        self.assertIn("--sidecar-env=CLAIMGUARD_LOG_FORMAT=json", args)
+
+
+class InjectorPlacementAndPolicy(unittest.TestCase):
+    """The injector's spread over nodes and zones; the NetworkPolicies; webhook Redis flags (issue 22)."""
+
+    def test_replicas_spread_over_nodes_and_zones_unless_overridden(self):
+        spec = one(render(), "Deployment")["spec"]["template"]["spec"]
+        term = spec["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
+        self.assertEqual(term["topologyKey"], "kubernetes.io/hostname")
+        labels = one(render(), "Deployment")["spec"]["template"]["metadata"]["labels"]
+        for k, v in term["labelSelector"]["matchLabels"].items():
+            self.assertEqual(labels[k], v)
+        (spread,) = spec["topologySpreadConstraints"]
+        self.assertEqual((spread["topologyKey"], spread["whenUnsatisfiable"]), ("topology.kubernetes.io/zone", "ScheduleAnyway"))
+        own = one(render(set_json=['webhook.affinity={"nodeAffinity":{}}', 'webhook.topologySpreadConstraints=[{"maxSkew":2,'
+                                   '"topologyKey":"k","whenUnsatisfiable":"DoNotSchedule","labelSelector":{}}]']),
+                  "Deployment")["spec"]["template"]["spec"]
+        self.assertEqual(own["affinity"], {"nodeAffinity": {}})
+        self.assertEqual(own["topologySpreadConstraints"][0]["maxSkew"], 2)
+
+    def test_network_policy_for_the_injector(self):
+        docs = render(sets=["networkPolicy.enabled=true"],
+                      set_json=['networkPolicy.webhookFrom=[{"ipBlock":{"cidr":"10.0.0.0/8"}}]'])
+        np = one(docs, "NetworkPolicy")
+        labels = one(docs, "Deployment")["spec"]["template"]["metadata"]["labels"]
+        for k, v in np["spec"]["podSelector"]["matchLabels"].items():
+            self.assertEqual(labels[k], v)
+        self.assertEqual(np["spec"]["ingress"], [{"ports": [{"port": 8443, "protocol": "TCP"}],
+                                                  "from": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}])
+        self.assertEqual(np["spec"]["egress"], [])
+
+    def test_network_policy_for_the_sidecar_mode_workload(self):
+        docs = render("sidecar-values.yaml", kube_version="1.30.0", sets=["networkPolicy.enabled=true"],
+                      set_json=['networkPolicy.workloadIngress=[{"ports":[{"port":8080}]}]'])
+        np = one(docs, "NetworkPolicy")
+        pod_labels = one(docs, "Deployment")["spec"]["template"]["metadata"]["labels"]
+        for k, v in np["spec"]["podSelector"]["matchLabels"].items():
+            self.assertEqual(pod_labels[k], v)
+        self.assertEqual(np["spec"]["ingress"], [{"ports": [{"port": 9090, "protocol": "TCP"}]}, {"ports": [{"port": 8080}]}])
+
+    def test_webhook_mode_redis_and_hold_flags(self):
+        args = one(render(sets=SidecarRedis.SETS[:1] + SidecarRedis.SETS[2:]), "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+        self.assertIn("--redis-cluster", args)
+        self.assertEqual(arg_after(args, "--redis-user"), ["claimguard"])
+        self.assertEqual(arg_after(args, "--redis-password-secret"), ["redis-auth"])
+        self.assertEqual(arg_after(args, "--redis-password-key"), ["pw"])
+        self.assertIn("--redis-tls-verify=true", args)
+        self.assertEqual(arg_after(args, "--redis-tls-secret"), ["redis-tls"])
+        self.assertIn("--redis-tls-client-certificate", args)
+        self.assertIn("--hold-application", args)
+        args = one(render(sets=["sidecar.holdApplicationUntilReady=false"]), "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+        self.assertNotIn("--hold-application", args)
 
 
 class RulesLint(unittest.TestCase):

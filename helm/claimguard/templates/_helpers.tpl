@@ -144,6 +144,21 @@ volumeMounts:
     mountPath: /etc/claimguard/redis-tls
     readOnly: true
   {{- end }}
+{{- $env := $s.env | default list }}
+{{- if or $env $s.schemaCheckSecret.name }}
+env:
+  {{- with $env }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+  {{- with $s.schemaCheckSecret.name }}
+  - name: CLAIMGUARD_SCHEMA_CHECK_USER
+    valueFrom:
+      secretKeyRef: {name: {{ . | quote }}, key: {{ $s.schemaCheckSecret.userKey | quote }}}
+  - name: CLAIMGUARD_SCHEMA_CHECK_PASSWORD
+    valueFrom:
+      secretKeyRef: {name: {{ . | quote }}, key: {{ $s.schemaCheckSecret.passwordKey | quote }}}
+  {{- end }}
+{{- end }}
 {{- if $s.resources }}
 resources:
   {{- toYaml $s.resources | nindent 2 }}
@@ -155,6 +170,29 @@ lifecycle:
   preStop:
     exec:
       command: ["/usr/local/bin/claimguard", "shutdown", "--control", "127.0.0.1:9091"]
+  {{- if $s.holdApplicationUntilReady }}
+  postStart:
+    exec:
+      command: ["/bin/bash", "-c", {{ include "claimguard.holdScript" $port | quote }}]
+  {{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The plain sidecar's postStart wait (holdApplicationUntilReady), byte for byte what the injector
+writes (proxy/inject/sidecar.cpp hold_application_command): GET /startup until 200, 60 s at most.
+Call with the admin port.
+*/}}
+{{- define "claimguard.holdScript" -}}
+{{- printf `for i in $(seq 1 600); do if exec 3<>/dev/tcp/127.0.0.1/%d; then printf 'GET /startup HTTP/1.0\r\n\r\n' >&3; if head -n 1 <&3 | grep -q ' 200 '; then exit 0; fi; exec 3<&-; fi 2>/dev/null; sleep 0.1; done; echo 'claimguard: not started after 60 s' >&2; exit 1` (int .) }}
+{{- end }}
+
+{{/* The labels and annotations of a pod with the sidecar (scrape annotations; the PodMonitor label). */}}
+{{- define "claimguard.scrapeAnnotations" -}}
+{{- if .Values.sidecar.scrapeAnnotations }}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ .Values.sidecar.admin.port | toString | quote }}
+prometheus.io/path: /metrics
 {{- end }}
 {{- end }}
 
