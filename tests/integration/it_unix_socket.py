@@ -238,10 +238,18 @@ class UnixSocket(unittest.TestCase):
             with held[0].cursor() as cur:  # the sessions that got in still work
                 cur.execute("SELECT 1")
                 self.assertEqual(cur.fetchone(), (1,))
+            # Issue 22: the limit, what is open on each side, and the refusals as metrics.
+            port = self.proxy.admin_port
+            self.assertEqual(itlib.metric(port, "claimguard_max_connections"), MAX_CONNECTIONS)
+            self.assertEqual(itlib.metric(port, "claimguard_client_connections"), MAX_CONNECTIONS)
+            self.assertEqual(itlib.metric(port, "claimguard_backend_connections"), MAX_CONNECTIONS)
+            self.assertGreaterEqual(itlib.metric(port, "claimguard_connections_refused_total"), 2)
         finally:
             for c in held:
                 c.close()
         self.wait_sessions_closed()
+        itlib.wait_for(lambda: itlib.metric(self.proxy.admin_port, "claimguard_backend_connections") == 0,
+                       SESSIONS_CLOSED_WITHIN_S, "every backend connection closed")
         self.unix().close()  # room again
 
     def test_socket_in_use_is_not_taken_over(self):

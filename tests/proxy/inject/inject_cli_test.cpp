@@ -83,6 +83,37 @@ TEST(inject_cli, an_empty_value_clears_a_default_resource) {
     EXPECT_EQ(o.injection.resources.memory_request, "32Mi");
 }
 
+// Issue 22: the webhook-mode options the chart passes.
+TEST(inject_cli, webhook_mode_options_fill_the_config) {
+    const injection_config c = make_injection_config(
+        parse({"--k8s-version", "1.28", "--sidecar-unix-socket", "/var/run/claimguard/mysql.sock",
+               "--sidecar-env=CLAIMGUARD_LOG_FORMAT=json", "--sidecar-env", "A=b=c", "--schema-check-secret", "chk",
+               "--schema-check-password-key", "pw", "--hold-application", "--scrape-annotations", "--sidecar-label",
+               "--redis-cluster", "--redis-user", "cg", "--redis-password-secret", "redis-auth", "--redis-tls",
+               "--redis-tls-verify=false", "--redis-tls-secret", "redis-tls", "--redis-tls-client-certificate"}));
+    EXPECT_EQ(c.unix_socket, "/var/run/claimguard/mysql.sock");
+    ASSERT_EQ(c.env.size(), 2u);
+    EXPECT_EQ(c.env[0].name, "CLAIMGUARD_LOG_FORMAT");
+    EXPECT_EQ(c.env[0].value, "json");
+    EXPECT_EQ(c.env[1].name, "A");
+    EXPECT_EQ(c.env[1].value, "b=c");
+    EXPECT_EQ(c.schema_check_secret, "chk");
+    EXPECT_EQ(c.schema_check_user_key, "username");
+    EXPECT_EQ(c.schema_check_password_key, "pw");
+    EXPECT_TRUE(c.hold_application && c.scrape_annotations && c.sidecar_label);
+    EXPECT_TRUE(c.redis.cluster && c.redis.tls && c.redis.tls_client_certificate);
+    EXPECT_FALSE(c.redis.tls_verify);
+    EXPECT_EQ(c.redis.user, "cg");
+    EXPECT_EQ(c.redis.password_secret, "redis-auth");
+    EXPECT_EQ(c.redis.tls_secret, "redis-tls");
+    // Off unless given: the binary's defaults leave pods as before issue 22.
+    const injection_config d = make_injection_config(parse({"--k8s-version", "1.28"}));
+    EXPECT_FALSE(d.hold_application || d.scrape_annotations || d.sidecar_label || d.redis.cluster || d.redis.tls);
+    EXPECT_TRUE(d.env.empty());
+    EXPECT_THROW((void)make_injection_config(parse({"--k8s-version", "1.28", "--sidecar-env", "NOEQUALS"})),
+                 std::invalid_argument);
+}
+
 TEST(inject_cli, k8s_version_is_required) { EXPECT_THROW(parse({"--self-signed"}), CLI::RequiredError); }
 
 struct bad_options_case {
