@@ -201,7 +201,8 @@ json build_patch(const json& pod, const injection_config& config, const sidecar_
     std::vector<std::pair<std::string, std::string>> annotations;
     if (hold) {
         // `kubectl logs` and `exec` keep defaulting to the app, not the sidecar now first.
-        const std::string first = string_member(spec.at("containers").at(0), "name").value_or("");
+        const json& containers = spec.at("containers");
+        const std::string first = containers.empty() ? "" : string_member(containers[0], "name").value_or("");
         if (!first.empty()) annotations.emplace_back("kubectl.kubernetes.io/default-container", first);
     }
     if (config.scrape_annotations) {

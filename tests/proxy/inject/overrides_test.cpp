@@ -156,6 +156,18 @@ TEST(hold_application, plain_sidecar_goes_first_with_a_post_start_wait) {
     EXPECT_FALSE(sidecar_of(native.pod).contains("lifecycle"));
 }
 
+TEST(hold_application, a_pod_with_no_containers_is_still_answered) {
+    auto c = config_for(28);
+    c.hold_application = true;
+    json pod = app_pod();
+    pod["spec"]["containers"] = json::array();
+    const auto plan = plan_injection(pod, "shop", c, opt_in::pod_annotation);  // must not throw
+    ASSERT_TRUE(plan.inject) << plan.reason;
+    const json patched = pod.patch(plan.patch);
+    EXPECT_EQ(patched["spec"]["containers"][0]["name"], "claimguard");
+    EXPECT_FALSE(patched["metadata"]["annotations"].contains("kubectl.kubernetes.io/default-container"));
+}
+
 TEST(hold_application, the_wait_follows_the_admin_port) {
     auto c = config_for(28);
     c.admin_port = 9191;
