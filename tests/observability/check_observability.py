@@ -104,7 +104,8 @@ def scrape_serve():
                     "    read_cache: 100ms\n")
         admin = free_port()
         proc = subprocess.Popen([binary, "serve", "--listen", f"127.0.0.1:{free_port()}", "--backend", "127.0.0.1:9",
-                                 "--admin", f"127.0.0.1:{admin}", "--rules-dir", d, "--redis", "127.0.0.1:9"],
+                                 "--admin", f"127.0.0.1:{admin}", "--control", "off", "--rules-dir", d,
+                                 "--redis", "127.0.0.1:9"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.time() + 15
