@@ -5,6 +5,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
 #include <cerrno>
+#include <optional>
 
 #include "backend_link.hpp"
 #include "client_link.hpp"
@@ -24,6 +25,14 @@ std::pair<std::uint16_t, const char*> client_error_answer(error_code ec) {
     if (ec == proto::errc::packet_too_large) return {er::packet_too_large, "08S01"};
     if (ec == proto::errc::bad_sequence) return {er::packets_out_of_order, "08S01"};
     return {er::malformed_packet, "HY000"};
+}
+
+// What is at the front of `in`: a whole packet, or an error; nullopt when more must be read first.
+std::optional<packet_read> front_packet(packet_buffer& in, std::size_t max_packet_bytes) {
+    auto scan = proto::scan_packet(in.readable(), max_packet_bytes);
+    if (!scan) return packet_read{error_code(scan.error()), proto::packet_span{}};
+    if (scan->raw_size) return packet_read{error_code{}, *scan};
+    return std::nullopt;
 }
 
 }  // namespace
@@ -63,9 +72,7 @@ client_link::client_link(client_socket socket, std::uint64_t session_id, link_de
 
 awaitable<packet_read> client_link::read_packet(bool between_commands) {
     for (;;) {
-        auto scan = proto::scan_packet(in_.readable(), opt_.max_packet_bytes);
-        if (!scan) co_return packet_read{error_code(scan.error()), proto::packet_span{}};
-        if (scan->raw_size) co_return packet_read{error_code{}, *scan};
+        if (auto front = front_packet(in_, opt_.max_packet_bytes)) co_return *front;
         auto space = in_.prepare(std::max(read_chunk_bytes, in_.size()));
         const bool idle = between_commands && in_.size() == 0;
         deadline_.set(idle ? deadline_kind::idle : deadline_kind::packet,
@@ -161,9 +168,7 @@ void client_link::close() {
 
 awaitable<packet_read> backend_link::read_packet() {
     for (;;) {
-        auto scan = proto::scan_packet(in_.readable(), opt_.max_packet_bytes);
-        if (!scan) co_return packet_read{error_code(scan.error()), proto::packet_span{}};
-        if (scan->raw_size) co_return packet_read{error_code{}, *scan};
+        if (auto front = front_packet(in_, opt_.max_packet_bytes)) co_return *front;
         auto space = in_.prepare(std::max(read_chunk_bytes, in_.size()));
         auto [ec, n] = co_await stream_.read_some(asio::buffer(space.data(), space.size()));
         if (ec) co_return packet_read{ec, proto::packet_span{}};
