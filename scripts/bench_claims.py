@@ -47,7 +47,7 @@ class Cell:
     description: str
     flow: str         # claimguard-load --flow
     via: str          # "direct", or the claimguard set-up: "rules_redis", "rules", "relay"
-    safe: bool        # whether DESIGN.md section 2's invariants are expected to hold
+    safe: bool        # whether claimguard's promises are expected to hold
 
 
 CELLS = {
@@ -400,7 +400,7 @@ def render(results, args, commands, facts, variables, started, thread_counts, ce
               "CPU time (from /proc/stat, steal included) that processes other than this benchmark's took during it."
               + (" With several rounds, claims/s lists every round in brackets and the row is the median round."
                  if args.rounds > 1 else ""),
-              "", "What each run left in the tables (checked with SQL as root after the run; DESIGN.md section 2: "
+              "", "What each run left in the tables (checked with SQL as root after the run; claimguard's promises: "
               "rows = stock consumed = claims the app was told, no duplicate rows):", "",
               "| threads | cell | app told claimed | coupon_order rows | stock consumed | duplicate rows | "
               "invariants |",

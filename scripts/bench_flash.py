@@ -197,7 +197,7 @@ def measure(bench, suite, cell, threads):
 
 
 def invariants(r, cell):
-    """DESIGN.md section 2 on what the run left: rows = stock consumed = claims the app was told, one row per
+    """claimguard's promises on what the run left: rows = stock consumed = claims the app was told, one row per
     user, no more rows than the stock."""
     problems = []
     if r["rows"] > r["stock"] or r["remain"] < 0:

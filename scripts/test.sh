@@ -44,7 +44,7 @@ stage "unit tests under ASan+UBSan"
 # redis_cluster: 3+3 redis-server nodes per case, about 2 minutes in all) and the peer suites (label peers)
 # ran in the release stage above; the ASan stages never run them.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900 -LE "integration|incident|helm|apps|redis_cluster|peers|model"
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900 -LE "integration|incident|helm|apps|redis_cluster|peers|model|readme"
 # Also under ASan+UBSan: every test that runs the proxy (two chained proxies, client and backend faults,
 # reloads and shutdown, backend TLS, the incident replays and claim modes). The *_direct incident variants
 # never start claimguard. A server's sanitizer report goes to its log, not to the test's output: the

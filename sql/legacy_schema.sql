@@ -1,4 +1,4 @@
--- The incident's schema as it ran in production (DESIGN.md section 1): coupon_order has no
+-- The incident's schema as it ran in production (see the README): coupon_order has no
 -- UNIQUE index on (user_id, campaign_id), which is how one user got the same coupon twice.
 -- claimguard's fix for that is sql/migrations/001_claimguard_unique_index.sql.
 

@@ -3,6 +3,8 @@
 
 #include "proxy/inject/self_signed.hpp"
 
+#include "proxy/config/duration_flag.hpp"
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
@@ -63,11 +65,10 @@ void add_inject_options(CLI::App& cmd, inject_options& o) {
     cmd.add_option("--log-level", o.log_level, "trace, debug, info, warn, error")->capture_default_str();
     cmd.add_option("--max-connections", o.max_connections, "HTTPS connections at once")->capture_default_str();
     cmd.add_option("--body-limit-bytes", o.body_limit, "Largest AdmissionReview accepted")->capture_default_str();
-    cmd.add_option("--request-timeout-ms", o.request_timeout_ms, "Read or write one request")->capture_default_str();
-    cmd.add_option("--tls-reload-interval-s", o.tls_reload_interval_s, "How often the certificate files are re-read")
-        ->capture_default_str();
-    cmd.add_option("--shutdown-delay-s", o.shutdown_delay_s, "Keep answering this long after SIGTERM")
-        ->capture_default_str();
+    config::add_duration_flag(cmd, "--request-timeout", o.request_timeout, "Read or write one request");
+    config::add_duration_flag(cmd, "--tls-reload-interval", o.tls_reload_interval,
+                              "How often the certificate files are re-read (0s: on every connection)");
+    config::add_duration_flag(cmd, "--shutdown-delay", o.shutdown_delay, "Keep answering this long after SIGTERM");
 
     cmd.add_option("--image", s.image, "The sidecar image")->capture_default_str();
     cmd.add_option("--image-pull-policy", s.image_pull_policy, "Always, IfNotPresent or Never")->capture_default_str();
@@ -83,6 +84,9 @@ void add_inject_options(CLI::App& cmd, inject_options& o) {
     cmd.add_option("--sidecar-admin-address", s.admin_address, "The sidecar's admin address (probed by the kubelet)")
         ->capture_default_str();
     cmd.add_option("--sidecar-admin-port", s.admin_port, "The sidecar's admin port")->capture_default_str();
+    cmd.add_option("--sidecar-control-port", s.control_port,
+                   "The sidecar's control port on 127.0.0.1 (/quitquitquit for the preStop hook, /-/reload)")
+        ->capture_default_str();
     cmd.add_option("--rules-mount-path", s.rules_mount_path, "Where the rules ConfigMap is mounted")
         ->capture_default_str();
     cmd.add_option("--cpu-request", s.resources.cpu_request, "Sidecar CPU request ('' for none)")
@@ -149,8 +153,8 @@ webhook_options make_webhook_options(const inject_options& o) {
     w.injection = make_injection_config(o);
     w.max_connections = o.max_connections;
     w.body_limit = o.body_limit;
-    w.request_timeout = std::chrono::milliseconds(o.request_timeout_ms);
-    w.tls_reload_interval = std::chrono::seconds(o.tls_reload_interval_s);
+    w.request_timeout = o.request_timeout;
+    w.tls_reload_interval = o.tls_reload_interval;
 
     if (o.self_signed) {
         if (!o.tls_cert_file.empty() || !o.tls_key_file.empty())
@@ -198,11 +202,10 @@ int run_inject(const inject_options& options) {
 
     asio::signal_set signals(io, SIGINT, SIGTERM);
     asio::steady_timer delay(io);
-    const auto delay_s = std::chrono::seconds(options.shutdown_delay_s);
     signals.async_wait([&](const boost::system::error_code& ec, int signal) {
         if (ec) return;
-        spdlog::info("inject: signal {}: stopping in {} s", signal, delay_s.count());
-        delay.expires_after(delay_s);
+        spdlog::info("inject: signal {}: stopping in {}", signal, duration::format(options.shutdown_delay));
+        delay.expires_after(options.shutdown_delay);
         delay.async_wait([&](const boost::system::error_code&) {
             server.stop();
             signals.cancel();

@@ -32,11 +32,10 @@ struct inject_options {
     std::string log_level = "info";
     std::size_t max_connections = default_webhook_max_connections;
     std::size_t body_limit = default_webhook_body_limit;
-    unsigned request_timeout_ms = static_cast<unsigned>(default_webhook_request_timeout.count());
-    unsigned tls_reload_interval_s =
-        static_cast<unsigned>(std::chrono::duration_cast<std::chrono::seconds>(default_tls_reload_interval).count());
-    unsigned shutdown_delay_s = static_cast<unsigned>(default_shutdown_delay.count());
-    injection_config injection;  // the sidecar: image, defaults, resources, extra args
+    std::chrono::milliseconds request_timeout = default_webhook_request_timeout;  // --request-timeout 10s
+    std::chrono::milliseconds tls_reload_interval = default_tls_reload_interval;  // --tls-reload-interval 30s
+    std::chrono::milliseconds shutdown_delay = default_shutdown_delay;            // --shutdown-delay 5s
+    injection_config injection;            // the sidecar: image, defaults, resources, extra args
     std::vector<std::string> sidecar_env;  // NAME=VALUE, into injection.env
 };
 

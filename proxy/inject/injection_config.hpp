@@ -60,7 +60,7 @@ inline constexpr std::uint16_t default_sidecar_listen_port = 3306;
 inline constexpr std::uint16_t default_sidecar_admin_port = 9090;
 // `claimguard serve`'s default control endpoint (POST /quitquitquit, /-/reload): loopback only, so
 // the preStop hook, which runs in the sidecar's network namespace, is its only caller.
-inline constexpr std::uint16_t sidecar_control_port = 9091;
+inline constexpr std::uint16_t default_sidecar_control_port = 9091;
 // The kubelet probes the admin server over the pod IP, so it cannot stay on loopback.
 inline constexpr std::string_view default_sidecar_admin_address = "0.0.0.0";
 inline constexpr std::int64_t default_run_as_user = 65532;  // the image's non-root user
@@ -108,6 +108,8 @@ struct injection_config {
     std::uint16_t listen_port = default_sidecar_listen_port;  // the app's 127.0.0.1:<port>
     std::string admin_address{default_sidecar_admin_address};
     std::uint16_t admin_port = default_sidecar_admin_port;
+    // The sidecar's loopback-only control listener (/quitquitquit for the preStop hook, /-/reload).
+    std::uint16_t control_port = default_sidecar_control_port;
     std::string rules_mount_path{default_rules_mount_path};
 
     // Used when the pod has no annotation of its own; empty: the annotation is required.

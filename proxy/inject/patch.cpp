@@ -77,7 +77,7 @@ pod_conflicts find_conflicts(const json& spec, const injection_config& config) {
                 const json& number = member_or_null(p, "containerPort");
                 if (!number.is_number_integer()) continue;
                 const auto port = number.get<std::int64_t>();
-                if (port == config.listen_port || port == config.admin_port || port == sidecar_control_port) {
+                if (port == config.listen_port || port == config.admin_port || port == config.control_port) {
                     found.port_owner = fmt::format("container {} already uses port {}", quote_value(name), port);
                     break;
                 }

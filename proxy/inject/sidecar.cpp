@@ -56,6 +56,11 @@ std::vector<std::string> sidecar_args(const injection_config& config, const side
                                      fmt::format("{}:{}", config.admin_address, config.admin_port),
                                      "--rules-dir",
                                      config.rules_mount_path};
+    // serve's own default is 127.0.0.1:9091: the flag only when the setting moved it (as the chart does).
+    if (config.control_port != default_sidecar_control_port) {
+        args.emplace_back("--control");
+        args.push_back(fmt::format("127.0.0.1:{}", config.control_port));
+    }
     if (!target.redis.empty()) {
         args.emplace_back("--redis");
         args.push_back(target.redis);
@@ -66,13 +71,14 @@ std::vector<std::string> sidecar_args(const injection_config& config, const side
         args.emplace_back(flag);
         args.push_back(std::move(value));
     };
-    if (r.cluster) add("--redis-cluster", "true");
+    // Switches bare (--redis-tls, --no-redis-tls-verify), as the chart writes them.
+    if (r.cluster) args.emplace_back("--redis-cluster");
     if (!r.user.empty()) add("--redis-user", r.user);
     if (!r.password_secret.empty())
         add("--redis-password-file", fmt::format("{}/{}", redis_auth_mount_path, r.password_key));
     if (r.tls) {
-        add("--redis-tls", "true");
-        add("--redis-tls-verify", r.tls_verify ? "true" : "false");
+        args.emplace_back("--redis-tls");
+        if (!r.tls_verify) args.emplace_back("--no-redis-tls-verify");
         if (!r.tls_server_name.empty()) add("--redis-tls-server-name", r.tls_server_name);
         if (!r.tls_secret.empty()) {
             add("--redis-tls-ca", fmt::format("{}/ca.crt", redis_tls_mount_path));
@@ -149,7 +155,7 @@ json sidecar_container(const injection_config& config, const sidecar_target& tar
         c["lifecycle"] = {{"preStop",
                            {{"exec",
                              {{"command", json::array({sidecar_binary, "shutdown", "--control",
-                                                       fmt::format("127.0.0.1:{}", sidecar_control_port)})}}}}}};
+                                                       fmt::format("127.0.0.1:{}", config.control_port)})}}}}}};
         if (config.hold_application)
             c["lifecycle"]["postStart"] = {{"exec", {{"command", hold_application_command(config)}}}};
     }
@@ -181,8 +187,10 @@ void validate(const injection_config& config) {
     if (config.image_pull_policy != "Always" && config.image_pull_policy != "IfNotPresent" &&
         config.image_pull_policy != "Never")
         fail(fmt::format("image pull policy \"{}\": expected Always, IfNotPresent or Never", config.image_pull_policy));
-    if (config.listen_port == 0 || config.admin_port == 0 || config.listen_port == config.admin_port)
-        fail("the sidecar listen and admin ports must be distinct and non-zero");
+    if (config.listen_port == 0 || config.admin_port == 0 || config.control_port == 0 ||
+        config.listen_port == config.admin_port || config.listen_port == config.control_port ||
+        config.admin_port == config.control_port)
+        fail("the sidecar listen, admin and control ports must be distinct and non-zero");
     if (config.admin_address.empty()) fail("the sidecar admin address is empty");
     if (config.rules_mount_path.empty() || config.rules_mount_path.front() != '/')
         fail(fmt::format("rules mount path \"{}\" is not absolute", config.rules_mount_path));

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "proxy/config/duration_flag.hpp"
 #include "proxy/config/proxy_options.hpp"
 #include "proxy/engine/rules_snapshot.hpp"
 #include "proxy/schema/report.hpp"
@@ -41,9 +42,10 @@ CLI::App* add_check_command(CLI::App& app, check_options& o) {
     cmd->add_option("--database", o.database, "The application's database (for tables named without a schema)");
     cmd->add_flag("--json", o.json, "Print the report as JSON");
     cmd->add_flag("--skip-duplicates", o.skip_duplicates, "Do not scan claim tables for existing duplicate rows");
-    cmd->add_option("--connect-timeout-s", o.connect_timeout_s, "Connect timeout")->capture_default_str();
-    cmd->add_option("--read-timeout-s", o.read_timeout_s, "Per query (the duplicate scan reads the whole table)")
-        ->capture_default_str();
+    config::add_duration_flag(*cmd, "--connect-timeout", o.connect_timeout,
+                              "Connect timeout (whole seconds, rounded up)");
+    config::add_duration_flag(*cmd, "--read-timeout", o.read_timeout,
+                              "Per query; the duplicate scan reads the whole table (whole seconds, rounded up)");
     cmd->add_flag("--tls", o.tls.enabled, "Require TLS to the database");
     cmd->add_flag("--tls-verify,!--no-tls-verify", o.tls.verify,
                   "Verify the database certificate and host name (default; --no-tls-verify only for tests)");
@@ -76,8 +78,8 @@ int run_check(const check_options& options, std::ostream& out, std::ostream& err
     conn.user = options.user;
     conn.password = resolve_password(options.password, env);
     conn.database = options.database;
-    conn.connect_timeout = std::chrono::seconds(options.connect_timeout_s);
-    conn.read_timeout = std::chrono::seconds(options.read_timeout_s);
+    conn.connect_timeout = config::whole_seconds_up(options.connect_timeout);
+    conn.read_timeout = config::whole_seconds_up(options.read_timeout);
     conn.tls = options.tls;
 
     const auto loaded = engine::load_rules_files(options.rules_files);

@@ -1,6 +1,7 @@
 // `claimguard check`: is every claim rule backed by a UNIQUE index on the real database?
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <ostream>
@@ -27,8 +28,8 @@ struct check_options {
     std::string database;                 // schema of rule tables named without one
     bool json = false;                    // the JSON report instead of text
     bool skip_duplicates = false;         // do not scan claim tables for duplicate rows
-    unsigned connect_timeout_s = static_cast<unsigned>(default_connect_timeout.count());
-    unsigned read_timeout_s = static_cast<unsigned>(default_read_timeout.count());
+    std::chrono::milliseconds connect_timeout = default_connect_timeout;  // --connect-timeout 10s
+    std::chrono::milliseconds read_timeout = default_read_timeout;        // --read-timeout 5m
     tls_options tls;
 };
 

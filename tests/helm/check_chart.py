@@ -323,6 +323,14 @@ class SidecarPlain(unittest.TestCase):
         annotations = deploy["spec"]["template"]["metadata"]["annotations"]
         self.assertEqual(annotations["kubectl.kubernetes.io/default-container"], wl["containers"][0]["name"])
 
+    def test_control_port_setting_moves_the_flag_and_the_pre_stop_hook(self):
+        """Issue 22: sidecar.controlPort (default 9091) is the sidecar's --control and the preStop hook's target."""
+        spec = one(render("sidecar-values.yaml", kube_version="1.28.9", sets=["sidecar.controlPort=9191"]),
+                   "Deployment")["spec"]["template"]["spec"]
+        sidecar = spec["containers"][0]
+        self.assertEqual(arg_after(sidecar["args"], "--control"), ["127.0.0.1:9191"])
+        self.assertEqual(sidecar["lifecycle"]["preStop"]["exec"]["command"][-1], "127.0.0.1:9191")
+
     def test_hold_off_puts_the_sidecar_last_without_a_post_start(self):
         docs = render("sidecar-values.yaml", kube_version="1.28.9", sets=["sidecar.holdApplicationUntilReady=false"])
         deploy = one(docs, "Deployment")
@@ -407,10 +415,13 @@ class SidecarRedis(unittest.TestCase):
                    "Deployment")["spec"]["template"]["spec"]
         args = spec["initContainers"][0]["args"]
         self.assertEqual(arg_after(args, "--redis"), ["redis-0.redis:6379,redis-1.redis:6379"])
-        self.assertEqual(arg_after(args, "--redis-cluster"), ["true"])
+        # Switches bare: the value after them is the next flag, never "true".
+        self.assertEqual(arg_after(args, "--redis-cluster"), ["--redis-user"])
+        self.assertIn("--redis-tls", args)
+        self.assertNotIn("true", args)
         self.assertEqual(arg_after(args, "--redis-user"), ["claimguard"])
         self.assertEqual(arg_after(args, "--redis-password-file"), ["/etc/claimguard/redis-auth/pw"])
-        self.assertEqual(arg_after(args, "--redis-tls-verify"), ["true"])
+        self.assertNotIn("--no-redis-tls-verify", args)  # verify is the default: nothing written
         self.assertEqual(arg_after(args, "--redis-tls-ca"), ["/etc/claimguard/redis-tls/ca.crt"])
         self.assertEqual(arg_after(args, "--redis-tls-cert"), ["/etc/claimguard/redis-tls/tls.crt"])
         self.assertEqual(arg_after(args, "--redis-tls-server-name"), ["redis.shop"])
@@ -548,7 +559,7 @@ class SidecarMatchesWebhook(unittest.TestCase):
         self.assertEqual(self.normalise(chart_pod["initContainers"][0]),
                          self.normalise(injected["spec"]["initContainers"][0]))
         sidecar = chart_pod["initContainers"][0]
-        self.assertEqual(arg_after(sidecar["args"], "--redis-tls-verify"), ["false"])
+        self.assertIn("--no-redis-tls-verify", sidecar["args"])
         self.assertEqual([e["name"] for e in sidecar["env"]],
                          ["CLAIMGUARD_LOG_FORMAT", "CLAIMGUARD_SCHEMA_CHECK_USER", "CLAIMGUARD_SCHEMA_CHECK_PASSWORD"])
         self.assertFalse([a for a in sidecar["args"] if "check" in a], "credentials never in args")

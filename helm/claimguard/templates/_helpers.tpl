@@ -90,6 +90,10 @@ args:
   - {{ printf "%s:%d" $s.admin.address $port | quote }}
   - --rules-dir
   - {{ $s.rulesMountPath | quote }}
+  {{- if ne (int $s.controlPort) 9091 }}
+  - --control
+  - {{ printf "127.0.0.1:%d" (int $s.controlPort) | quote }}
+  {{- end }}
   {{- with .redis }}
   - --redis
   - {{ . | quote }}
@@ -169,7 +173,7 @@ restartPolicy: Always
 lifecycle:
   preStop:
     exec:
-      command: ["/usr/local/bin/claimguard", "shutdown", "--control", "127.0.0.1:9091"]
+      command: ["/usr/local/bin/claimguard", "shutdown", "--control", {{ printf "127.0.0.1:%d" (int $s.controlPort) | quote }}]
   {{- if $s.holdApplicationUntilReady }}
   postStart:
     exec:
@@ -215,7 +219,6 @@ the defaults, so the chart's sidecar still matches what the webhook injects.
 {{- $r := .Values.redis }}
 {{- if $r.cluster }}
 - --redis-cluster
-- "true"
 {{- end }}
 {{- with $r.user }}
 - --redis-user
@@ -227,9 +230,9 @@ the defaults, so the chart's sidecar still matches what the webhook injects.
 {{- end }}
 {{- if $r.tls.enabled }}
 - --redis-tls
-- "true"
-- --redis-tls-verify
-- {{ $r.tls.verify | toString | quote }}
+{{- if not $r.tls.verify }}
+- --no-redis-tls-verify
+{{- end }}
 {{- with $r.tls.serverName }}
 - --redis-tls-server-name
 - {{ . | quote }}

@@ -73,6 +73,22 @@ TEST(inject_cli, flags_fill_the_options) {
               (std::vector<std::string>{"kube-system", "monitoring", "claimguard-system"}));
 }
 
+// Issue 22: the injector's timeouts take the one duration syntax ("10s", "250ms"); bare numbers are refused.
+TEST(inject_cli, timeouts_are_durations_with_units) {
+    const inject_options o =
+        parse({"--k8s-version", "1.30", "--request-timeout", "2.5s", "--tls-reload-interval", "1m", "--shutdown-delay",
+               "250ms", "--tls-cert", "/c/tls.crt", "--tls-key", "/c/tls.key"});
+    EXPECT_EQ(o.request_timeout, std::chrono::milliseconds(2500));
+    EXPECT_EQ(o.tls_reload_interval, std::chrono::minutes(1));
+    EXPECT_EQ(o.shutdown_delay, std::chrono::milliseconds(250));
+    const webhook_options w = make_webhook_options(o);
+    EXPECT_EQ(w.request_timeout, std::chrono::milliseconds(2500));
+    EXPECT_EQ(w.tls_reload_interval, std::chrono::minutes(1));
+    EXPECT_EQ(parse({"--k8s-version", "1.30"}).shutdown_delay, default_shutdown_delay);
+    EXPECT_THROW(parse({"--k8s-version", "1.30", "--shutdown-delay", "5"}), CLI::ValidationError);
+    EXPECT_THROW(parse({"--k8s-version", "1.30", "--request-timeout-ms", "10"}), CLI::ExtrasError);
+}
+
 TEST(inject_cli, an_empty_value_clears_a_default_resource) {
     // The chart passes every resource flag; an empty value (a separate argument) removes the default.
     const inject_options o =
@@ -85,12 +101,30 @@ TEST(inject_cli, an_empty_value_clears_a_default_resource) {
 
 // Issue 22: the webhook-mode options the chart passes.
 TEST(inject_cli, webhook_mode_options_fill_the_config) {
-    const injection_config c = make_injection_config(
-        parse({"--k8s-version", "1.28", "--sidecar-unix-socket", "/var/run/claimguard/mysql.sock",
-               "--sidecar-env=CLAIMGUARD_LOG_FORMAT=json", "--sidecar-env", "A=b=c", "--schema-check-secret", "chk",
-               "--schema-check-password-key", "pw", "--hold-application", "--scrape-annotations", "--sidecar-label",
-               "--redis-cluster", "--redis-user", "cg", "--redis-password-secret", "redis-auth", "--redis-tls",
-               "--redis-tls-verify=false", "--redis-tls-secret", "redis-tls", "--redis-tls-client-certificate"}));
+    const injection_config c = make_injection_config(parse({"--k8s-version",
+                                                            "1.28",
+                                                            "--sidecar-unix-socket",
+                                                            "/var/run/claimguard/mysql.sock",
+                                                            "--sidecar-env=CLAIMGUARD_LOG_FORMAT=json",
+                                                            "--sidecar-env",
+                                                            "A=b=c",
+                                                            "--schema-check-secret",
+                                                            "chk",
+                                                            "--schema-check-password-key",
+                                                            "pw",
+                                                            "--hold-application",
+                                                            "--scrape-annotations",
+                                                            "--sidecar-label",
+                                                            "--redis-cluster",
+                                                            "--redis-user",
+                                                            "cg",
+                                                            "--redis-password-secret",
+                                                            "redis-auth",
+                                                            "--redis-tls",
+                                                            "--redis-tls-verify=false",
+                                                            "--redis-tls-secret",
+                                                            "redis-tls",
+                                                            "--redis-tls-client-certificate"}));
     EXPECT_EQ(c.unix_socket, "/var/run/claimguard/mysql.sock");
     ASSERT_EQ(c.env.size(), 2u);
     EXPECT_EQ(c.env[0].name, "CLAIMGUARD_LOG_FORMAT");

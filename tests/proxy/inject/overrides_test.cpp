@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <string>
 
 namespace claimguard::inject {
@@ -192,6 +193,28 @@ TEST(scrape_annotations, added_unless_the_pod_has_its_own_and_the_label_for_a_po
     EXPECT_FALSE(off.pod["metadata"].contains("labels"));
 }
 
+// Issue 22: the sidecar's control port is a setting (--sidecar-control-port), not a fixed 9091: the sidecar's
+// --control, the plain sidecar's preStop hook and the pod's port-conflict check all follow it.
+TEST(webhook_mode_options, the_control_port_follows_the_setting) {
+    auto c = config_for(28);  // plain sidecar: the preStop hook posts to the control port
+    c.control_port = 9191;
+    const auto r = inject(app_pod(), c);
+    ASSERT_TRUE(r.plan.inject);
+    const json& s = sidecar_of(r.pod);
+    EXPECT_EQ(args_after(s["args"], "--control"), std::vector<std::string>{"127.0.0.1:9191"});
+    EXPECT_EQ(s["lifecycle"]["preStop"]["exec"]["command"],
+              json::array({"/usr/local/bin/claimguard", "shutdown", "--control", "127.0.0.1:9191"}));
+
+    json pod = app_pod();
+    pod["spec"]["containers"][0]["ports"] = json::array({{{"containerPort", 9191}}});
+    EXPECT_FALSE(inject(pod, c).plan.inject) << "an app container on the control port conflicts";
+    pod["spec"]["containers"][0]["ports"] = json::array({{{"containerPort", 9091}}});
+    EXPECT_TRUE(inject(pod, c).plan.inject) << "9091 is free once the control port moved";
+
+    c.control_port = c.admin_port;
+    EXPECT_THROW(validate(c), std::invalid_argument) << "control and admin ports must differ";
+}
+
 TEST(webhook_mode_options, unix_socket_mounted_in_the_sidecar_and_every_app_container) {
     auto c = config_for(29);
     c.unix_socket = "/var/run/claimguard/mysql.sock";
@@ -220,10 +243,13 @@ TEST(webhook_mode_options, redis_cluster_user_password_and_tls_from_secrets) {
     ASSERT_TRUE(r.plan.inject);
     const json& s = sidecar_of(r.pod);
     const json& args = s["args"];
-    EXPECT_EQ(args_after(args, "--redis-cluster"), std::vector<std::string>{"true"});
+    // Switches bare, as the chart writes them: no "true" value after them.
+    EXPECT_EQ(args_after(args, "--redis-cluster"), std::vector<std::string>{"--redis-user"});
+    EXPECT_NE(std::find(args.begin(), args.end(), "--redis-tls"), args.end());
+    EXPECT_EQ(std::find(args.begin(), args.end(), "true"), args.end());
     EXPECT_EQ(args_after(args, "--redis-user"), std::vector<std::string>{"claimguard"});
     EXPECT_EQ(args_after(args, "--redis-password-file"), std::vector<std::string>{"/etc/claimguard/redis-auth/pw"});
-    EXPECT_EQ(args_after(args, "--redis-tls-verify"), std::vector<std::string>{"false"});
+    EXPECT_NE(std::find(args.begin(), args.end(), "--no-redis-tls-verify"), args.end());
     EXPECT_EQ(args_after(args, "--redis-tls-cert"), std::vector<std::string>{"/etc/claimguard/redis-tls/tls.crt"});
     for (const json& a : args) EXPECT_EQ(a.get<std::string>().find("secret"), std::string::npos) << a;
     const json& volumes = r.pod["spec"]["volumes"];

@@ -1,8 +1,11 @@
 // Unit tests of `claimguard check` that need no database: options, password sources, usage errors.
 #include "proxy/schema/check_cli.hpp"
 
+#include "proxy/config/duration_flag.hpp"
+
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <boost/asio/ip/tcp.hpp>
@@ -11,7 +14,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <unistd.h>
 
 namespace claimguard::schema {
 namespace {
@@ -55,8 +57,8 @@ TEST(check_command, no_tls_verify_turns_verification_off) {
     CLI::App app;
     check_options o;
     add_check_command(app, o);
-    std::vector<std::string> args{"check", "--rules", "a.yaml", "--backend", "db:3307", "--user", "u", "--tls",
-                                  "--no-tls-verify"};
+    std::vector<std::string> args{"check",  "--rules", "a.yaml", "--backend",      "db:3307",
+                                  "--user", "u",       "--tls",  "--no-tls-verify"};
     std::reverse(args.begin(), args.end());
     app.parse(args);
     EXPECT_TRUE(o.tls.enabled);
@@ -67,9 +69,9 @@ TEST(check_command, parses_its_options) {
     CLI::App app;
     check_options o;
     auto* cmd = add_check_command(app, o);
-    std::vector<std::string> args{"check",   "--rules",  "a.yaml",  "--rules",          "b.yaml", "--backend",
-                                  "db:3307", "--user",   "checker", "--database",       "shop",   "--json",
-                                  "--tls",   "--tls-ca", "ca.pem",  "--read-timeout-s", "7",      "--skip-duplicates"};
+    std::vector<std::string> args{"check",   "--rules",  "a.yaml",  "--rules",        "b.yaml", "--backend",
+                                  "db:3307", "--user",   "checker", "--database",     "shop",   "--json",
+                                  "--tls",   "--tls-ca", "ca.pem",  "--read-timeout", "7s",     "--skip-duplicates"};
     std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
     app.parse(args);
     EXPECT_TRUE(cmd->parsed());
@@ -82,8 +84,30 @@ TEST(check_command, parses_its_options) {
     EXPECT_TRUE(o.tls.enabled);
     EXPECT_TRUE(o.tls.verify) << "check --tls verifies by default (issue 22)";
     EXPECT_EQ(o.tls.ca_file, "ca.pem");
-    EXPECT_EQ(o.read_timeout_s, 7u);
+    EXPECT_EQ(o.read_timeout, std::chrono::seconds(7));
+    EXPECT_EQ(o.connect_timeout, default_connect_timeout) << "not given: the default";
     EXPECT_TRUE(o.skip_duplicates);
+}
+
+// Issue 22: check's timeouts take the one duration syntax; a bare number or the old -s names are usage errors.
+TEST(check_command, timeouts_are_durations_with_units) {
+    const auto parse = [](std::vector<std::string> args) {
+        CLI::App app;
+        check_options o;
+        add_check_command(app, o);
+        args.insert(args.begin(), {"check", "--rules", "r.yaml", "--backend", "db:3306", "--user", "u"});
+        std::reverse(args.begin(), args.end());
+        app.parse(args);
+        return o;
+    };
+    EXPECT_EQ(parse({"--connect-timeout", "1.5s", "--read-timeout", "2m"}).connect_timeout,
+              std::chrono::milliseconds(1500));
+    EXPECT_EQ(parse({"--read-timeout", "2m"}).read_timeout, std::chrono::minutes(2));
+    EXPECT_THROW(parse({"--read-timeout", "7"}), CLI::ValidationError) << "a bare number has no unit";
+    EXPECT_THROW(parse({"--read-timeout-s", "7"}), CLI::ExtrasError) << "the old name is gone";
+    // libmysqlclient counts whole seconds: 1500ms waits 2 s, never 0 (no timeout).
+    EXPECT_EQ(config::whole_seconds_up(std::chrono::milliseconds(1500)), std::chrono::seconds(2));
+    EXPECT_EQ(config::whole_seconds_up(std::chrono::milliseconds(0)), std::chrono::seconds(1));
 }
 
 TEST(check_command, requires_rules_backend_and_user) {
@@ -113,8 +137,8 @@ claim_rules:
 std::string write_file(const std::string& name, const std::string& text) {
     // One directory per process: ctest -j runs the cases of this file as separate processes, and
     // one rewriting a file another is reading made the reader see it empty (a flaky exit code).
-    const auto dir = std::filesystem::path(::testing::TempDir()) /
-                     ("claimguard_check_cli_test." + std::to_string(::getpid()));
+    const auto dir =
+        std::filesystem::path(::testing::TempDir()) / ("claimguard_check_cli_test." + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
     const auto path = (dir / name).string();
     std::ofstream(path) << text;
@@ -144,7 +168,7 @@ check_options valid_options() {
     o.user = "checker";
     o.password = "never-printed-secret";
     o.database = "shop";
-    o.connect_timeout_s = 2;
+    o.connect_timeout = std::chrono::seconds(2);
     return o;
 }
 
