@@ -8,6 +8,7 @@
 #include "rules/match/matcher.hpp"
 #include "rules/sql/parser.hpp"
 #include "rules/sql/prefilter.hpp"
+#include "rules/sql/text.hpp"
 #include "rules/sql/values.hpp"
 
 namespace claimguard::engine {
@@ -15,6 +16,18 @@ namespace claimguard::engine {
 namespace match = rules::match;
 namespace sqlns = rules::sql;
 namespace proto = protocol;
+
+namespace {
+
+// The two readings cut the text into the same tokens of the same kinds.
+bool same_tokens(const sqlns::token_vector& a, const sqlns::token_vector& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (a[i].offset != b[i].offset || a[i].length != b[i].length || a[i].kind != b[i].kind) return false;
+    return true;
+}
+
+}  // namespace
 
 void connection_state::server_greeted(bool mariadb, std::uint32_t server_version) {
     lexer_.mariadb = mariadb;
@@ -29,6 +42,67 @@ void connection_state::logged_in(std::string database, sqlns::charset client_cha
 void connection_state::reset() {
     sql_prepared_.clear();
     table_columns_.clear();
+}
+
+void connection_state::forget_sql_mode() { sql_mode_ = mode_state::unknown; }
+
+void connection_state::command_ended(bool failed) {
+    if (failed && sql_mode_set_) forget_sql_mode();  // e.g. ERR 1231: a mode this server does not have
+    sql_mode_set_ = false;
+}
+
+recognition connection_state::sql_mode_arrived(const proto::reply_view* reply, const statement_inputs& in,
+                                               recognised_statement& out) {
+    sql_mode_ = mode_state::unavailable;
+    if (reply != nullptr && reply->kind() == proto::reply_kind::result_set && reply->row_count() == 1)
+        if (auto values = reply->text_values(0); values && !values->empty() && (*values)[0]) {
+            lexer_.ansi_quotes = sqlns::parse_sql_mode(*(*values)[0]).ansi_quotes;
+            sql_mode_ = mode_state::known;
+        }
+    const std::string_view sql = out.parsed.sql;
+    return out.from == recognised_statement::command::prepare ? recognise_prepare(sql, in, out)
+                                                              : recognise_query(sql, in, out);
+}
+
+bool connection_state::must_ask_sql_mode(std::string_view sql, const statement_inputs& in) const {
+    // Only `"` reads differently with ANSI_QUOTES (a string, or a name); `||` reads the same way in
+    // both PIPES_AS_CONCAT modes (rules/sql/values.hpp).
+    if (sql_mode_ != mode_state::unknown || sql.find('"') == std::string_view::npos) return false;
+    // A candidate, or a session statement naming a protected table (`/*!40101 UPDATE ... */`).
+    const auto verdict = in.index.filter().classify(sql);
+    return verdict == sqlns::prefilter_verdict::candidate ||
+           (verdict == sqlns::prefilter_verdict::session && in.index.filter().names_protected(sql));
+}
+
+sqlns::parsed_statement connection_state::parse(std::string_view sql, std::uint16_t status) const {
+    auto st = sqlns::parse(sql, lexer_options(status));
+    // Asked, and not answered: a guess could read `WHERE k = "k"` as a key where the server sees a
+    // column compared with itself. Read either way, it is not ours.
+    if (sql_mode_ != mode_state::known && sql.find('"') != std::string_view::npos) {
+        auto other = lexer_options(status);
+        other.ansi_quotes = !other.ansi_quotes;
+        if (!same_tokens(sqlns::parse(sql, other).tokens, st.tokens)) {
+            st.kind = sqlns::statement_kind::not_ours;
+            st.reason = sqlns::not_ours_reason::sql_mode_unknown;
+            st.body = std::monostate{};
+        }
+    }
+    return st;
+}
+
+void connection_state::note_sql_mode_change(const sqlns::parsed_statement& st) {
+    // What may change the session's sql_mode without a literal SET the matcher decodes: any text
+    // naming sql_mode (SET ... = CONCAT(@@sql_mode, ...), a multi-statement query, BEGIN NOT ATOMIC,
+    // EXECUTE IMMEDIATE, SET GLOBAL too, conservatively), and EXECUTE of a SQL-level prepared
+    // statement, whose text went by earlier. A stored routine runs with its own sql_mode and gives
+    // the caller's back on exit, so CALL does not. A literal SET is learned right after
+    // (learn_session_changes), and the rest is asked before the next statement it matters to.
+    static constexpr std::string_view name = "sql_mode";
+    const std::string_view sql = st.sql;
+    bool mentions = false;
+    for (std::size_t i = 0; !mentions && i + name.size() <= sql.size(); ++i)
+        mentions = sqlns::iequals(sql.substr(i, name.size()), name);
+    if (mentions || (!st.tokens.empty() && sqlns::iequals(st.text(0), "EXECUTE"))) forget_sql_mode();
 }
 
 sqlns::lexer_options connection_state::lexer_options(std::uint16_t status) const {
@@ -64,7 +138,12 @@ recognition connection_state::recognise_query(std::string_view sql, const statem
         (void)learn_sql_prepared(out.parsed, out.facts, out.decided);
         return recognition::forward;
     }
-    out.parsed = sqlns::parse(sql, lexer_options(in.status));
+    if (must_ask_sql_mode(sql, in)) {
+        out.parsed.sql = sql;  // read again from here when the answer comes
+        return recognition::needs_sql_mode;
+    }
+    out.parsed = parse(sql, in.status);
+    note_sql_mode_change(out.parsed);
     out.facts = match(out.parsed, in.index, out.lookup);
     if (out.lookup) return recognition::needs_columns;
     return after_match(in, out);
@@ -73,7 +152,12 @@ recognition connection_state::recognise_query(std::string_view sql, const statem
 recognition connection_state::recognise_prepare(std::string_view sql, const statement_inputs& in,
                                                 recognised_statement& out) {
     out.from = recognised_statement::command::prepare;
-    out.parsed = sqlns::parse(sql, lexer_options(in.status));
+    // The server prepares it with the sql_mode in force now; its executes keep that reading.
+    if (must_ask_sql_mode(sql, in)) {
+        out.parsed.sql = sql;
+        return recognition::needs_sql_mode;
+    }
+    out.parsed = parse(sql, in.status);
     out.facts = match(out.parsed, in.index, out.lookup);
     if (out.lookup) return recognition::needs_columns;
     return after_match(in, out);
@@ -121,7 +205,13 @@ void connection_state::learn_session_changes(const match::match_result& facts, t
         if (const auto* c = std::get_if<match::session_change>(&f)) {
             switch (c->setting) {
                 case match::session_setting::sql_mode:
-                    if (c->sql_mode) lexer_.ansi_quotes = c->sql_mode->ansi_quotes;
+                    if (c->sql_mode) {
+                        lexer_.ansi_quotes = c->sql_mode->ansi_quotes;
+                        sql_mode_ = mode_state::known;
+                        sql_mode_set_ = true;  // ... unless the server refuses the SET (command_ended)
+                    } else {
+                        forget_sql_mode();  // CONCAT(@@sql_mode, ...), @saved, DEFAULT, a `?`: ask the server
+                    }
                     break;
                 case match::session_setting::client_charset:
                     if (c->charset) lexer_.client_charset = *c->charset;

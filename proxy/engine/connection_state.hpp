@@ -46,10 +46,11 @@ struct columns_lookup {
 
 // What the front did with a statement.
 enum class recognition : std::uint8_t {
-    forward,        // nothing to decide: the statement goes as the client wrote it
-    needs_columns,  // send recognised_statement::lookup, then call columns_arrived()
-    decided,        // carry out recognised_statement::decided
-    keep_prepared,  // COM_STMT_PREPARE: prepare it on the server and keep parsed and facts for its executes
+    forward,         // nothing to decide: the statement goes as the client wrote it
+    needs_columns,   // send recognised_statement::lookup, then call columns_arrived()
+    needs_sql_mode,  // send connection_state::sql_mode_question, then call sql_mode_arrived()
+    decided,         // carry out recognised_statement::decided
+    keep_prepared,   // COM_STMT_PREPARE: prepare it on the server and keep parsed and facts for its executes
 };
 
 // One statement through the front. Stays where it is from the first step on: the facts view the
@@ -86,6 +87,27 @@ public:
     // COM_RESET_CONNECTION, COM_CHANGE_USER: the server dropped the SQL-level prepared statements;
     // the claim tables' columns are asked again.
     void reset();
+
+    // ---- the session's sql_mode ----------------------------------------------------------------
+    // NO_BACKSLASH_ESCAPES is in every reply's status flags; ANSI_QUOTES is in none. So the session's
+    // ANSI_QUOTES is asked of the server (on the client's own connection) when it is not known and a
+    // statement naming a protected table has a `"`, the one byte whose reading it changes: once per
+    // connection, and again after anything that may change it without a literal the engine reads
+    // (SET sql_mode = CONCAT(...), EXECUTE, a failed SET, ...). Never a round trip per statement.
+    static constexpr std::string_view sql_mode_question = "SELECT @@SESSION.sql_mode";
+    // The session's sql_mode is whatever the server has: after the handshake (the server's default,
+    // or init_connect's), COM_RESET_CONNECTION, COM_CHANGE_USER. A connection_state nobody calls this
+    // on reads with the default sql_mode until a literal SET says otherwise (claimguard explain).
+    void forget_sql_mode();
+    [[nodiscard]] bool sql_mode_known() const { return sql_mode_ == mode_state::known; }
+    // The end of each client command: a SET of sql_mode the server refused left the mode as it was,
+    // not as the engine learned it.
+    void command_ended(bool failed);
+    // The reply to sql_mode_question (null: none that reads), and on with the statement from the start.
+    // Never `needs_sql_mode` again: with no answer, a statement that reads differently with
+    // ANSI_QUOTES and names a protected table gets its rules' unmodeled policy (sql_mode_unknown).
+    [[nodiscard]] recognition sql_mode_arrived(const protocol::reply_view* reply, const statement_inputs& in,
+                                               recognised_statement& out);
 
     [[nodiscard]] const rules::sql::lexer_options& lexer() const { return lexer_; }
     [[nodiscard]] const std::string& database() const { return database_; }
@@ -150,12 +172,24 @@ public:
 private:
     [[nodiscard]] rules::match::match_result match_now(const rules::sql::parsed_statement& st,
                                                        const rules::match::rule_index& index) const;
+    // known: lexer_.ansi_quotes is the session's. unknown: ask before a statement it changes.
+    // unavailable: asked, and no answer came; not asked again until the mode may have changed.
+    enum class mode_state : std::uint8_t { known, unknown, unavailable };
+    // The sql_mode must be asked before `sql` (naming a protected table) is read.
+    [[nodiscard]] bool must_ask_sql_mode(std::string_view sql, const statement_inputs& in) const;
+    // The parse of a statement, as the server reads it when the sql_mode is known; not ours
+    // (sql_mode_unknown) when it is not and the text could read either way.
+    [[nodiscard]] rules::sql::parsed_statement parse(std::string_view sql, std::uint16_t status) const;
+    // After the statement: what it may have done to the sql_mode that no literal SET says.
+    void note_sql_mode_change(const rules::sql::parsed_statement& st);
     [[nodiscard]] recognition after_match(const statement_inputs& in, recognised_statement& out);
     [[nodiscard]] std::string columns_key(const rules::claim_rule& rule) const;
     static const std::vector<std::string>* columns_of(const void* self, const rules::claim_rule& rule);
     static const std::vector<std::string>* sql_prepared_of(const void* self, std::string_view name);
 
     rules::sql::lexer_options lexer_;
+    mode_state sql_mode_ = mode_state::known;
+    bool sql_mode_set_ = false;  // the command being handled set the sql_mode to a literal (command_ended)
     std::string database_;
     std::map<std::string, std::vector<std::string>> sql_prepared_;   // by lower case name: the rules reached
     std::map<std::string, std::vector<std::string>> table_columns_;  // claim table columns, by rule and database

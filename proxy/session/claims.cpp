@@ -85,6 +85,7 @@ awaitable<session::intercepted> session::intercept(const proto::packet_span& pac
             abandon_transaction();  // the server rolls back an open transaction
             forget_statements();
             connection_state_.reset();
+            connection_state_.forget_sql_mode();  // the session's variables are the global ones again
             co_return intercepted::forward;
         default: co_return intercepted::forward;
     }
@@ -96,17 +97,30 @@ engine::statement_inputs session::engine_inputs() {
 
 awaitable<std::optional<engine::recognition>> session::look_up_columns(engine::recognised_statement& rs,
                                                                        engine::recognition step) {
-    if (step != engine::recognition::needs_columns) co_return step;
-    auto reply = co_await backend_.run_sql(rs.lookup->sql, nullptr, nullptr);
-    if (!reply) co_return std::nullopt;
-    auto view = proto::read_reply(reply->raw, caps_, mariadb_caps_, opt_.max_packet_bytes);
-    co_return connection_state_.columns_arrived(view ? &*view : nullptr, engine_inputs(), rs);
+    // The sql_mode first (its answer may change how the statement reads), then the columns; each at
+    // most once per statement (the engine never asks again for the same statement).
+    while (step == engine::recognition::needs_sql_mode || step == engine::recognition::needs_columns) {
+        const bool mode = step == engine::recognition::needs_sql_mode;
+        match::rewritten_sql question;
+        if (mode) question.sql = engine::connection_state::sql_mode_question;
+        auto reply = co_await backend_.run_sql(mode ? question : rs.lookup->sql, nullptr, nullptr);
+        if (!reply) co_return std::nullopt;
+        auto view = proto::read_reply(reply->raw, caps_, mariadb_caps_, opt_.max_packet_bytes);
+        if (mode && !(view && view->kind() == proto::reply_kind::result_set))
+            spdlog::warn(
+                "session {}: the database did not answer {}: statements naming a protected table with a '\"' "
+                "get their rules' unmodeled policy until the sql_mode is known",
+                id_, engine::connection_state::sql_mode_question);
+        step = mode ? connection_state_.sql_mode_arrived(view ? &*view : nullptr, engine_inputs(), rs)
+                    : connection_state_.columns_arrived(view ? &*view : nullptr, engine_inputs(), rs);
+    }
+    co_return step;
 }
 
 awaitable<session::intercepted> session::intercept_query(const proto::packet_span& packet, std::string_view sql) {
     engine::recognised_statement rs;
     auto step = connection_state_.recognise_query(sql, engine_inputs(), rs);
-    if (step == engine::recognition::needs_columns) {
+    if (step == engine::recognition::needs_columns || step == engine::recognition::needs_sql_mode) {
         const auto looked_up = co_await look_up_columns(rs, step);
         if (!looked_up) co_return intercepted::failed;
         step = *looked_up;

@@ -84,6 +84,8 @@ awaitable<void> session::run() {
         [self = shared_from_this()] { return self->deadline_.watch(self->client_, self->backend_); }, asio::detached);
     spdlog::debug("session {} from {}: open", id_, client_.peer());
     if (co_await connect_backend() && co_await relay_handshake() && co_await end_orphans()) {
+        // The server's default sql_mode (or init_connect's) is in force: asked when a statement first needs it.
+        connection_state_.forget_sql_mode();
         co_await command_loop();
         note_orphan();  // the backend link lost inside a transaction: the server may still hold it
     }
@@ -236,6 +238,7 @@ awaitable<bool> session::relay_reply(proto::command_exchange& exchange) {
 }
 
 bool session::end_command_now(bool was_in_transaction, clock_type::time_point started) {
+    connection_state_.command_ended(command_.failed);
     auto& end = ending_.emplace(engine::command_outcome{was_in_transaction, status_, command_.failed, command_.error},
                                 memory_, ctx_.ledger, transaction_, admission_held_, id_);
     command_.failed = false;

@@ -133,8 +133,9 @@ private:
     void report_dropped(std::vector<engine::deferred_take> dropped, bool committed);
     // What the engine's front (connection_state_) needs to know for the command being handled.
     [[nodiscard]] engine::statement_inputs engine_inputs();
-    // recognition::needs_columns: asks this backend connection for the claim table's columns
-    // (information_schema) and gives the reply to the engine. nullopt: the backend connection failed.
+    // recognition::needs_sql_mode / needs_columns: asks this backend connection for the session's
+    // sql_mode, the claim table's columns (information_schema), and gives each reply to the engine.
+    // nullopt: the backend connection failed.
     awaitable<std::optional<engine::recognition>> look_up_columns(engine::recognised_statement& rs,
                                                                   engine::recognition step);
     void audit(const engine::decision& d, std::string_view action, const rules::sql::parsed_statement& st);

@@ -77,6 +77,7 @@ namespace {
         case sql::not_ours_reason::unsupported_syntax: return "unsupported_syntax";
         case sql::not_ours_reason::other_statement: return "other_statement";
         case sql::not_ours_reason::lex_error: return "lex_error";
+        case sql::not_ours_reason::sql_mode_unknown: return "sql_mode_unknown";
         default: return "not_recognised";
     }
 }

@@ -14,6 +14,8 @@ std::string_view not_ours_reason_text(not_ours_reason r) noexcept {
         case not_ours_reason::other_statement: return "a kind of statement claimguard does not read";
         case not_ours_reason::unsupported_syntax: return "a shape claimguard does not read (join, subquery, OR, function in WHERE, ...)";
         case not_ours_reason::several_statements: return "several statements in one query";
+        case not_ours_reason::sql_mode_unknown:
+            return "the session's sql_mode is not known, and the text reads differently with ANSI_QUOTES";
     }
     return "?";
 }

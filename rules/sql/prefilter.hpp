@@ -23,6 +23,9 @@ public:
     explicit prefilter(const std::vector<std::string>& table_names);
 
     [[nodiscard]] prefilter_verdict classify(std::string_view sql) const noexcept;
+    // A protected name occurs in `sql` as a whole word (anywhere: also in a session statement, such as
+    // one that starts with a versioned comment).
+    [[nodiscard]] bool names_protected(std::string_view sql) const noexcept { return mentions_table(sql, 0); }
 
 private:
     [[nodiscard]] bool mentions_table(std::string_view sql, std::size_t from) const noexcept;

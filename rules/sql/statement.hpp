@@ -198,6 +198,9 @@ enum class not_ours_reason : std::uint8_t {
     other_statement,     // a statement kind we do not read (DELETE, CREATE, CALL, ...)
     unsupported_syntax,  // joins, subqueries, OR, functions in WHERE, ...
     several_statements,  // more than one statement in one query
+    // Set by the engine, not the parser: the session's sql_mode is not known and the text reads
+    // differently with and without ANSI_QUOTES ("x" a string or a name).
+    sql_mode_unknown,
 };
 
 [[nodiscard]] std::string_view not_ours_reason_text(not_ours_reason r) noexcept;

@@ -261,11 +261,12 @@ sql_mode_flags parse_sql_mode(std::string_view value) noexcept {
         std::string_view mode = value.substr(0, comma);
         while (!mode.empty() && is_space(mode.front())) mode.remove_prefix(1);
         while (!mode.empty() && is_space(mode.back())) mode.remove_suffix(1);
-        // The combination modes that include ANSI_QUOTES (MySQL 8: ANSI; MariaDB: all of them).
-        if (iequals(mode, "ANSI_QUOTES") || iequals(mode, "ANSI") || iequals(mode, "DB2") ||
-            iequals(mode, "MAXDB") || iequals(mode, "MSSQL") || iequals(mode, "ORACLE") ||
-            iequals(mode, "POSTGRESQL"))
-            f.ansi_quotes = true;
+        // The combination modes include both ANSI_QUOTES and PIPES_AS_CONCAT (MySQL 8: ANSI; MariaDB:
+        // all of them; the server's own answer to SELECT @@sql_mode lists them expanded too).
+        const bool combination = iequals(mode, "ANSI") || iequals(mode, "DB2") || iequals(mode, "MAXDB") ||
+                                 iequals(mode, "MSSQL") || iequals(mode, "ORACLE") || iequals(mode, "POSTGRESQL");
+        if (combination || iequals(mode, "ANSI_QUOTES")) f.ansi_quotes = true;
+        if (combination || iequals(mode, "PIPES_AS_CONCAT")) f.pipes_as_concat = true;
         if (iequals(mode, "NO_BACKSLASH_ESCAPES")) f.no_backslash_escapes = true;
         if (comma == std::string_view::npos) break;
         value.remove_prefix(comma + 1);

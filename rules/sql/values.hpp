@@ -45,10 +45,16 @@ struct literal_value {
 // `name` in backticks, inner backticks doubled: for names taken from the rules file.
 [[nodiscard]] std::string quote_identifier(std::string_view name);
 
-// The sql_mode flags that change lexing, from a sql_mode value ("ANSI,NO_BACKSLASH_ESCAPES").
+// The sql_mode flags that change lexing, from a sql_mode value ("ANSI,NO_BACKSLASH_ESCAPES"), with
+// the combination modes expanded as the server expands them (ANSI, and MariaDB's DB2, MAXDB, MSSQL,
+// ORACLE, POSTGRESQL: each includes ANSI_QUOTES and PIPES_AS_CONCAT).
 struct sql_mode_flags {
     bool ansi_quotes = false;
     bool no_backslash_escapes = false;
+    // `||` concatenates instead of meaning OR. The lexer reads `||` as one token either way, and the
+    // parser never reads it as part of a value or a guard (an expression in SET, not ours in WHERE),
+    // so the decision is the same in both modes: decoded for the record only.
+    bool pipes_as_concat = false;
 };
 [[nodiscard]] sql_mode_flags parse_sql_mode(std::string_view value) noexcept;
 

@@ -65,6 +65,13 @@ public:
         const proto::reply_view view(reply_, proto::cap::protocol_41, 0);
         return state.columns_arrived(&view, inputs(), last());
     }
+    // The answer to the sql_mode question for the last statement: a one-row result (null: none that reads).
+    rec sql_mode(const std::string* value) {
+        if (!value) return state.sql_mode_arrived(nullptr, inputs(), last());
+        reply_ = column_reply({*value});
+        const proto::reply_view view(reply_, proto::cap::protocol_41, 0);
+        return state.sql_mode_arrived(&view, inputs(), last());
+    }
     // A statement that needs no lookup (it fails the test when one is asked).
     rec run(std::string sql) {
         auto r = query(std::move(sql));
@@ -212,6 +219,199 @@ TEST(connection_state, no_backslash_escapes_from_the_status_flags) {
     EXPECT_EQ(s.database(), "shop");
     s.use_database("shop_eu");  // COM_INIT_DB
     EXPECT_EQ(s.database(), "shop_eu");
+}
+
+// ---- the session's sql_mode, asked of the server ----------------------------------------------------
+
+// The decision's unmodeled metric label ("" when none).
+std::string_view unmodeled_code(const recognised_statement& rs) {
+    return rs.decided.unmodeled ? rs.decided.reason : std::string_view{};
+}
+
+constexpr const char* p11_update = R"(UPDATE "coupon_stock" SET "remain" = 99 WHERE "campaign_id" = 7)";
+
+// P11: SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES'), then the double-quoted UPDATE was
+// refused: the lexer kept the old ANSI_QUOTES and read "coupon_stock" as a string. Now the mode is
+// asked of the server before the UPDATE, and the UPDATE is the take it is.
+TEST(connection_state, p11_sql_mode_set_by_concat_is_asked_then_the_update_is_a_take) {
+    front f(env_for(variant_id::coupon));
+    ASSERT_TRUE(f.ready()) << f.error();
+    EXPECT_TRUE(f.state.sql_mode_known());
+    EXPECT_EQ(f.run("SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')"), rec::decided);
+    f.state.command_ended(false);
+    EXPECT_FALSE(f.state.sql_mode_known());
+    ASSERT_EQ(f.query(p11_update), rec::needs_sql_mode);
+    const std::string answer = "STRICT_TRANS_TABLES,ANSI_QUOTES";
+    ASSERT_EQ(f.sql_mode(&answer), rec::decided);
+    EXPECT_TRUE(f.state.sql_mode_known());
+    EXPECT_TRUE(f.last().parsed.options.ansi_quotes);
+    EXPECT_EQ(f.last().decided.what, verdict::take);
+    // Known now: the next one is not asked again.
+    EXPECT_EQ(f.run(p11_update), rec::decided);
+    EXPECT_EQ(f.last().decided.what, verdict::take);
+}
+
+// After the handshake the mode is the server's (its default, or init_connect's): asked once, and only
+// when a statement naming a protected table has a `"`.
+TEST(connection_state, server_default_asked_once_and_only_when_a_statement_needs_it) {
+    front f(env_for(variant_id::coupon));
+    ASSERT_TRUE(f.ready()) << f.error();
+    f.state.forget_sql_mode();
+    EXPECT_EQ(f.run("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7"), rec::decided);  // no `"`
+    EXPECT_EQ(f.last().decided.what, verdict::take);
+    EXPECT_EQ(f.run(R"(UPDATE other_table SET x = "a" WHERE id = 1)"), rec::forward);  // not protected
+    EXPECT_EQ(f.run(R"(SET @note = "x")"), rec::forward);                              // names none
+    EXPECT_FALSE(f.state.sql_mode_known());
+    ASSERT_EQ(f.query(p11_update), rec::needs_sql_mode);
+    const std::string ansi = "REAL_AS_FLOAT,PIPES_AS_CONCAT,ANSI_QUOTES,IGNORE_SPACE,ANSI";
+    ASSERT_EQ(f.sql_mode(&ansi), rec::decided);
+    EXPECT_EQ(f.last().decided.what, verdict::take);
+    EXPECT_EQ(f.run(p11_update), rec::decided);
+    EXPECT_EQ(f.last().decided.what, verdict::take);
+}
+
+// Without ANSI_QUOTES from the server, "coupon_stock" is a string (the server refuses that UPDATE as
+// a syntax error): read as the server reads it, not ours, with the rule's policy.
+TEST(connection_state, server_default_without_ansi_quotes_reads_a_string) {
+    front f(env_for(variant_id::coupon));
+    ASSERT_TRUE(f.ready()) << f.error();
+    f.state.forget_sql_mode();
+    ASSERT_EQ(f.query(p11_update), rec::needs_sql_mode);
+    const std::string plain = "STRICT_TRANS_TABLES";
+    ASSERT_EQ(f.sql_mode(&plain), rec::decided);
+    EXPECT_FALSE(f.last().parsed.options.ansi_quotes);
+    EXPECT_EQ(f.last().decided.what, verdict::refuse);
+    EXPECT_NE(unmodeled_code(f.last()), "sql_mode_unknown");
+}
+
+// A session statement (one that starts with a versioned comment) naming a protected table is asked too.
+TEST(connection_state, versioned_comment_statement_naming_a_protected_table_is_asked) {
+    front f(env_for(variant_id::coupon));
+    ASSERT_TRUE(f.ready()) << f.error();
+    f.state.forget_sql_mode();
+    ASSERT_EQ(f.query(R"(/*!40101 UPDATE coupon_stock SET remain = 99 WHERE campaign_id = "campaign_id" */)"),
+              rec::needs_sql_mode);
+}
+
+// No answer: a statement that reads differently with ANSI_QUOTES is not decided on a guess (a guess of
+// "a string" would read WHERE campaign_id = "campaign_id" as key 'campaign_id', where the server sees
+// the column compared with itself: every row). One that reads the same either way is decided.
+TEST(connection_state, no_answer_refuses_only_what_reads_differently) {
+    front f(env_for(variant_id::coupon));
+    ASSERT_TRUE(f.ready()) << f.error();
+    f.state.forget_sql_mode();
+    const std::string tautology = R"(UPDATE coupon_stock SET remain = 99 WHERE campaign_id = "campaign_id")";
+    ASSERT_EQ(f.query(tautology), rec::needs_sql_mode);
+    ASSERT_EQ(f.sql_mode(nullptr), rec::decided);
+    EXPECT_FALSE(f.state.sql_mode_known());
+    EXPECT_EQ(f.last().decided.what, verdict::refuse);
+    EXPECT_EQ(unmodeled_code(f.last()), "sql_mode_unknown");
+    // Not asked again until the mode may have changed; still refused.
+    EXPECT_EQ(f.run(tautology), rec::decided);
+    EXPECT_EQ(unmodeled_code(f.last()), "sql_mode_unknown");
+    // A `"` inside a '...' string reads the same in both modes.
+    EXPECT_EQ(f.run(R"(UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7 AND 'say "hi"' = 'say "hi"')"),
+              rec::decided);
+    EXPECT_NE(unmodeled_code(f.last()), "sql_mode_unknown");
+    // A read is forwarded either way (claimguard's promise never rests on reads).
+    EXPECT_EQ(f.run(R"(SELECT "remain" FROM coupon_stock WHERE campaign_id = 7)"), rec::forward);
+    // A literal SET makes it known again.
+    EXPECT_EQ(f.run("SET sql_mode = 'ANSI_QUOTES'"), rec::decided);
+    EXPECT_TRUE(f.state.sql_mode_known());
+    EXPECT_EQ(f.run(p11_update), rec::decided);
+    EXPECT_EQ(f.last().decided.what, verdict::take);
+}
+
+struct mode_change_case {
+    const char* name;
+    const char* sql;
+    bool known_after;
+};
+
+// What each statement leaves: a literal SET is learned; anything else that may change the session's
+// sql_mode makes it asked again; a CALL does not (a routine runs with its own sql_mode and gives the
+// caller's back on exit).
+const mode_change_case mode_change_cases[] = {
+    {"literal", "SET sql_mode = 'ANSI_QUOTES'", true},
+    {"literal_at_at_colon_equals", "SET @@sql_mode := 'ANSI_QUOTES'", true},
+    {"literal_in_multi_assignment", "SET autocommit = 1, @@session.sql_mode = 'ANSI'", true},
+    {"concat", "SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')", false},
+    {"replace", "SET sql_mode = REPLACE(@@sql_mode, 'ANSI_QUOTES', '')", false},
+    {"user_variable", "SET @@sql_mode := @saved_mode", false},
+    {"default", "SET sql_mode = DEFAULT", false},
+    {"concat_in_multi_assignment", "SET autocommit = 1, sql_mode = CONCAT(@@sql_mode, ',ANSI')", false},
+    {"subquery_not_read", "SET sql_mode = (SELECT 'ANSI_QUOTES')", false},
+    {"set_statement_for", "SET STATEMENT sql_mode = 'ANSI_QUOTES' FOR SELECT 1", false},
+    {"execute", "EXECUTE set_mode", false},
+    {"execute_immediate", "EXECUTE IMMEDIATE 'SET sql_mode = ''ANSI_QUOTES'''", false},
+    {"several_statements", "SET sql_mode = 'ANSI_QUOTES'; SELECT 1", false},
+    {"global", "SET GLOBAL sql_mode = 'ANSI_QUOTES'", false},
+    {"call", "CALL refill(7)", true},
+    {"other_variable", "SET autocommit = 0", true},
+};
+
+class mode_changes : public ::testing::TestWithParam<mode_change_case> {};
+
+TEST_P(mode_changes, known_or_asked_again) {
+    const auto& c = GetParam();
+    front f(env_for(variant_id::coupon));
+    ASSERT_TRUE(f.ready()) << f.error();
+    (void)f.query(c.sql);
+    f.state.command_ended(false);
+    EXPECT_EQ(f.state.sql_mode_known(), c.known_after);
+    EXPECT_EQ(f.query(p11_update), c.known_after ? rec::decided : rec::needs_sql_mode);
+}
+
+INSTANTIATE_TEST_SUITE_P(connection_state, mode_changes, ::testing::ValuesIn(mode_change_cases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// A literal SET the server refuses (ERR 1231) leaves the mode as it was: asked again.
+TEST(connection_state, literal_set_the_server_refuses_is_asked_again) {
+    front f(env_for(variant_id::coupon));
+    ASSERT_TRUE(f.ready()) << f.error();
+    EXPECT_EQ(f.run("SET sql_mode = 'ANSI_QUOTES,NO_SUCH_MODE'"), rec::decided);
+    EXPECT_TRUE(f.state.lexer().ansi_quotes);
+    f.state.command_ended(true);
+    EXPECT_FALSE(f.state.sql_mode_known());
+    EXPECT_EQ(f.query(p11_update), rec::needs_sql_mode);
+    // A later command's failure says nothing about the mode.
+    const std::string plain = "";
+    ASSERT_EQ(f.sql_mode(&plain), rec::decided);
+    f.state.command_ended(true);
+    EXPECT_TRUE(f.state.sql_mode_known());
+}
+
+// COM_STMT_PREPARE: the server prepares with the mode in force, so it is asked first.
+TEST(connection_state, prepare_asks_the_sql_mode_first) {
+    front f(env_for(variant_id::coupon));
+    ASSERT_TRUE(f.ready()) << f.error();
+    f.state.forget_sql_mode();
+    ASSERT_EQ(f.prepare(R"(UPDATE "coupon_stock" SET "remain" = ? WHERE "campaign_id" = ?)"), rec::needs_sql_mode);
+    const std::string ansi = "ANSI_QUOTES";
+    EXPECT_EQ(f.sql_mode(&ansi), rec::keep_prepared);
+    EXPECT_TRUE(f.last().parsed.options.ansi_quotes);
+    EXPECT_TRUE(f.last().parsed.ours());
+}
+
+// PIPES_AS_CONCAT needs no lexer flag: `||` is never read as part of a value or a guard, so the
+// decision is the same whether it means OR or concatenation.
+TEST(connection_state, pipes_never_part_of_a_value_or_guard) {
+    for (const char* mode : {"SET sql_mode = ''", "SET sql_mode = 'PIPES_AS_CONCAT'", "SET sql_mode = 'ANSI'"}) {
+        front f(env_for(variant_id::coupon));
+        ASSERT_TRUE(f.ready()) << f.error();
+        EXPECT_EQ(f.run(mode), rec::decided);
+        // OR, or a key of '71': not a key equality either way.
+        EXPECT_EQ(f.run("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7 || 1"), rec::decided) << mode;
+        EXPECT_EQ(f.last().decided.what, verdict::refuse) << mode;
+        // A guard `remain >= 1 || 1` is no guard in either mode.
+        EXPECT_EQ(f.run("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7 AND remain >= 1 || 1"),
+                  rec::decided);
+        EXPECT_EQ(f.last().decided.what, verdict::refuse) << mode;
+        // `remain - 1 || 0` is an expression (a write of the counter: the rule's units), never `remain - 1`.
+        EXPECT_EQ(f.run("UPDATE coupon_stock SET remain = remain - 1 || 0 WHERE campaign_id = 7"), rec::decided);
+        ASSERT_FALSE(f.last().facts.facts.empty());
+        EXPECT_TRUE(std::holds_alternative<rules::match::counter_write>(f.last().facts.facts.front())) << mode;
+    }
 }
 
 // ---- SQL-level PREPARE / DEALLOCATE ---------------------------------------------------------------------

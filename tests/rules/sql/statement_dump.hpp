@@ -15,6 +15,7 @@ inline std::string reason_name(not_ours_reason r) {
         case not_ours_reason::other_statement: return "other_statement";
         case not_ours_reason::unsupported_syntax: return "unsupported_syntax";
         case not_ours_reason::several_statements: return "several_statements";
+        case not_ours_reason::sql_mode_unknown: return "sql_mode_unknown";
     }
     return "?";
 }

@@ -158,20 +158,27 @@ struct sql_mode_case {
     std::string_view value;
     bool ansi_quotes;
     bool no_backslash_escapes;
+    bool pipes_as_concat;
 };
 
 const sql_mode_case sql_mode_cases[] = {
-    {"empty", "", false, false},
-    {"mysql8_default", "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION", false, false},
-    {"ansi_quotes", "ANSI_QUOTES", true, false},
-    {"ansi_combination", "ANSI", true, false},
-    {"traditional", "TRADITIONAL", false, false},
-    {"nbe", "NO_BACKSLASH_ESCAPES", false, true},
-    {"both_lower_case", "no_backslash_escapes,ansi_quotes", true, true},
-    {"spaces", " ANSI_QUOTES , NO_BACKSLASH_ESCAPES ", true, true},
-    {"mariadb_oracle", "ORACLE", true, false},
-    {"mariadb_postgresql", "POSTGRESQL", true, false},
-    {"prefix_is_not_enough", "ANSI_QUOTES_X,NO_BACKSLASH", false, false},
+    {"empty", "", false, false, false},
+    {"mysql8_default", "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION", false, false, false},
+    {"ansi_quotes", "ANSI_QUOTES", true, false, false},
+    {"ansi_combination", "ANSI", true, false, true},
+    {"traditional", "TRADITIONAL", false, false, false},
+    {"nbe", "NO_BACKSLASH_ESCAPES", false, true, false},
+    {"both_lower_case", "no_backslash_escapes,ansi_quotes", true, true, false},
+    {"spaces", " ANSI_QUOTES , NO_BACKSLASH_ESCAPES ", true, true, false},
+    {"pipes_as_concat", "PIPES_AS_CONCAT", false, false, true},
+    {"mariadb_oracle", "ORACLE", true, false, true},
+    {"mariadb_postgresql", "POSTGRESQL", true, false, true},
+    {"mariadb_db2", "DB2", true, false, true},
+    {"mariadb_maxdb", "MAXDB", true, false, true},
+    {"mariadb_mssql", "MSSQL", true, false, true},
+    // What MariaDB 10.11 answers to SELECT @@sql_mode after SET sql_mode = 'ANSI': expanded, then the name.
+    {"mariadb_ansi_expanded", "REAL_AS_FLOAT,PIPES_AS_CONCAT,ANSI_QUOTES,IGNORE_SPACE,ANSI", true, false, true},
+    {"prefix_is_not_enough", "ANSI_QUOTES_X,NO_BACKSLASH,PIPES_AS_CONCATX", false, false, false},
 };
 
 class sql_mode_table : public ::testing::TestWithParam<sql_mode_case> {};
@@ -181,6 +188,7 @@ TEST_P(sql_mode_table, flags) {
     const auto f = parse_sql_mode(c.value);
     EXPECT_EQ(f.ansi_quotes, c.ansi_quotes);
     EXPECT_EQ(f.no_backslash_escapes, c.no_backslash_escapes);
+    EXPECT_EQ(f.pipes_as_concat, c.pipes_as_concat);
 }
 
 INSTANTIATE_TEST_SUITE_P(values, sql_mode_table, ::testing::ValuesIn(sql_mode_cases),

@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""The session's sql_mode drives how claimguard reads SQL: a real MariaDB, Redis and a claimguard sidecar.
+
+Usage: it_sql_mode.py --claimguard PATH --work-dir DIR [unittest args]
+
+SessionModes (a MariaDB with the default sql_mode): P11 as a regression test (SET SESSION sql_mode =
+CONCAT(@@sql_mode, ',ANSI_QUOTES') then a double-quoted UPDATE of the stock: a take, not a refusal);
+NO_BACKSLASH_ESCAPES set by CONCAT (a string ends where the server ends it); a SET GLOBAL by another
+client directly on the database reaches the sidecar's next connections; a PyMySQL app that sets
+ANSI_QUOTES per session with CONCAT and claims concurrently on small stock sells exactly the stock.
+GlobalModes (a MariaDB started with --sql-mode=...ANSI_QUOTES,NO_BACKSLASH_ESCAPES): the server's default
+is read, the app's double-quoted UPDATE is a take, `"campaign_id" = "campaign_id"` (every row there)
+is refused, and a backslash in a string reads as the server reads it.
+MariaDB and the coupon schema come from tests/incident/cluster.py (rules/examples/coupon.yaml).
+"""
+
+import argparse
+import os
+import re
+import sys
+import threading
+import unittest
+
+import pymysql
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "incident"))
+import cluster  # noqa: E402
+import itlib  # noqa: E402
+import servers  # noqa: E402
+
+ER_CLAIMGUARD = 1644
+CAMPAIGN = 77
+ARGS = None
+P11_UPDATE = f'UPDATE "coupon_stock" SET "remain" = 99 WHERE "campaign_id" = {CAMPAIGN}'
+
+
+def unmodeled(proxy, reason=None):
+    status, body = servers.http_get(proxy.admin_port, "/metrics")
+    assert status == 200
+    total = 0.0
+    for m in re.finditer(r'^claimguard_unmodeled_total\{([^}]*)\} (\S+)$', body, re.M):
+        if reason is None or f'reason="{reason}"' in m.group(1):
+            total += float(m.group(2))
+    return total
+
+
+class Base(unittest.TestCase):
+    GLOBAL_SQL_MODE = None  # mariadbd --sql-mode
+
+    @classmethod
+    def setUpClass(cls):
+        cls.work = itlib.fresh_work_dir(os.path.join(ARGS.work_dir, cls.__name__))
+        cls.cluster = cluster.Cluster(cls.work)
+        if cls.GLOBAL_SQL_MODE is not None:
+            cls.cluster.db.extra_args.append(f"--sql-mode={cls.GLOBAL_SQL_MODE}")
+        try:
+            cls.cluster.start_db(unique_index=True)
+            cls.cluster.start_redis()
+            cls.proxy = cls.cluster.start_proxies(ARGS.claimguard, 1)[0]
+        except BaseException:
+            cls.cluster.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.stop()
+
+    def connect(self, **kwargs):
+        return pymysql.connect(host=servers.HOST, port=self.proxy.port, user=cluster.APP_USER,
+                               password=cluster.APP_PASSWORD, database=cluster.DATABASE, autocommit=True,
+                               read_timeout=20, write_timeout=20, **kwargs)
+
+    def set_stock(self, remain):
+        self.cluster.reset({CAMPAIGN: remain, CAMPAIGN + 1: 50})
+
+    def stock(self, campaign=CAMPAIGN):
+        return self.cluster.facts(campaign)
+
+
+class SessionModes(Base):
+
+    def test_p11_concat_ansi_quotes_then_double_quoted_update_is_a_take(self):
+        self.set_stock(100)
+        before = unmodeled(self.proxy)
+        with self.connect() as c, c.cursor() as cur:
+            cur.execute("SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')")
+            self.assertEqual(cur.execute(P11_UPDATE), 1)  # was: ERR 1644 "rule coupon_stock refuses this statement"
+            cur.execute(f'INSERT INTO "coupon_order" ("user_id", "campaign_id") VALUES (1, {CAMPAIGN})')
+            # Back to the server's default by a non-literal SET: "coupon_stock" is a string again, and the
+            # server itself refuses that UPDATE (a syntax error), as it would without claimguard.
+            cur.execute("SET SESSION sql_mode = REPLACE(@@sql_mode, 'ANSI_QUOTES', '')")
+            with self.assertRaises(pymysql.MySQLError) as ctx:
+                cur.execute(P11_UPDATE)
+            self.assertIn(ctx.exception.args[0], (ER_CLAIMGUARD, 1064))
+        facts = self.stock()
+        self.assertEqual((facts["remain"], facts["rows"]), (99, 1))
+        self.assertEqual(unmodeled(self.proxy, "sql_mode_unknown"), 0)
+        self.assertLessEqual(unmodeled(self.proxy) - before, 1)
+
+    def test_no_backslash_escapes_set_by_concat_reads_strings_as_the_server(self):
+        self.set_stock(100)
+        with self.connect() as c, c.cursor() as cur:
+            cur.execute("SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')")
+            # With NO_BACKSLASH_ESCAPES 'a\' is a whole string: a literal comparison (MyBatis' 1=1), then a take.
+            self.assertEqual(cur.execute(
+                f"UPDATE coupon_stock SET remain = 99 WHERE campaign_id = {CAMPAIGN} AND 'a\\' = 'a\\'"), 1)
+            # ... and here the string ends before OR: not ours (OR), so refused, and nothing written. Read
+            # with backslash escapes, the OR would have been inside a string.
+            with self.assertRaises(pymysql.MySQLError) as ctx:
+                cur.execute(f"UPDATE coupon_stock SET remain = 1 WHERE campaign_id = {CAMPAIGN} "
+                            f"AND 'x\\' = 'x\\' OR campaign_id = {CAMPAIGN + 1}")
+            self.assertEqual(ctx.exception.args[0], ER_CLAIMGUARD)
+        self.assertEqual(self.stock()["remain"], 99)
+        self.assertEqual(self.stock(CAMPAIGN + 1)["remain"], 50)
+
+    def test_set_global_by_another_client_reaches_the_next_connections(self):
+        self.set_stock(100)
+        try:
+            # Directly on the database, not through the sidecar.
+            self.cluster.sql("SET GLOBAL sql_mode = CONCAT(@@GLOBAL.sql_mode, ',ANSI_QUOTES')")
+            with self.connect() as c, c.cursor() as cur:
+                self.assertEqual(cur.execute(P11_UPDATE), 1)
+                # The column compared with itself: every row. Refused, never a take on key 'campaign_id'.
+                with self.assertRaises(pymysql.MySQLError) as ctx:
+                    cur.execute('UPDATE coupon_stock SET remain = 5 WHERE "campaign_id" = "campaign_id"')
+                self.assertEqual(ctx.exception.args[0], ER_CLAIMGUARD)
+        finally:
+            self.cluster.sql("SET GLOBAL sql_mode = REPLACE(@@GLOBAL.sql_mode, 'ANSI_QUOTES', '')")
+        self.assertEqual(self.stock()["remain"], 99)
+        self.assertEqual(self.stock(CAMPAIGN + 1)["remain"], 50)
+
+    def test_app_sets_ansi_quotes_by_concat_and_claims_concurrently_exactly_the_stock(self):
+        stock, users, threads = 15, 60, 12
+        self.set_stock(stock)
+        outcomes = {"ok": 0, "sold_out": 0, "other": []}
+        lock = threading.Lock()
+        next_user = iter(range(1, users + 1))
+
+        def worker():
+            with self.connect() as c, c.cursor() as cur:
+                cur.execute("SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')")
+                while True:
+                    with lock:
+                        user = next(next_user, None)
+                    if user is None:
+                        return
+                    try:  # the racy legacy flow: read, check in the app, write the literal, record
+                        cur.execute(f'SELECT "remain" FROM "coupon_stock" WHERE "campaign_id" = {CAMPAIGN}')
+                        remain = cur.fetchone()[0]
+                        if remain <= 0:
+                            with lock:
+                                outcomes["sold_out"] += 1
+                            continue
+                        cur.execute(f'UPDATE "coupon_stock" SET "remain" = {remain - 1} '
+                                    f'WHERE "campaign_id" = {CAMPAIGN}')
+                        cur.execute(f'INSERT INTO "coupon_order" ("user_id", "campaign_id") '
+                                    f'VALUES ({user}, {CAMPAIGN})')
+                        with lock:
+                            outcomes["ok"] += 1
+                    except pymysql.MySQLError as e:
+                        with lock:
+                            if e.args[0] == ER_CLAIMGUARD and "sold out" in e.args[1]:
+                                outcomes["sold_out"] += 1
+                            else:
+                                outcomes["other"].append(e.args)
+
+        pool = [threading.Thread(target=worker) for _ in range(threads)]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+        self.assertEqual(outcomes["other"], [])
+        facts = self.stock()
+        self.assertEqual(facts["rows"], stock)
+        self.assertEqual(facts["remain"], 0)
+        self.assertEqual(facts["duplicate_pairs"], 0)
+        self.assertEqual(outcomes["ok"], stock)
+        self.assertEqual(outcomes["ok"] + outcomes["sold_out"], users)
+        self.assertEqual(unmodeled(self.proxy, "sql_mode_unknown"), 0)
+
+
+class GlobalModes(Base):
+    GLOBAL_SQL_MODE = "STRICT_TRANS_TABLES,ANSI_QUOTES,NO_BACKSLASH_ESCAPES"
+
+    def test_server_default_ansi_quotes_double_quoted_update_is_a_take(self):
+        self.set_stock(100)
+        with self.connect() as c, c.cursor() as cur:
+            self.assertEqual(cur.execute(P11_UPDATE), 1)
+            cur.execute(f'INSERT INTO "coupon_order" ("user_id", "campaign_id") VALUES (3, {CAMPAIGN})')
+            with self.assertRaises(pymysql.MySQLError) as ctx:  # one claim per user
+                cur.execute(f'INSERT INTO "coupon_order" ("user_id", "campaign_id") VALUES (3, {CAMPAIGN})')
+            self.assertEqual(ctx.exception.args[0], ER_CLAIMGUARD)
+        facts = self.stock()
+        self.assertEqual((facts["remain"], facts["rows"]), (99, 1))
+
+    def test_server_default_column_compared_with_itself_is_refused(self):
+        self.set_stock(100)
+        with self.connect() as c, c.cursor() as cur:
+            with self.assertRaises(pymysql.MySQLError) as ctx:
+                cur.execute('UPDATE "coupon_stock" SET "remain" = 5 WHERE "campaign_id" = "campaign_id"')
+            self.assertEqual(ctx.exception.args[0], ER_CLAIMGUARD)
+        self.assertEqual(self.stock()["remain"], 100)
+        self.assertEqual(self.stock(CAMPAIGN + 1)["remain"], 50)
+
+    def test_server_default_no_backslash_escapes(self):
+        self.set_stock(100)
+        with self.connect() as c, c.cursor() as cur:
+            self.assertEqual(cur.execute(
+                f"UPDATE \"coupon_stock\" SET remain = 99 WHERE campaign_id = {CAMPAIGN} AND 'a\\' = 'a\\'"), 1)
+            with self.assertRaises(pymysql.MySQLError) as ctx:
+                cur.execute(f"UPDATE coupon_stock SET remain = 1 WHERE campaign_id = {CAMPAIGN} "
+                            f"AND 'x\\' = 'x\\' OR campaign_id = {CAMPAIGN + 1}")
+            self.assertEqual(ctx.exception.args[0], ER_CLAIMGUARD)
+        self.assertEqual(self.stock()["remain"], 99)
+        self.assertEqual(self.stock(CAMPAIGN + 1)["remain"], 50)
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--claimguard", required=True)
+    ap.add_argument("--work-dir", required=True)
+    ARGS, rest = ap.parse_known_args()
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+if __name__ == "__main__":
+    main()
