@@ -86,6 +86,12 @@ class Conn:
         self.app.client_addrs.add(f"{local[0]}:{local[1]}")
         self.broken = False
         self.app.log(None, self, "-- connect", f"sidecar {self.sidecar} db={db or 'NONE'} driver={self.app.spec['driver']}")
+        self.set_sql_mode()
+
+    def set_sql_mode(self):
+        """sql_mode.ansi_quotes_session: the session adds ANSI_QUOTES to whatever the server gave it."""
+        if self.app.spec["sql_mode"] == "ansi_quotes_session" and not self.broken:
+            self.q(None, "SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')")
 
     def q(self, user, sql):
         if self.broken:
@@ -134,6 +140,7 @@ class Conn:
                 self.c.change_user(APP_USER, APP_PASSWORD, self.app.default_db)
                 self.app.log(None, self, "-- COM_CHANGE_USER", "OK")
             self.prepared = set()
+            self.set_sql_mode()  # the session's variables are the server's defaults again
         except Exception as e:  # noqa: BLE001
             self.app.log(None, self, f"-- {how}", f"ERR {e}")
             self.broken = True
@@ -301,6 +308,9 @@ class AppRun:
             stock, order, key = "coupon_stock", "coupon_order", "campaign_id"
         if s["carrier"] == "view":
             stock = "v_stock"
+        if s["sql_mode"] == "ansi_quotes_session":  # names as ANSI SQL writes them
+            qual = "".join(f'"{part}".' for part in self.qual.split(".") if part)
+            return f'{qual}"{stock}"', f'{qual}"{order}"', f'"{key}"'
         return self.qual + stock, self.qual + order, key
 
     def stock_key(self, camp):
