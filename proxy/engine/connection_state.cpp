@@ -27,6 +27,14 @@ bool same_tokens(const sqlns::token_vector& a, const sqlns::token_vector& b) {
     return true;
 }
 
+// The text names sql_mode anywhere (ASCII case-insensitive; inside a string or a comment too).
+bool names_sql_mode(std::string_view sql) {
+    static constexpr std::string_view name = "sql_mode";
+    for (std::size_t i = 0; i + name.size() <= sql.size(); ++i)
+        if (sqlns::iequals(sql.substr(i, name.size()), name)) return true;
+    return false;
+}
+
 }  // namespace
 
 void connection_state::server_greeted(bool mariadb, std::uint32_t server_version) {
@@ -97,12 +105,7 @@ void connection_state::note_sql_mode_change(const sqlns::parsed_statement& st) {
     // statement, whose text went by earlier. A stored routine runs with its own sql_mode and gives
     // the caller's back on exit, so CALL does not. A literal SET is learned right after
     // (learn_session_changes), and the rest is asked before the next statement it matters to.
-    static constexpr std::string_view name = "sql_mode";
-    const std::string_view sql = st.sql;
-    bool mentions = false;
-    for (std::size_t i = 0; !mentions && i + name.size() <= sql.size(); ++i)
-        mentions = sqlns::iequals(sql.substr(i, name.size()), name);
-    if (mentions || (!st.tokens.empty() && sqlns::iequals(st.text(0), "EXECUTE"))) forget_sql_mode();
+    if (names_sql_mode(st.sql) || (!st.tokens.empty() && sqlns::iequals(st.text(0), "EXECUTE"))) forget_sql_mode();
 }
 
 sqlns::lexer_options connection_state::lexer_options(std::uint16_t status) const {
@@ -179,7 +182,10 @@ recognition connection_state::after_match(const statement_inputs& in, recognised
         const auto& stocks = in.rules.stocks;
         const bool any_deferred =
             std::any_of(stocks.begin(), stocks.end(), [](const auto& r) { return r.defer_decrement; });
-        if (out.facts.facts.empty() && !any_deferred) return recognition::forward;
+        // ... and one that may change the sql_mode without a literal (SET sql_mode = (SELECT ...)):
+        // its executes make the mode asked again (decide_statement).
+        if (out.facts.facts.empty() && !any_deferred && !names_sql_mode(out.parsed.sql))
+            return recognition::forward;
         // A statement the rules do not model: its policy applies at prepare time (refused, it never
         // gets a statement id; forwarded, it is counted at each execute).
         if (out.parsed.kind == sqlns::statement_kind::not_ours) {
@@ -231,6 +237,7 @@ decision connection_state::decide(const match::match_result& facts, const rules:
 decision connection_state::decide_statement(const sqlns::parsed_statement& st, const match::match_result& facts,
                                             const rules::rule_set& rules, const value_resolver& values,
                                             session_memory& memory, transaction_tracker& transaction) {
+    note_sql_mode_change(st);  // a prepared statement's execute (a COM_QUERY was noted when recognised)
     learn_session_changes(facts, transaction);
     auto d = decide(facts, rules, values, memory);
     plan_deferred(d, facts, st.sql, memory);

@@ -393,6 +393,21 @@ TEST(connection_state, prepare_asks_the_sql_mode_first) {
     EXPECT_TRUE(f.last().parsed.ours());
 }
 
+// A prepared SET of sql_mode changes the mode at each execute, not at the prepare: a `?` value, or one
+// the parser does not read (kept without facts so that its executes are seen).
+TEST(connection_state, prepared_set_of_sql_mode_makes_each_execute_ask_again) {
+    for (const char* sql : {"SET sql_mode = ?", "SET sql_mode = (SELECT 'ANSI_QUOTES')"}) {
+        front f(env_for(variant_id::coupon));
+        ASSERT_TRUE(f.ready()) << f.error();
+        ASSERT_EQ(f.prepare(sql), rec::keep_prepared) << sql;
+        EXPECT_TRUE(f.state.sql_mode_known()) << sql;  // preparing it changes nothing
+        auto& ps = f.last();
+        (void)f.state.decide_statement(ps.parsed, ps.facts, *env_for(variant_id::coupon).rules, resolve_literal,
+                                       f.memory, f.transaction);
+        EXPECT_FALSE(f.state.sql_mode_known()) << sql;
+    }
+}
+
 // PIPES_AS_CONCAT needs no lexer flag: `||` is never read as part of a value or a guard, so the
 // decision is the same whether it means OR or concatenation.
 TEST(connection_state, pipes_never_part_of_a_value_or_guard) {
