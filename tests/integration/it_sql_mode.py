@@ -5,6 +5,7 @@ Usage: it_sql_mode.py --claimguard PATH --work-dir DIR [unittest args]
 
 SessionModes (a MariaDB with the default sql_mode): P11 as a regression test (SET SESSION sql_mode =
 CONCAT(@@sql_mode, ',ANSI_QUOTES') then a double-quoted UPDATE of the stock: a take, not a refusal);
+the question asked once per connection (the session's Com_select) and again after COM_RESET_CONNECTION;
 NO_BACKSLASH_ESCAPES set by CONCAT (a string ends where the server ends it); a SET GLOBAL by another
 client directly on the database reaches the sidecar's next connections; a PyMySQL app that sets
 ANSI_QUOTES per session with CONCAT and claims concurrently on small stock sells exactly the stock.
@@ -98,6 +99,24 @@ class SessionModes(Base):
         self.assertEqual((facts["remain"], facts["rows"]), (99, 1))
         self.assertEqual(unmodeled(self.proxy, "sql_mode_unknown"), 0)
         self.assertLessEqual(unmodeled(self.proxy) - before, 1)
+
+    def test_question_asked_once_per_connection_and_again_after_reset(self):
+        self.set_stock(100)
+        with self.connect() as c, c.cursor() as cur:
+            cur.execute("SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')")
+            for remain in (99, 98, 97):
+                self.assertEqual(cur.execute(P11_UPDATE.replace("= 99", f"= {remain}")), 1)
+            # The session's own count of SELECTs: the one question before the first UPDATE, none after.
+            cur.execute("SHOW SESSION STATUS LIKE 'Com_select'")
+            self.assertEqual(int(cur.fetchone()[1]), 1)
+            # COM_RESET_CONNECTION: the session's sql_mode is the server's default again (no ANSI_QUOTES),
+            # so "coupon_stock" is a string again: the server would refuse it as a syntax error.
+            c._execute_command(0x1f, b"")  # noqa: SLF001 - COM_RESET_CONNECTION is not in PyMySQL's API
+            c._read_ok_packet()  # noqa: SLF001
+            with self.assertRaises(pymysql.MySQLError) as ctx:
+                cur.execute(P11_UPDATE.replace("= 99", "= 50"))
+            self.assertIn(ctx.exception.args[0], (ER_CLAIMGUARD, 1064))
+        self.assertEqual(self.stock()["remain"], 97)
 
     def test_no_backslash_escapes_set_by_concat_reads_strings_as_the_server(self):
         self.set_stock(100)
