@@ -339,6 +339,7 @@ const mode_change_case mode_change_cases[] = {
     {"replace", "SET sql_mode = REPLACE(@@sql_mode, 'ANSI_QUOTES', '')", false},
     {"user_variable", "SET @@sql_mode := @saved_mode", false},
     {"default", "SET sql_mode = DEFAULT", false},
+    {"upper_case_name_at_the_end", "SET SESSION SQL_MODE=@@GLOBAL.SQL_MODE", false},
     {"concat_in_multi_assignment", "SET autocommit = 1, sql_mode = CONCAT(@@sql_mode, ',ANSI')", false},
     {"subquery_not_read", "SET sql_mode = (SELECT 'ANSI_QUOTES')", false},
     {"set_statement_for", "SET STATEMENT sql_mode = 'ANSI_QUOTES' FOR SELECT 1", false},
