@@ -6,6 +6,7 @@ Usage: it_sql_mode.py --claimguard PATH --work-dir DIR [unittest args]
 SessionModes (a MariaDB with the default sql_mode): P11 as a regression test (SET SESSION sql_mode =
 CONCAT(@@sql_mode, ',ANSI_QUOTES') then a double-quoted UPDATE of the stock: a take, not a refusal);
 the question asked once per connection (the session's Com_select) and again after COM_RESET_CONNECTION;
+the same UPDATE prepared and executed in the binary protocol;
 NO_BACKSLASH_ESCAPES set by CONCAT (a string ends where the server ends it); a SET GLOBAL by another
 client directly on the database reaches the sidecar's next connections; a PyMySQL app that sets
 ANSI_QUOTES per session with CONCAT and claims concurrently on small stock sells exactly the stock.
@@ -18,6 +19,7 @@ MariaDB and the coupon schema come from tests/incident/cluster.py (rules/example
 import argparse
 import os
 import re
+import struct
 import sys
 import threading
 import unittest
@@ -29,6 +31,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "incident"))
 import cluster  # noqa: E402
 import itlib  # noqa: E402
+import rawmysql  # noqa: E402
 import servers  # noqa: E402
 
 ER_CLAIMGUARD = 1644
@@ -117,6 +120,30 @@ class SessionModes(Base):
                 cur.execute(P11_UPDATE.replace("= 99", "= 50"))
             self.assertIn(ctx.exception.args[0], (ER_CLAIMGUARD, 1064))
         self.assertEqual(self.stock()["remain"], 97)
+
+    def test_prepared_double_quoted_update_after_concat_is_a_take(self):
+        """COM_STMT_PREPARE / COM_STMT_EXECUTE (binary protocol): the mode is asked before the prepare."""
+        self.set_stock(100)
+        c = rawmysql.RawClient(servers.HOST, self.proxy.port)
+        try:
+            c.login(cluster.APP_USER, cluster.APP_PASSWORD, cluster.DATABASE)
+            reply = c.query("SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')")
+            self.assertEqual(reply[-1][:1], b"\x00", rawmysql.describe(reply[-1]))
+            c.send_packet(0, b"\x16" + b'UPDATE "coupon_stock" SET "remain" = ? WHERE "campaign_id" = ?')
+            _, ok = c.read_packet()
+            self.assertEqual(ok[:1], b"\x00", rawmysql.describe(ok))  # was: ERR 1644 at prepare time
+            statement_id, columns, params = struct.unpack("<IHH", ok[1:9])
+            self.assertEqual((columns, params), (0, 2))
+            for _ in range(params + 1):  # the parameters' definitions, then EOF
+                c.read_packet()
+            execute = struct.pack("<BIBI", 0x17, statement_id, 0, 1) + b"\x00\x01"  # null bitmap, types bound
+            execute += struct.pack("<BBBB", 8, 0, 8, 0) + struct.pack("<qq", 99, CAMPAIGN)  # two LONGLONGs
+            c.send_packet(0, execute)
+            _, reply = c.read_packet()
+            self.assertEqual(reply[:2], b"\x00\x01", rawmysql.describe(reply))  # OK, 1 row
+        finally:
+            c.close()
+        self.assertEqual(self.stock()["remain"], 99)
 
     def test_no_backslash_escapes_set_by_concat_reads_strings_as_the_server(self):
         self.set_stock(100)
