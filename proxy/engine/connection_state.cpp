@@ -72,32 +72,47 @@ recognition connection_state::sql_mode_arrived(const proto::reply_view* reply, c
             sql_mode_ = mode_state::known;
         }
     const std::string_view sql = out.parsed.sql;
-    return out.from == recognised_statement::command::prepare ? recognise_prepare(sql, in, out)
-                                                              : recognise_query(sql, in, out);
+    const auto r = out.from == recognised_statement::command::prepare ? recognise_prepare(sql, in, out)
+                                                                      : recognise_query(sql, in, out);
+    // No answer (e.g. ERR 1399 inside an XA transaction after XA END): this statement was read without
+    // it, and the next one that needs it asks again.
+    if (sql_mode_ == mode_state::unavailable) sql_mode_ = mode_state::unknown;
+    return r;
 }
 
 bool connection_state::must_ask_sql_mode(std::string_view sql, const statement_inputs& in) const {
     // Only `"` reads differently with ANSI_QUOTES (a string, or a name); `||` reads the same way in
     // both PIPES_AS_CONCAT modes (rules/sql/values.hpp).
     if (sql_mode_ != mode_state::unknown || sql.find('"') == std::string_view::npos) return false;
-    // A candidate, or a session statement naming a protected table (`/*!40101 UPDATE ... */`).
     const auto verdict = in.index.filter().classify(sql);
-    return verdict == sqlns::prefilter_verdict::candidate ||
-           (verdict == sqlns::prefilter_verdict::session && in.index.filter().names_protected(sql));
+    if (verdict == sqlns::prefilter_verdict::candidate) return true;
+    if (verdict != sqlns::prefilter_verdict::session) return false;
+    // A session statement naming a protected table (`/*!40101 UPDATE ... */`), and USE: "shop" is a
+    // database only with ANSI_QUOTES. The others mean the same either way (SET NAMES "gbk") or do not
+    // matter to the rules (XA PREPARE "x1").
+    if (in.index.filter().names_protected(sql)) return true;
+    const auto st = sqlns::parse(sql, lexer_options(in.status));
+    return !st.tokens.empty() && sqlns::iequals(st.text(0), "USE");
 }
 
-sqlns::parsed_statement connection_state::parse(std::string_view sql, std::uint16_t status) const {
-    auto st = sqlns::parse(sql, lexer_options(status));
-    // Asked, and not answered: a guess could read `WHERE k = "k"` as a key where the server sees a
-    // column compared with itself. Read either way, it is not ours.
-    if (sql_mode_ != mode_state::known && sql.find('"') != std::string_view::npos) {
-        auto other = lexer_options(status);
-        other.ansi_quotes = !other.ansi_quotes;
-        if (!same_tokens(sqlns::parse(sql, other).tokens, st.tokens)) {
-            st.kind = sqlns::statement_kind::not_ours;
-            st.reason = sqlns::not_ours_reason::sql_mode_unknown;
-            st.body = std::monostate{};
-        }
+sqlns::parsed_statement connection_state::parse(std::string_view sql, const statement_inputs& in) {
+    auto st = sqlns::parse(sql, lexer_options(in.status));
+    if (sql_mode_ == mode_state::known || sql.find('"') == std::string_view::npos) return st;
+    auto other = lexer_options(in.status);
+    other.ansi_quotes = !other.ansi_quotes;
+    if (same_tokens(sqlns::parse(sql, other).tokens, st.tokens)) return st;
+    // Asked, and not answered, and the text reads two ways. A guess could read `WHERE k = "k"` as a
+    // key where the server sees a column compared with itself: a statement naming a protected table
+    // is not ours. `USE "shop"` may have changed the database: not known any more (every rule with a
+    // schema matches then: more protection, never less). Other session statements keep the guess:
+    // `SET NAMES "gbk"` names the same character set either way.
+    const auto verdict = in.index.filter().classify(sql);
+    if (verdict == sqlns::prefilter_verdict::candidate || in.index.filter().names_protected(sql)) {
+        st.kind = sqlns::statement_kind::not_ours;
+        st.reason = sqlns::not_ours_reason::sql_mode_unknown;
+        st.body = std::monostate{};
+    } else if (!st.tokens.empty() && sqlns::iequals(st.text(0), "USE")) {
+        database_.clear();
     }
     return st;
 }
@@ -149,7 +164,7 @@ recognition connection_state::recognise_query(std::string_view sql, const statem
         out.parsed.sql = sql;  // read again from here when the answer comes
         return recognition::needs_sql_mode;
     }
-    out.parsed = parse(sql, in.status);
+    out.parsed = parse(sql, in);
     note_sql_mode_change(out.parsed);
     out.facts = match(out.parsed, in.index, out.lookup);
     if (out.lookup) return recognition::needs_columns;
@@ -164,7 +179,7 @@ recognition connection_state::recognise_prepare(std::string_view sql, const stat
         out.parsed.sql = sql;
         return recognition::needs_sql_mode;
     }
-    out.parsed = parse(sql, in.status);
+    out.parsed = parse(sql, in);
     out.facts = match(out.parsed, in.index, out.lookup);
     if (out.lookup) return recognition::needs_columns;
     return after_match(in, out);

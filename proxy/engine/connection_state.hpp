@@ -104,8 +104,9 @@ public:
     // not as the engine learned it.
     void command_ended(bool failed);
     // The reply to sql_mode_question (null: none that reads), and on with the statement from the start.
-    // Never `needs_sql_mode` again: with no answer, a statement that reads differently with
-    // ANSI_QUOTES and names a protected table gets its rules' unmodeled policy (sql_mode_unknown).
+    // Never `needs_sql_mode` again for it: with no answer, a statement that reads differently with
+    // ANSI_QUOTES and names a protected table gets its rules' unmodeled policy (sql_mode_unknown), and
+    // the next statement that needs the mode asks again.
     [[nodiscard]] recognition sql_mode_arrived(const protocol::reply_view* reply, const statement_inputs& in,
                                                recognised_statement& out);
 
@@ -173,13 +174,14 @@ private:
     [[nodiscard]] rules::match::match_result match_now(const rules::sql::parsed_statement& st,
                                                        const rules::match::rule_index& index) const;
     // known: lexer_.ansi_quotes is the session's. unknown: ask before a statement it changes.
-    // unavailable: asked, and no answer came; not asked again until the mode may have changed.
+    // unavailable: asked for the statement being read, and no answer came (unknown again after it).
     enum class mode_state : std::uint8_t { known, unknown, unavailable };
     // The sql_mode must be asked before `sql` (naming a protected table) is read.
     [[nodiscard]] bool must_ask_sql_mode(std::string_view sql, const statement_inputs& in) const;
-    // The parse of a statement, as the server reads it when the sql_mode is known; not ours
-    // (sql_mode_unknown) when it is not and the text could read either way.
-    [[nodiscard]] rules::sql::parsed_statement parse(std::string_view sql, std::uint16_t status) const;
+    // The parse of a statement, as the server reads it when the sql_mode is known. When it is not and
+    // the text reads two ways: not ours (sql_mode_unknown) if it names a protected table; a USE
+    // makes the database unknown.
+    [[nodiscard]] rules::sql::parsed_statement parse(std::string_view sql, const statement_inputs& in);
     // After the statement: what it may have done to the sql_mode that no literal SET says.
     void note_sql_mode_change(const rules::sql::parsed_statement& st);
     [[nodiscard]] recognition after_match(const statement_inputs& in, recognised_statement& out);

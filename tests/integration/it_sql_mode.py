@@ -6,7 +6,8 @@ Usage: it_sql_mode.py --claimguard PATH --work-dir DIR [unittest args]
 SessionModes (a MariaDB with the default sql_mode): P11 as a regression test (SET SESSION sql_mode =
 CONCAT(@@sql_mode, ',ANSI_QUOTES') then a double-quoted UPDATE of the stock: a take, not a refusal);
 the question asked once per connection (the session's Com_select) and again after COM_RESET_CONNECTION;
-the same UPDATE prepared and executed in the binary protocol;
+the same UPDATE prepared and executed in the binary protocol; XA PREPARE "x" (where the server refuses a
+SELECT) not asked;
 NO_BACKSLASH_ESCAPES set by CONCAT (a string ends where the server ends it); a SET GLOBAL by another
 client directly on the database reaches the sidecar's next connections; a PyMySQL app that sets
 ANSI_QUOTES per session with CONCAT and claims concurrently on small stock sells exactly the stock.
@@ -120,6 +121,21 @@ class SessionModes(Base):
                 cur.execute(P11_UPDATE.replace("= 99", "= 50"))
             self.assertIn(ctx.exception.args[0], (ER_CLAIMGUARD, 1064))
         self.assertEqual(self.stock()["remain"], 97)
+
+    def test_xa_with_double_quoted_xid_then_double_quoted_strings(self):
+        """The default sql_mode, where "77" is a string. XA PREPARE "cg1" comes in XA's IDLE state, where the
+        server refuses any SELECT: the sql_mode is not asked for it (it means the same either way)."""
+        self.set_stock(100)
+        before = unmodeled(self.proxy, "sql_mode_unknown")
+        with self.connect() as c, c.cursor() as cur:
+            cur.execute("XA START 'cg1'")
+            self.assertEqual(cur.execute(f"UPDATE coupon_stock SET remain = 99 WHERE campaign_id = {CAMPAIGN}"), 1)
+            cur.execute("XA END 'cg1'")
+            cur.execute('XA PREPARE "cg1"')
+            cur.execute('XA COMMIT "cg1"')
+            self.assertEqual(cur.execute(f'UPDATE coupon_stock SET remain = 98 WHERE campaign_id = "{CAMPAIGN}"'), 1)
+        self.assertEqual(self.stock()["remain"], 98)
+        self.assertEqual(unmodeled(self.proxy, "sql_mode_unknown"), before)
 
     def test_prepared_double_quoted_update_after_concat_is_a_take(self):
         """COM_STMT_PREPARE / COM_STMT_EXECUTE (binary protocol): the mode is asked before the prepare."""

@@ -260,7 +260,6 @@ TEST(connection_state, server_default_asked_once_and_only_when_a_statement_needs
     EXPECT_EQ(f.run("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7"), rec::decided);  // no `"`
     EXPECT_EQ(f.last().decided.what, verdict::take);
     EXPECT_EQ(f.run(R"(UPDATE other_table SET x = "a" WHERE id = 1)"), rec::forward);  // not protected
-    EXPECT_EQ(f.run(R"(SET @note = "x")"), rec::forward);                              // names none
     EXPECT_FALSE(f.state.sql_mode_known());
     ASSERT_EQ(f.query(p11_update), rec::needs_sql_mode);
     const std::string ansi = "REAL_AS_FLOAT,PIPES_AS_CONCAT,ANSI_QUOTES,IGNORE_SPACE,ANSI";
@@ -284,13 +283,18 @@ TEST(connection_state, server_default_without_ansi_quotes_reads_a_string) {
     EXPECT_NE(unmodeled_code(f.last()), "sql_mode_unknown");
 }
 
-// A session statement (one that starts with a versioned comment) naming a protected table is asked too.
-TEST(connection_state, versioned_comment_statement_naming_a_protected_table_is_asked) {
+// Session statements with a `"` are asked too: one that starts with a versioned comment, and USE,
+// whose "shop" is a database only with ANSI_QUOTES.
+TEST(connection_state, session_statements_with_a_double_quote_are_asked) {
     front f(env_for(variant_id::coupon));
     ASSERT_TRUE(f.ready()) << f.error();
     f.state.forget_sql_mode();
     ASSERT_EQ(f.query(R"(/*!40101 UPDATE coupon_stock SET remain = 99 WHERE campaign_id = "campaign_id" */)"),
               rec::needs_sql_mode);
+    ASSERT_EQ(f.query(R"(USE "shop")"), rec::needs_sql_mode);
+    const std::string ansi = "ANSI_QUOTES";
+    EXPECT_EQ(f.sql_mode(&ansi), rec::decided);
+    EXPECT_EQ(f.state.database(), "shop");
 }
 
 // No answer: a statement that reads differently with ANSI_QUOTES is not decided on a guess (a guess of
@@ -300,26 +304,53 @@ TEST(connection_state, no_answer_refuses_only_what_reads_differently) {
     front f(env_for(variant_id::coupon));
     ASSERT_TRUE(f.ready()) << f.error();
     f.state.forget_sql_mode();
+    // The question goes unanswered each time (ERR): the statement is read without the answer.
+    auto unanswered = [&](std::string sql) {
+        const auto r = f.query(std::move(sql));
+        return r == rec::needs_sql_mode ? f.sql_mode(nullptr) : r;
+    };
     const std::string tautology = R"(UPDATE coupon_stock SET remain = 99 WHERE campaign_id = "campaign_id")";
     ASSERT_EQ(f.query(tautology), rec::needs_sql_mode);
     ASSERT_EQ(f.sql_mode(nullptr), rec::decided);
     EXPECT_FALSE(f.state.sql_mode_known());
     EXPECT_EQ(f.last().decided.what, verdict::refuse);
     EXPECT_EQ(unmodeled_code(f.last()), "sql_mode_unknown");
-    // Not asked again until the mode may have changed; still refused.
-    EXPECT_EQ(f.run(tautology), rec::decided);
+    // Asked again for the next statement that needs it; unanswered, refused again.
+    ASSERT_EQ(f.query(tautology), rec::needs_sql_mode);
+    ASSERT_EQ(f.sql_mode(nullptr), rec::decided);
     EXPECT_EQ(unmodeled_code(f.last()), "sql_mode_unknown");
     // A `"` inside a '...' string reads the same in both modes.
-    EXPECT_EQ(f.run(R"(UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7 AND 'say "hi"' = 'say "hi"')"),
+    EXPECT_EQ(unanswered(R"(UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7 AND 'say "hi"' = 'say "hi"')"),
               rec::decided);
     EXPECT_NE(unmodeled_code(f.last()), "sql_mode_unknown");
     // A read is forwarded either way (claimguard's promise never rests on reads).
-    EXPECT_EQ(f.run(R"(SELECT "remain" FROM coupon_stock WHERE campaign_id = 7)"), rec::forward);
-    // A literal SET makes it known again.
-    EXPECT_EQ(f.run("SET sql_mode = 'ANSI_QUOTES'"), rec::decided);
-    EXPECT_TRUE(f.state.sql_mode_known());
-    EXPECT_EQ(f.run(p11_update), rec::decided);
+    EXPECT_EQ(unanswered(R"(SELECT "remain" FROM coupon_stock WHERE campaign_id = 7)"), rec::forward);
+    // USE "shop" changed the database, or failed: not known any more (every rule's schema matches).
+    EXPECT_EQ(f.run("USE shop_eu"), rec::decided);
+    EXPECT_EQ(f.state.database(), "shop_eu");
+    (void)unanswered(R"(USE "shop")");
+    EXPECT_EQ(f.state.database(), "");
+    // SET NAMES "gbk" names gbk either way: not even asked.
+    EXPECT_EQ(f.run(R"(SET NAMES "gbk")"), rec::decided);
+    EXPECT_EQ(f.state.lexer().client_charset, rules::sql::charset::gbk);
+    // An answer at last.
+    ASSERT_EQ(f.query(p11_update), rec::needs_sql_mode);
+    const std::string ansi = "ANSI_QUOTES";
+    ASSERT_EQ(f.sql_mode(&ansi), rec::decided);
     EXPECT_EQ(f.last().decided.what, verdict::take);
+}
+
+// XA PREPARE "x1" (the question would fail in XA's IDLE state) and SET NAMES "gbk" mean the same in
+// both modes, and do not matter to the rules: not asked.
+TEST(connection_state, session_statements_that_read_the_same_are_not_asked) {
+    front f(env_for(variant_id::coupon));
+    ASSERT_TRUE(f.ready()) << f.error();
+    f.state.forget_sql_mode();
+    EXPECT_NE(f.query(R"(XA END "x1")"), rec::needs_sql_mode);
+    EXPECT_NE(f.query(R"(XA PREPARE "x1")"), rec::needs_sql_mode);
+    EXPECT_NE(f.query(R"(SET NAMES "utf8mb4")"), rec::needs_sql_mode);
+    EXPECT_NE(f.query(R"(SET @note = "x")"), rec::needs_sql_mode);
+    EXPECT_FALSE(f.state.sql_mode_known());
 }
 
 struct mode_change_case {
