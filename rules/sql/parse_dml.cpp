@@ -121,13 +121,29 @@ bool parse_update(cursor& c, update_statement& out) {
     while (c.accept_word("LOW_PRIORITY") || c.accept_word("IGNORE")) {
     }
     out.modifiers = {modifiers, c.pos};
+    const std::uint32_t tables = c.pos;
     if (!parse_table_ref(c, out.table, true)) return false;
-    if (!c.accept_word("SET")) return false;  // also rejects "UPDATE a, b" and joins
+    // Inner joins only: `, t`, `[INNER | CROSS] JOIN t [ON ...]`, `STRAIGHT_JOIN t [ON ...]`. A
+    // LEFT/RIGHT/NATURAL join, USING, or parentheses stop here (not ours).
+    for (;;) {
+        if (c.accept_punct(",")) {
+            if (!parse_table_ref(c, out.joined.emplace_back(), true)) return false;
+            continue;
+        }
+        if (c.is_word("INNER") || c.is_word("CROSS")) ++c.pos;
+        if (!c.accept_word("JOIN") && !c.accept_word("STRAIGHT_JOIN")) break;
+        if (!parse_table_ref(c, out.joined.emplace_back(), true)) return false;
+        if (c.accept_word("ON") && !parse_join_condition(c, out.where)) return false;
+    }
+    out.tables = {tables, c.pos};
+    const bool multi_table = !out.joined.empty();
+    if (!c.accept_word("SET")) return false;
     do {
         if (!parse_assignment(c, out.assignments.emplace_back())) return false;
     } while (c.accept_punct(","));
-    if (c.accept_word("WHERE") && !parse_where(c, out.where)) return false;
-    if (c.is_word("LIMIT") && !parse_limit(c, out.limit)) return false;
+    if (c.accept_word("WHERE") && !parse_where(c, out.where, multi_table)) return false;
+    // The server takes no LIMIT (or ORDER BY) in a multi-table UPDATE.
+    if (!multi_table && c.is_word("LIMIT") && !parse_limit(c, out.limit)) return false;
     return c.at_statement_end();
 }
 

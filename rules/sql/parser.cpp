@@ -350,49 +350,104 @@ bool parse_expression(cursor& c, operand& out) {
 
 namespace {
 
-[[nodiscard]] bool parse_conjunction(cursor& c, where_clause& w, int depth);
+[[nodiscard]] bool parse_conjunction(cursor& c, where_clause& w, int depth, bool multi_table);
 
 // Parentheses nest at most this deep in a WHERE clause we read.
 constexpr int max_where_depth = 16;
 
-[[nodiscard]] bool parse_predicate(cursor& c, where_clause& w) {
+// One side of a comparison: a column or a value (literal, ?, NULL), with at most one "+ term" or
+// "- term" after it, the term a literal or ?. Anything longer (`c - 1 - 1`, `c * 2`) fails, and so
+// the whole clause is not ours: only shapes whose meaning is certain are read.
+struct comparison_side {
+    bool is_column = false;
+    name_ref column;
+    operand value;
+    bool has_term = false;
+    bool term_minus = false;
+    operand term;
+};
+
+[[nodiscard]] bool parse_side(cursor& c, comparison_side& s) {
+    // `_latin1 'A'` is a literal with an introducer, not a column `_latin1`.
+    const std::string_view w = c.text();
+    const bool introducer = c.is_kind(token_kind::word) && w.size() > 1 && w[0] == '_' && is_introducer_target(c.tok(1).kind);
+    if (c.is_name() && !introducer) {
+        s.is_column = true;
+        if (!parse_name_ref(c, s.column, 3)) return false;
+    } else if (!parse_value_operand(c, s.value)) {
+        return false;
+    }
+    if (c.is_punct("+") || c.is_punct("-")) {
+        s.has_term = true;
+        s.term_minus = c.is_punct("-");
+        ++c.pos;
+        if (!parse_value_operand(c, s.term) || s.term.kind == operand_kind::null) return false;
+    }
+    return true;
+}
+
+// `multi_table`: a column may be compared with a column (a join condition).
+[[nodiscard]] bool parse_predicate(cursor& c, where_clause& w, bool multi_table) {
     predicate p;
     const std::uint32_t start = c.pos;
-    if (c.is_name()) {
-        if (!parse_name_ref(c, p.column, 3)) return false;
-        if (c.is_word("IS")) {
-            ++c.pos;
-            p.kind = c.accept_word("NOT") ? predicate_kind::is_not_null : predicate_kind::is_null;
-            if (!c.accept_word("NULL")) return false;
-        } else if (c.is_word("IN") || (c.is_word("NOT") && c.is_word("IN", 1))) {
-            p.kind = c.accept_word("NOT") ? predicate_kind::not_in_list : predicate_kind::in_list;
-            ++c.pos;  // IN
-            if (!c.accept_punct("(")) return false;
-            p.list_first = static_cast<std::uint32_t>(w.list_values.size());
-            do {
-                operand v;
-                if (!parse_value_operand(c, v)) return false;
-                w.list_values.push_back(v);
-            } while (c.accept_punct(","));
-            if (!c.accept_punct(")")) return false;
-            p.list_count = static_cast<std::uint32_t>(w.list_values.size()) - p.list_first;
-        } else {
-            if (!comparison(c, p.op)) return false;
-            ++c.pos;
-            if (!parse_value_operand(c, p.value)) return false;
-        }
+    comparison_side left;
+    if (!parse_side(c, left)) return false;
+    if (left.is_column && !left.has_term && c.is_word("IS")) {
+        p.column = left.column;
+        ++c.pos;
+        p.kind = c.accept_word("NOT") ? predicate_kind::is_not_null : predicate_kind::is_null;
+        if (!c.accept_word("NULL")) return false;
+    } else if (left.is_column && !left.has_term && (c.is_word("IN") || (c.is_word("NOT") && c.is_word("IN", 1)))) {
+        p.column = left.column;
+        p.kind = c.accept_word("NOT") ? predicate_kind::not_in_list : predicate_kind::in_list;
+        ++c.pos;  // IN
+        if (!c.accept_punct("(")) return false;
+        p.list_first = static_cast<std::uint32_t>(w.list_values.size());
+        do {
+            operand v;
+            if (!parse_value_operand(c, v)) return false;
+            w.list_values.push_back(v);
+        } while (c.accept_punct(","));
+        if (!c.accept_punct(")")) return false;
+        p.list_count = static_cast<std::uint32_t>(w.list_values.size()) - p.list_first;
     } else {
-        if (!parse_value_operand(c, p.value)) return false;
         compare_op op{};
         if (!comparison(c, op)) return false;
         ++c.pos;
-        operand rhs;
-        if (parse_value_operand(c, rhs)) {
+        comparison_side right;
+        if (!parse_side(c, right)) return false;
+        if (!left.is_column && !right.is_column) {
+            if (left.has_term || right.has_term) return false;
             p.kind = predicate_kind::constant;
             p.op = op;
+            p.value = left.value;
+        } else if (left.is_column && right.is_column) {
+            if (!multi_table || left.has_term || right.has_term) return false;
+            p.kind = predicate_kind::column_compare;
+            p.op = op;
+            p.column = left.column;
+            p.value.kind = operand_kind::column;
+            p.value.column = right.column;
+            p.value.span = right.column.span;
         } else {
-            if (!parse_name_ref(c, p.column, 3)) return false;
-            p.op = mirror(op);
+            // The column goes on the left, the rest on the value's side: `c - 2 >= 0` is
+            // `c >= 0 + 2` (its term changes sign), `5 - 1 < c` is `c > 5 - 1`.
+            const comparison_side& col = left.is_column ? left : right;
+            const comparison_side& val = left.is_column ? right : left;
+            p.column = col.column;
+            p.op = left.is_column ? op : mirror(op);
+            p.value = val.value;
+            if (col.has_term || val.has_term) {
+                p.kind = predicate_kind::arithmetic;
+                p.list_first = static_cast<std::uint32_t>(w.list_values.size());
+                auto add_term = [&](const operand& t, bool minus) {
+                    if (minus) p.subtract |= static_cast<std::uint8_t>(1u << p.list_count);
+                    w.list_values.push_back(t);
+                    ++p.list_count;
+                };
+                if (val.has_term) add_term(val.term, val.term_minus);
+                if (col.has_term) add_term(col.term, !col.term_minus);
+            }
         }
     }
     if (c.is_punct("(")) return false;  // a function call, not a column
@@ -401,13 +456,13 @@ constexpr int max_where_depth = 16;
     return true;
 }
 
-bool parse_conjunction(cursor& c, where_clause& w, int depth) {
+bool parse_conjunction(cursor& c, where_clause& w, int depth, bool multi_table) {
     if (depth > max_where_depth) return false;
     do {
         if (c.is_punct("(")) {
             ++c.pos;
-            if (!parse_conjunction(c, w, depth + 1) || !c.accept_punct(")")) return false;
-        } else if (!parse_predicate(c, w)) {
+            if (!parse_conjunction(c, w, depth + 1, multi_table) || !c.accept_punct(")")) return false;
+        } else if (!parse_predicate(c, w, multi_table)) {
             return false;
         }
     } while (c.accept_word("AND") || c.accept_punct("&&"));
@@ -416,13 +471,15 @@ bool parse_conjunction(cursor& c, where_clause& w, int depth) {
 
 }  // namespace
 
-bool parse_where(cursor& c, where_clause& out) {
+bool parse_where(cursor& c, where_clause& out, bool multi_table) {
     out.present = true;
     const std::uint32_t start = c.pos;
-    if (!parse_conjunction(c, out, 0)) return false;
+    if (!parse_conjunction(c, out, 0, multi_table)) return false;
     out.span = {start, c.pos};
     return true;
 }
+
+bool parse_join_condition(cursor& c, where_clause& out) { return parse_conjunction(c, out, 0, true); }
 
 bool parse_limit(cursor& c, token_span& out) {
     const std::uint32_t start = c.pos;

@@ -69,8 +69,12 @@ private:
 // Any expression we can skip over safely (no subquery); the operand keeps its exact shape
 // when it is a single literal, placeholder, NULL, DEFAULT or column.
 [[nodiscard]] bool parse_expression(cursor& c, operand& out);
-// After WHERE: AND-ed comparisons, IN lists, IS [NOT] NULL, in parentheses or not.
-[[nodiscard]] bool parse_where(cursor& c, where_clause& out);
+// After WHERE: AND-ed comparisons (with one `+ n` / `- n` on a side), IN lists, IS [NOT] NULL,
+// in parentheses or not. `multi_table`: also column-to-column comparisons (join conditions).
+[[nodiscard]] bool parse_where(cursor& c, where_clause& out, bool multi_table = false);
+// After ON of a multi-table UPDATE's inner join: the same conjunction, its predicates added to
+// `out` (the statement's WHERE clause) without changing its span.
+[[nodiscard]] bool parse_join_condition(cursor& c, where_clause& out);
 // "LIMIT n [, m]" or "LIMIT n OFFSET m", n and m integers or placeholders; span includes LIMIT.
 [[nodiscard]] bool parse_limit(cursor& c, token_span& out);
 // "col = value" of UPDATE ... SET, INSERT ... SET and ON DUPLICATE KEY UPDATE.

@@ -69,6 +69,14 @@ enum class predicate_kind : std::uint8_t {
     is_null,
     is_not_null,
     constant,  // literal op literal, as in MyBatis' "WHERE 1=1 AND ..." (no column)
+    // A comparison with integer arithmetic on either side, moved to the value's side:
+    // `c - 2 >= 0` is `c >= 0 + 2`, `0 <= c - ?` is `c >= 0 + ?`, `c > 5 - 1` is `c > 5 - 1`.
+    // column op value + terms, the terms (a literal or ?, at most one per side) in
+    // where_clause::list_values[list_first, list_first + list_count), bit i of `subtract` set
+    // when term i is subtracted.
+    arithmetic,
+    // column op column: only in a multi-table UPDATE (its join condition, `c.id = s.campaign_id`).
+    column_compare,
 };
 
 // One AND-ed condition of a WHERE clause, the column always on the left (`7 = id` is stored
@@ -76,16 +84,19 @@ enum class predicate_kind : std::uint8_t {
 struct predicate {
     predicate_kind kind = predicate_kind::compare;
     compare_op op = compare_op::eq;
+    std::uint8_t subtract = 0;     // arithmetic: bit i set when term i is subtracted
     name_ref column;
-    operand value;                 // compare
+    operand value;                 // compare, arithmetic; column_compare: the right-hand column
     std::uint32_t list_first = 0;  // in_list: where_clause::list_values[list_first, list_first + list_count)
-    std::uint32_t list_count = 0;
+    std::uint32_t list_count = 0;  // (arithmetic: its terms, the same way)
     token_span span;
 };
 
 struct where_clause {
     bool present = false;
     token_span span;  // the condition after WHERE
+    // The AND-ed conditions; in a multi-table UPDATE, those of each join's ON come first (an inner
+    // join's ON filters rows exactly as WHERE does). `span` covers only the WHERE part.
     small_vector<predicate, 4> predicates;
     small_vector<operand, 4> list_values;
 };
@@ -135,6 +146,10 @@ struct assignment {
 struct update_statement {
     token_span modifiers;  // LOW_PRIORITY, IGNORE
     table_ref table;
+    // A multi-table UPDATE (`UPDATE a s JOIN b c ON ... SET`, `UPDATE a s, b c SET`): the other
+    // tables, inner joins only (a LEFT JOIN's ON does not filter the left table's rows).
+    small_vector<table_ref, 1> joined;
+    token_span tables;  // every table reference as written, with JOIN and ON: what a rewrite copies
     small_vector<assignment, 4> assignments;
     where_clause where;
     token_span limit;

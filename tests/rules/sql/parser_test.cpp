@@ -143,6 +143,10 @@ const parse_case select_cases[] = {
     {"interval_arithmetic", "SELECT NOW() + INTERVAL 1 DAY FROM t", "SELECT [expr:NOW() + INTERVAL 1 DAY] table=t"},
     {"case_insensitive_keywords_in_lock", "select remain from t where a = 1 for update",
      "SELECT [col:remain] table=t where=[a = lit:1] lock=for_update"},
+    // Integer arithmetic in WHERE: one term a side, moved to the value's side.
+    {"arithmetic_in_where", "SELECT remain FROM t WHERE a = 1 + 1", "SELECT [col:remain] table=t where=[a = lit:1 + lit:1]"},
+    {"column_arithmetic_in_where", "SELECT remain FROM t WHERE remain - 1 >= 0",
+     "SELECT [col:remain] table=t where=[remain >= lit:0 + lit:1]"},
 };
 
 const parse_case not_ours_select_cases[] = {
@@ -159,8 +163,15 @@ const parse_case not_ours_select_cases[] = {
     {"function_in_where", "SELECT remain FROM t WHERE DATE(created) = '2024-01-01'", "not_ours(unsupported_syntax)"},
     {"function_value_in_where", "SELECT remain FROM t WHERE created = NOW()", "not_ours(unsupported_syntax)"},
     {"column_to_column", "SELECT remain FROM t WHERE a = b", "not_ours(unsupported_syntax)"},
-    {"arithmetic_in_where", "SELECT remain FROM t WHERE a = 1 + 1", "not_ours(unsupported_syntax)"},
-    {"column_arithmetic_in_where", "SELECT remain FROM t WHERE remain - 1 >= 0", "not_ours(unsupported_syntax)"},
+    {"two_terms_on_a_side", "SELECT remain FROM t WHERE remain - 1 - 1 >= 0", "not_ours(unsupported_syntax)"},
+    {"product_in_where", "SELECT remain FROM t WHERE remain * 2 >= 4", "not_ours(unsupported_syntax)"},
+    {"term_then_product", "SELECT remain FROM t WHERE remain >= 2 - 1 * 2", "not_ours(unsupported_syntax)"},
+    {"value_minus_column", "SELECT remain FROM t WHERE 5 - remain >= 0", "not_ours(unsupported_syntax)"},
+    {"column_term", "SELECT remain FROM t WHERE remain - a >= 0", "not_ours(unsupported_syntax)"},
+    {"null_term", "SELECT remain FROM t WHERE remain - NULL >= 0", "not_ours(unsupported_syntax)"},
+    {"parenthesised_difference", "SELECT remain FROM t WHERE (remain - 1) >= 0", "not_ours(unsupported_syntax)"},
+    {"arithmetic_of_constants", "SELECT remain FROM t WHERE 1 + 1 = 2", "not_ours(unsupported_syntax)"},
+    {"arithmetic_in_list", "SELECT remain FROM t WHERE remain - 1 IN (1)", "not_ours(unsupported_syntax)"},
     {"not_in_where", "SELECT remain FROM t WHERE NOT a = 1", "not_ours(unsupported_syntax)"},
     {"like", "SELECT remain FROM t WHERE a LIKE 'x%'", "not_ours(unsupported_syntax)"},
     {"between", "SELECT remain FROM t WHERE a BETWEEN 1 AND 2", "not_ours(unsupported_syntax)"},
@@ -243,11 +254,56 @@ const parse_case update_cases[] = {
      "UPDATE table=t set=[remain = remain - lit:1] where=[a IN (lit:1)]"},
     {"hint_after_update", "UPDATE /*+ NO_MERGE() */ t SET remain = 5 WHERE a = 1",
      "UPDATE table=t set=[remain = lit:5] where=[a = lit:1]"},
+    // Guards in arithmetic forms: the column on the left, the terms on the value's side.
+    {"guard_minus_ge_zero", "UPDATE qty_stock SET remain = remain - 2 WHERE campaign_id = 1 AND remain - 2 >= 0",
+     "UPDATE table=qty_stock set=[remain = remain - lit:2] where=[campaign_id = lit:1; remain >= lit:0 + lit:2]"},
+    {"guard_plus", "UPDATE t SET remain = remain - 1 WHERE a = 1 AND remain + 1 > 1",
+     "UPDATE table=t set=[remain = remain - lit:1] where=[a = lit:1; remain > lit:1 - lit:1]"},
+    {"guard_mirrored", "UPDATE t SET remain = remain - 1 WHERE a = 1 AND 0 <= remain - 1",
+     "UPDATE table=t set=[remain = remain - lit:1] where=[a = lit:1; remain >= lit:0 + lit:1]"},
+    {"guard_value_first", "UPDATE t SET remain = remain - 1 WHERE a = 1 AND 1 <= remain",
+     "UPDATE table=t set=[remain = remain - lit:1] where=[a = lit:1; remain >= lit:1]"},
+    {"guard_bound_minus", "UPDATE t SET remain = remain - 1 WHERE a = 1 AND remain > 1 - 1",
+     "UPDATE table=t set=[remain = remain - lit:1] where=[a = lit:1; remain > lit:1 - lit:1]"},
+    {"guard_bound_plus_zero", "UPDATE t SET remain = remain - 1 WHERE a = 1 AND remain >= 1 + 0",
+     "UPDATE table=t set=[remain = remain - lit:1] where=[a = lit:1; remain >= lit:1 + lit:0]"},
+    {"guard_both_sides", "UPDATE t SET remain = remain - 1 WHERE a = 1 AND remain - 1 >= 1 - 1",
+     "UPDATE table=t set=[remain = remain - lit:1] where=[a = lit:1; remain >= lit:1 - lit:1 + lit:1]"},
+    {"guard_mybatis_placeholders", "UPDATE stock SET remain = remain - ? WHERE id = ? AND remain - ? >= 0",
+     "UPDATE table=stock set=[remain = remain - ?0] where=[id = ?1; remain >= lit:0 + ?2]"},
+    {"guard_negative_term", "UPDATE t SET remain = remain - 1 WHERE a = 1 AND remain + -1 >= 0",
+     "UPDATE table=t set=[remain = remain - lit:1] where=[a = lit:1; remain >= lit:0 - lit:-1]"},
+    // Multi-table UPDATE: inner joins, the ON conditions first among the predicates.
+    {"join", "UPDATE coupon_stock s JOIN campaign c ON c.id = s.campaign_id SET s.remain = s.remain - 1 "
+             "WHERE s.campaign_id = 7 AND s.remain > 0 AND c.status = 'ON'",
+     "UPDATE table=coupon_stock alias=s join table=campaign alias=c tables=coupon_stock s JOIN campaign c ON c.id = "
+     "s.campaign_id set=[s.remain = s.remain - lit:1] where=[c.id = col:s.campaign_id; s.campaign_id = lit:7; "
+     "s.remain > lit:0; c.status = lit:'ON']"},
+    {"inner_join_no_where", "UPDATE a INNER JOIN b ON a.id = b.id AND b.x = 1 SET a.x = 1",
+     "UPDATE table=a join table=b tables=a INNER JOIN b ON a.id = b.id AND b.x = 1 set=[a.x = lit:1] where=[a.id = "
+     "col:b.id; b.x = lit:1]"},
+    {"multi_table", "UPDATE a, b SET a.x = 1", "UPDATE table=a join table=b tables=a, b set=[a.x = lit:1]"},
+    {"comma_join_where", "UPDATE coupon_stock s, campaign c SET s.remain = s.remain - 1 WHERE s.campaign_id = c.id",
+     "UPDATE table=coupon_stock alias=s join table=campaign alias=c tables=coupon_stock s, campaign c set=[s.remain = "
+     "s.remain - lit:1] where=[s.campaign_id = col:c.id]"},
+    {"cross_and_straight_join", "UPDATE a CROSS JOIN b STRAIGHT_JOIN c ON c.id = a.id SET a.x = 1",
+     "UPDATE table=a join table=b join table=c tables=a CROSS JOIN b STRAIGHT_JOIN c ON c.id = a.id set=[a.x = "
+     "lit:1] where=[c.id = col:a.id]"},
 };
 
 const parse_case not_ours_update_cases[] = {
-    {"multi_table", "UPDATE a, b SET a.x = 1", "not_ours(unsupported_syntax)"},
-    {"join", "UPDATE a JOIN b ON a.id = b.id SET a.x = 1", "not_ours(unsupported_syntax)"},
+    {"left_join", "UPDATE a LEFT JOIN b ON a.id = b.id SET a.x = 1", "not_ours(unsupported_syntax)"},
+    {"natural_join", "UPDATE a NATURAL JOIN b SET a.x = 1", "not_ours(unsupported_syntax)"},
+    {"join_using", "UPDATE a JOIN b USING (id) SET a.x = 1", "not_ours(unsupported_syntax)"},
+    {"parenthesised_join", "UPDATE (a JOIN b ON a.id = b.id) SET a.x = 1", "not_ours(unsupported_syntax)"},
+    {"join_or", "UPDATE a JOIN b ON a.id = b.id OR a.id = 1 SET a.x = 1", "not_ours(unsupported_syntax)"},
+    {"join_limit", "UPDATE a JOIN b ON a.id = b.id SET a.x = 1 LIMIT 1", "not_ours(unsupported_syntax)"},
+    {"column_to_column_single_table", "UPDATE t SET remain = remain - 1 WHERE remain > floor_value",
+     "not_ours(unsupported_syntax)"},
+    {"column_to_column_with_term", "UPDATE a, b SET a.x = 1 WHERE a.id = b.id + 1", "not_ours(unsupported_syntax)"},
+    {"two_terms", "UPDATE t SET remain = remain - 2 WHERE a = 1 AND remain - 1 - 1 >= 0", "not_ours(unsupported_syntax)"},
+    {"minus_placeholder_sign", "UPDATE t SET remain = remain - ? WHERE a = 1 AND remain - -? >= 0",
+     "not_ours(unsupported_syntax)"},
     {"or", "UPDATE t SET remain = 1 WHERE a = 1 OR b = 2", "not_ours(unsupported_syntax)"},
     {"order_by", "UPDATE t SET remain = 1 WHERE a = 1 ORDER BY id", "not_ours(unsupported_syntax)"},
     {"subquery_value", "UPDATE t SET remain = (SELECT 1) WHERE a = 1", "not_ours(unsupported_syntax)"},

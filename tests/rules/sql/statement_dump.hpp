@@ -47,7 +47,7 @@ inline std::string op_name(compare_op op) {
 }
 
 inline std::string dump_where(const parsed_statement& st, const where_clause& w) {
-    if (!w.present) return "";
+    if (!w.present && w.predicates.empty()) return "";
     std::string s = " where=[";
     for (std::size_t i = 0; i < w.predicates.size(); ++i) {
         const auto& p = w.predicates[i];
@@ -67,6 +67,12 @@ inline std::string dump_where(const parsed_statement& st, const where_clause& w)
             case predicate_kind::is_null: s += " IS NULL"; break;
             case predicate_kind::is_not_null: s += " IS NOT NULL"; break;
             case predicate_kind::constant: s += "constant:" + std::string(st.text(p.span)); break;
+            case predicate_kind::arithmetic:
+                s += " " + op_name(p.op) + " " + dump_operand(st, p.value);
+                for (std::uint32_t k = 0; k < p.list_count; ++k)
+                    s += std::string((p.subtract >> k) & 1 ? " - " : " + ") + dump_operand(st, w.list_values[p.list_first + k]);
+                break;
+            case predicate_kind::column_compare: s += " " + op_name(p.op) + " " + dump_operand(st, p.value); break;
         }
     }
     return s + "]";
@@ -112,7 +118,10 @@ inline std::string dump_statement(const parsed_statement& st) {
     if (const auto* u = std::get_if<update_statement>(&st.body)) {
         std::string out = "UPDATE";
         if (!u->modifiers.empty()) out += " mods=" + std::string(st.text(u->modifiers));
-        out += dump_table(st, u->table) + " set=[";
+        out += dump_table(st, u->table);
+        for (const auto& j : u->joined) out += " join" + dump_table(st, j);
+        if (!u->joined.empty()) out += " tables=" + std::string(st.text(u->tables));
+        out += " set=[";
         for (std::size_t i = 0; i < u->assignments.size(); ++i) {
             if (i) out += "; ";
             out += dump_assignment(st, u->assignments[i]);
