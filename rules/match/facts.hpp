@@ -76,6 +76,34 @@ enum class guard_state : std::uint8_t {
     unknown,       // the bound or the amount is a placeholder
 };
 
+// A lower bound the WHERE clause puts on the counter: counter >= base + terms (> when strict),
+// the terms added or subtracted as the app wrote them (`c - ? >= 0` is base 0, term + ?). Kept as
+// written so that a bound with a placeholder is judged once the values are bound.
+struct counter_bound {
+    value_ref base;
+    small_vector<value_ref, 2> terms;
+    std::uint8_t subtract = 0;  // bit i: terms[i] is subtracted
+    bool strict = false;
+
+    // The smallest counter value the bound lets through, given each part's integer value
+    // (`integer_of(value_ref) -> std::optional<std::int64_t>`); empty when a part is not a known
+    // integer or the sum overflows: then the bound proves nothing.
+    template <class IntegerOf>
+    [[nodiscard]] std::optional<std::int64_t> lowest(const IntegerOf& integer_of) const {
+        std::optional<std::int64_t> sum = integer_of(base);
+        if (!sum) return std::nullopt;
+        for (std::size_t i = 0; i < terms.size(); ++i) {
+            const std::optional<std::int64_t> t = integer_of(terms[i]);
+            if (!t) return std::nullopt;
+            const bool minus = ((subtract >> i) & 1) != 0;
+            if (minus ? __builtin_sub_overflow(*sum, *t, &*sum) : __builtin_add_overflow(*sum, *t, &*sum))
+                return std::nullopt;
+        }
+        if (strict && __builtin_add_overflow(*sum, 1, &*sum)) return std::nullopt;
+        return sum;
+    }
+};
+
 // UPDATE ... SET counter = counter - N (or + N).
 struct counter_change {
     const stock_rule* rule = nullptr;
@@ -91,6 +119,9 @@ struct counter_change {
     bool extra_conditions = false;
     std::optional<value_ref> guard_bound;  // the strongest "counter >= B" / "counter > B" of the WHERE clause
     bool guard_strict = false;             // ">" rather than ">="
+    // Every lower bound on the counter (`>=`, `>`, `=`, in any arithmetic form), for the engine to
+    // judge `guard` again once placeholders are bound (unknown at match time).
+    small_vector<counter_bound, 1> bounds;
     std::uint32_t assignment = 0;
     std::optional<std::uint32_t> version_assignment;
 

@@ -130,45 +130,70 @@ void match_select(const parsed_statement& st, const rule_index& rules, const mat
 }
 
 // Whether a WHERE clause has a condition on something other than the key columns and the
-// counter (AND version = ?, AND status = 'ON'): then zero rows may be that condition failing.
+// counter (AND version = ?, AND status = 'ON', a join's condition): then zero rows may be that
+// condition failing.
 [[nodiscard]] bool says_more_than_key_and_counter(const parsed_statement& st, const where_clause& w,
                                                   const table_ref& t, const stock_rule& rule) {
     for (const auto& p : w.predicates) {
         if (p.kind == predicate_kind::constant) continue;
+        if (p.kind == predicate_kind::column_compare) return true;
         if (column_is(st, p.column, rule.counter_column, t)) continue;
         bool on_key = false;
         for (const auto& kc : rule.key_columns)
             if (column_is(st, p.column, kc, t)) on_key = true;
-        if (!on_key) return true;
+        if (!on_key || p.kind == predicate_kind::arithmetic) return true;
     }
     return false;
 }
 
-// The strongest lower bound the WHERE clause puts on the counter, and how it compares to
-// floor + units.
-void find_guard(const parsed_statement& st, const sql::update_statement& u, const stock_rule& rule,
+// The integer value of a literal (placeholders and expressions are not known here).
+[[nodiscard]] std::optional<std::int64_t> literal_integer(const value_ref& v) {
+    if (v.type != value_ref::kind::literal) return std::nullopt;
+    return v.decoded.integer;
+}
+
+// The strongest lower bound the WHERE clause puts on the counter of table `t`, and how it
+// compares to floor + units. Every bound is also kept in `c.bounds`, to be judged again once
+// placeholders are bound.
+void find_guard(const parsed_statement& st, const where_clause& where, const table_ref& t, const stock_rule& rule,
                 counter_change& c) {
     std::optional<std::int64_t> best;  // smallest counter value the bound lets through
     bool placeholder = false;
-    for (const auto& p : u.where.predicates) {
-        if (p.kind != predicate_kind::compare || !column_is(st, p.column, rule.counter_column, u.table)) continue;
+    for (const auto& p : where.predicates) {
+        if (p.kind != predicate_kind::compare && p.kind != predicate_kind::arithmetic) continue;
+        if (!column_is(st, p.column, rule.counter_column, t)) continue;
         if (p.op != compare_op::ge && p.op != compare_op::gt && p.op != compare_op::eq) continue;
-        value_ref v = make_value(st, p.value);
-        if (v.type == value_ref::kind::placeholder) {
+        counter_bound b;
+        b.base = make_value(st, p.value);
+        b.strict = p.op == compare_op::gt;
+        bool has_placeholder = b.base.type == value_ref::kind::placeholder;
+        if (p.kind == predicate_kind::arithmetic) {
+            for (std::uint32_t i = 0; i < p.list_count; ++i) {
+                b.terms.push_back(make_value(st, where.list_values[p.list_first + i]));
+                has_placeholder = has_placeholder || b.terms.back().type == value_ref::kind::placeholder;
+            }
+            b.subtract = p.subtract;
+        }
+        c.bounds.push_back(b);
+        if (has_placeholder) {
             placeholder = true;
-            if (!c.guard_bound) {
-                c.guard_bound = v;
-                c.guard_strict = p.op == compare_op::gt;
+            if (!c.guard_bound && p.kind == predicate_kind::compare) {
+                c.guard_bound = b.base;
+                c.guard_strict = b.strict;
             }
             continue;
         }
-        if (v.type != value_ref::kind::literal || !v.decoded.integer) continue;
-        const std::int64_t b = *v.decoded.integer;
-        const std::int64_t lowest = p.op == compare_op::gt ? (b == INT64_MAX ? b : b + 1) : b;
-        if (!best || lowest > *best) {
+        const std::optional<std::int64_t> lowest = b.lowest(literal_integer);
+        if (!lowest) continue;
+        if (!best || *lowest > *best) {
             best = lowest;
-            c.guard_bound = v;
-            c.guard_strict = p.op == compare_op::gt;
+            // guard_bound names a plain `counter >= B`; an arithmetic bound is described by `bounds`.
+            if (p.kind == predicate_kind::compare) {
+                c.guard_bound = b.base;
+                c.guard_strict = b.strict;
+            } else {
+                c.guard_bound.reset();
+            }
         }
     }
     if (!best && !placeholder) {
@@ -181,29 +206,67 @@ void find_guard(const parsed_statement& st, const sql::update_statement& u, cons
     }
     const std::int64_t units = -*c.delta;
     const bool enough = units <= 0 || (rule.floor <= INT64_MAX - units && *best >= rule.floor + units);
-    c.guard = enough ? guard_state::sufficient : guard_state::insufficient;
+    // A literal bound too low may still be outdone by one with a placeholder: judged when bound.
+    c.guard = enough ? guard_state::sufficient : placeholder ? guard_state::unknown : guard_state::insufficient;
+}
+
+// The name a table goes by in the statement: its alias, else its name.
+[[nodiscard]] std::string_view effective_name(const parsed_statement& st, const table_ref& t) {
+    return st.text(t.alias != no_token ? t.alias : t.name.name);
 }
 
 void match_update(const parsed_statement& st, const rule_index& rules, const match_context& ctx, match_result& out) {
     const auto& u = std::get<sql::update_statement>(st.body);
+    // Every table of the statement: more than one in a multi-table UPDATE (a join).
+    small_vector<const table_ref*, 2> tables{&u.table};
+    for (const auto& j : u.joined) tables.push_back(&j);
+    const bool multi_table = tables.size() > 1;
+    std::size_t protected_tables = 0;
+    for (const table_ref* t : tables)
+        for (const auto& rule : rules.rules().stocks)
+            if (table_matches(st, *t, rule.table, ctx)) {
+                ++protected_tables;
+                break;
+            }
     for (const auto& rule : rules.rules().stocks) {
-        if (!table_matches(st, u.table, rule.table, ctx)) continue;
+        const table_ref* stock = nullptr;
+        for (const table_ref* t : tables)
+            if (table_matches(st, *t, rule.table, ctx)) stock = t;
+        if (stock == nullptr) continue;
+        const table_ref& table = *stock;
+        if (multi_table) {
+            // Two stock rows changed by one statement (or one table twice) is not a take the engine
+            // can follow; nor is a column whose table is uncertain (another table called by the stock
+            // table's name, as in `JOIN campaign coupon_stock`).
+            bool ambiguous = false;
+            for (const table_ref* t : tables)
+                if (t != stock && (same_identifier(effective_name(st, *t), st.text(table.name.name)) ||
+                                   same_identifier(effective_name(st, *t), effective_name(st, table))))
+                    ambiguous = true;
+            if (protected_tables > 1 || ambiguous) {
+                out.facts.emplace_back(unmodeled{&rule, nullptr,
+                                                 "a multi-table UPDATE of more than one protected table, or with "
+                                                 "table names that do not tell its tables apart",
+                                                 "multi_table_update"});
+                continue;
+            }
+        }
         std::optional<std::uint32_t> counter;
         std::optional<std::uint32_t> version;
         int counter_count = 0;
         bool key_assigned = false;
         for (std::uint32_t i = 0; i < u.assignments.size(); ++i) {
             const auto& a = u.assignments[i];
-            if (column_is(st, a.column, rule.counter_column, u.table)) {
+            if (column_is(st, a.column, rule.counter_column, table)) {
                 ++counter_count;
                 counter = i;
-            } else if (rule.version_column && column_is(st, a.column, *rule.version_column, u.table)) {
+            } else if (rule.version_column && column_is(st, a.column, *rule.version_column, table)) {
                 version = i;
             }
         }
         for (const auto& a : u.assignments) {
             for (const auto& kc : rule.key_columns)
-                if (column_is(st, a.column, kc, u.table)) key_assigned = true;
+                if (column_is(st, a.column, kc, table)) key_assigned = true;
         }
         if (key_assigned) {
             // The stock moves to another key (or a new row appears under it): not a take or a restock
@@ -217,14 +280,14 @@ void match_update(const parsed_statement& st, const rule_index& rules, const mat
             continue;
         }
         const auto& a = u.assignments[*counter];
-        key_scan k = scan_key(st, u.where, u.table, rule.key_columns);
-        const bool relative = a.kind == sql::assignment_kind::relative && column_is(st, a.base, rule.counter_column, u.table);
+        key_scan k = scan_key(st, u.where, table, rule.key_columns);
+        const bool relative = a.kind == sql::assignment_kind::relative && column_is(st, a.base, rule.counter_column, table);
         if (!relative) {
             // Any other write of the counter (a value, an expression, NULL): the engine takes the
             // rule's units for it, whatever it says.
             counter_write w;
             w.rule = &rule;
-            w.table = use_of(st, u.table);
+            w.table = use_of(st, table);
             w.key = std::move(k.key);
             w.full_key = k.full;
             if (a.kind == sql::assignment_kind::value) {
@@ -237,17 +300,18 @@ void match_update(const parsed_statement& st, const rule_index& rules, const mat
             w.version_assignment = version;
             for (const auto& p : u.where.predicates) {
                 if (p.kind == predicate_kind::compare && p.op == compare_op::eq &&
-                    column_is(st, p.column, rule.counter_column, u.table)) {
+                    column_is(st, p.column, rule.counter_column, table)) {
                     w.expected = make_value(st, p.value);
                     break;
                 }
             }
-            w.extra_conditions = k.extra;
+            // A join's condition, or a condition on another table, may be what fails.
+            w.extra_conditions = k.extra || multi_table;
             out.facts.emplace_back(std::move(w));
         } else {
             counter_change c;
             c.rule = &rule;
-            c.table = use_of(st, u.table);
+            c.table = use_of(st, table);
             c.key = std::move(k.key);
             c.full_key = k.full;
             c.sign = a.sign;
@@ -257,8 +321,8 @@ void match_update(const parsed_statement& st, const rule_index& rules, const mat
                 c.delta = a.sign == '-' ? -*c.amount.decoded.integer : *c.amount.decoded.integer;
             c.assignment = *counter;
             c.version_assignment = version;
-            c.extra_conditions = says_more_than_key_and_counter(st, u.where, u.table, rule);
-            find_guard(st, u, rule, c);
+            c.extra_conditions = multi_table || says_more_than_key_and_counter(st, u.where, table, rule);
+            find_guard(st, u.where, table, rule, c);
             out.facts.emplace_back(std::move(c));
         }
     }

@@ -80,7 +80,7 @@ result<rewritten_sql> conditional_decrement(const sql::parsed_statement& st, con
         w.copy(u->modifiers);
         w.text(" ");
     }
-    w.copy(u->table.span);
+    w.copy(u->tables);  // a multi-table UPDATE keeps its joins and their ON conditions as written
     w.text(" SET ");
     for (std::uint32_t i = 0; i < u->assignments.size(); ++i) {
         if (i != 0) w.text(", ");

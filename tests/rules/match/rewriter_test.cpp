@@ -98,6 +98,26 @@ const rewrite_case change_cases[] = {
      "UPDATE coupon_stock SET remain = remain - 2, `version` = `version` + 1 WHERE campaign_id = 7 AND remain >= 2", {}},
     {"floor_literal", "UPDATE shop.inventory SET qty = qty - 3 WHERE sku = 'A' AND warehouse = 2", 0,
      "UPDATE shop.inventory SET qty = qty - 3 WHERE sku = 'A' AND warehouse = 2 AND qty >= 8", {}},
+    {"weak_arithmetic_guard_kept_and_strengthened",
+     "UPDATE coupon_stock SET remain = remain - 2 WHERE campaign_id = 7 AND remain - 1 >= 0", 0,
+     "UPDATE coupon_stock SET remain = remain - 2, `version` = `version` + 1 WHERE campaign_id = 7 AND remain - 1 >= 0 "
+     "AND remain >= 2", {}},
+    {"mybatis_arithmetic_guard", "UPDATE coupon_stock SET remain = remain - ? WHERE campaign_id = ? AND remain - ? >= 0", 0,
+     "UPDATE coupon_stock SET remain = remain - ?, `version` = `version` + 1 WHERE campaign_id = ? AND remain - ? >= 0 "
+     "AND remain >= ?", {0, 1, 2, 0}},
+    {"join_guard_on_the_stock_alias",
+     "UPDATE coupon_stock s JOIN campaign c ON c.id = s.campaign_id SET s.remain = s.remain - 1 "
+     "WHERE s.campaign_id = 7 AND c.status = 'ON'", 0,
+     "UPDATE coupon_stock s JOIN campaign c ON c.id = s.campaign_id SET s.remain = s.remain - 1, s.`version` = "
+     "s.`version` + 1 WHERE s.campaign_id = 7 AND c.status = 'ON' AND s.remain >= 1", {}},
+    {"join_without_where", "UPDATE campaign c JOIN coupon_stock s ON c.id = s.campaign_id AND s.campaign_id = ? "
+                           "SET s.remain = s.remain - 2, c.sold = c.sold + 2", 0,
+     "UPDATE campaign c JOIN coupon_stock s ON c.id = s.campaign_id AND s.campaign_id = ? SET s.remain = s.remain - 2, "
+     "s.`version` = s.`version` + 1, c.sold = c.sold + 2 WHERE s.remain >= 2", {0}},
+    {"comma_join", "UPDATE coupon_stock s, campaign c SET s.remain = s.remain - 1 WHERE s.campaign_id = c.id AND "
+                   "s.campaign_id = 7", 0,
+     "UPDATE coupon_stock s, campaign c SET s.remain = s.remain - 1, s.`version` = s.`version` + 1 WHERE "
+     "s.campaign_id = c.id AND s.campaign_id = 7 AND s.remain >= 1", {}},
 };
 
 // The one counter fact of a statement.

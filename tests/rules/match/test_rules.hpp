@@ -78,6 +78,18 @@ inline std::string render_table(const table_use& t) {
 
 inline std::string opt_index(const std::optional<std::uint32_t>& i) { return i ? std::to_string(*i) : "-"; }
 
+// The counter's bounds written with arithmetic (" bounds=[>=0+2]"); nothing when there is none.
+inline std::string render_arithmetic_bounds(const counter_change& c) {
+    std::string s;
+    for (const auto& b : c.bounds) {
+        if (b.terms.empty()) continue;
+        s += (s.empty() ? "" : " ") + std::string(b.strict ? ">" : ">=") + render_value(b.base);
+        for (std::size_t i = 0; i < b.terms.size(); ++i)
+            s += std::string((b.subtract >> i) & 1 ? "-" : "+") + render_value(b.terms[i]);
+    }
+    return s.empty() ? s : " bounds=[" + s + "]";
+}
+
 // One fact as a line with every field a test may care about.
 inline std::string render(const fact& f) {
     struct visitor {
@@ -99,7 +111,8 @@ inline std::string render(const fact& f) {
                    (c.full_key ? "" : " partial") + " " + c.sign + render_value(c.amount) +
                    " delta=" + (c.delta ? std::to_string(*c.delta) : "-") + " guard=" + guards[static_cast<int>(c.guard)] +
                    (c.guard_bound ? std::string(c.guard_strict ? " >" : " >=") + render_value(*c.guard_bound) : "") +
-                   " at=" + std::to_string(c.assignment) + " version=" + opt_index(c.version_assignment);
+                   render_arithmetic_bounds(c) + " at=" + std::to_string(c.assignment) +
+                   " version=" + opt_index(c.version_assignment);
         }
         std::string operator()(const claim_insert& c) const {
             std::string s = "claim " + c.rule->name + " stock=" + (c.stock ? c.stock->name : "-") + render_table(c.table);
