@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include "key_collation.hpp"
@@ -157,6 +158,21 @@ decision decide_write(const match::counter_write& w, const value_resolver& value
     return d;
 }
 
+// Whether one of the counter's bounds in the WHERE clause, with the values known now (a bound "?"
+// of COM_STMT_EXECUTE: MyBatis' `remain - ? >= 0`), lets through only counters of at least
+// floor + units: then the app's own guard keeps the promise. A part that is not a known integer
+// proves nothing.
+bool bounds_suffice(const match::counter_change& c, const value_resolver& values, std::int64_t units) {
+    if (c.rule->floor > std::numeric_limits<std::int64_t>::max() - units) return false;
+    const auto integer_of = [&](const match::value_ref& v) -> std::optional<std::int64_t> {
+        auto r = values(v);
+        return r ? r->integer : std::nullopt;
+    };
+    for (const auto& b : c.bounds)
+        if (const auto lowest = b.lowest(integer_of); lowest && *lowest >= c.rule->floor + units) return true;
+    return false;
+}
+
 decision decide_change(const match::counter_change& c, const value_resolver& values, const session_memory& memory) {
     if (!c.full_key)
         return unmodeled_decision(c.rule, nullptr, "a change of the counter without an equality on every key column",
@@ -191,6 +207,11 @@ decision decide_change(const match::counter_change& c, const value_resolver& val
     if (c.guard == match::guard_state::sufficient) {
         d.what = verdict::track_decrement;
         d.note = "already guarded decrement";
+        return d;
+    }
+    if (c.guard == match::guard_state::unknown && bounds_suffice(c, values, d.units)) {
+        d.what = verdict::track_decrement;
+        d.note = "already guarded decrement (judged on the bound values)";
         return d;
     }
     d.what = verdict::take;

@@ -125,6 +125,56 @@ TEST(operation, version_conflict_is_not_sold_out) {
     EXPECT_TRUE(e == nullptr || !e->refused);
 }
 
+// A decrement joined with its campaign (`AND c.status = 'ON'`), unguarded: the take keeps the join
+// and adds the guard on the stock table's alias; zero rows with stock left is the app's own
+// condition failing (its 0 rows stand), never "sold out".
+TEST(operation, joined_decrement_whose_other_condition_fails_is_not_sold_out) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    auto t = s.exec("UPDATE coupon_stock s JOIN campaign c ON c.id = s.campaign_id SET s.remain = s.remain - 1 "
+                    "WHERE s.campaign_id = 1 AND c.status = 'ON'",
+                    {ok_rows(0), counter_row(5)});
+    ASSERT_EQ(t.sent().size(), 2u);
+    EXPECT_EQ(t.sent()[0],
+              "UPDATE coupon_stock s JOIN campaign c ON c.id = s.campaign_id SET s.remain = s.remain - 1, s.`version` = "
+              "s.`version` + 1 WHERE s.campaign_id = 1 AND c.status = 'ON' AND s.remain >= 1");
+    EXPECT_EQ(t.sent()[1], "SELECT `remain` FROM `coupon_stock` WHERE `campaign_id` = 1");
+    EXPECT_EQ(t.last().type, action::kind::reply_client);
+    EXPECT_TRUE(t.has(event::conflict));
+    EXPECT_FALSE(t.has(event::exhausted));
+}
+
+TEST(operation, joined_decrement_when_sold_out_is_sold_out) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    auto t = s.exec("UPDATE coupon_stock s JOIN campaign c ON c.id = s.campaign_id SET s.remain = s.remain - 1 "
+                    "WHERE s.campaign_id = 1 AND c.status = 'ON'",
+                    {ok_rows(0), counter_row(0)});
+    EXPECT_EQ(t.last().type, action::kind::answer);
+    EXPECT_TRUE(t.has(event::exhausted));
+}
+
+// MyBatis `remain - #{num} >= 0`, bound: the app's own guard is sufficient, so its statement goes as
+// written and its own 0 rows answer it.
+TEST(operation, prepared_arithmetic_guard_is_forwarded_as_written) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    const char* sql = "UPDATE coupon_stock SET remain = remain - ? WHERE campaign_id = ? AND remain - ? >= 0";
+    auto sold = s.exec(sql, {ok_rows(1)}, autocommit, bound_integers({2, 1, 2}));
+    EXPECT_EQ(sold.d.what, verdict::track_decrement);
+    EXPECT_EQ(sold.actions.front().type, action::kind::send_statement);
+    EXPECT_TRUE(sold.has(event::tracked));
+    auto none = s.exec(sql, {ok_rows(0)}, autocommit, bound_integers({2, 1, 2}));
+    EXPECT_EQ(none.last().type, action::kind::reply_client);
+    EXPECT_FALSE(none.has(event::exhausted));
+    // The guard bound lower than the amount does not protect it: the take adds its own.
+    auto weak = s.exec(sql, {ok_rows(1)}, autocommit, bound_integers({2, 1, 1}));
+    ASSERT_EQ(weak.actions.front().type, action::kind::send_sql);
+    EXPECT_EQ(weak.actions.front().sql.sql,
+              "UPDATE coupon_stock SET remain = remain - 2, `version` = `version` + 1 WHERE campaign_id = ? AND "
+              "remain - ? >= 0 AND remain >= 2");
+}
+
 TEST(operation, version_write_when_sold_out_is_sold_out) {
     session s(variant_id::coupon);
     ASSERT_TRUE(s.ready()) << s.error();
