@@ -281,7 +281,8 @@ void match_update(const parsed_statement& st, const rule_index& rules, const mat
         }
         const auto& a = u.assignments[*counter];
         key_scan k = scan_key(st, u.where, table, rule.key_columns);
-        const bool relative = a.kind == sql::assignment_kind::relative && column_is(st, a.base, rule.counter_column, table);
+        const bool relative =
+            a.kind == sql::assignment_kind::relative && column_is(st, a.base, rule.counter_column, table);
         if (!relative) {
             // Any other write of the counter (a value, an expression, NULL): the engine takes the
             // rule's units for it, whatever it says.

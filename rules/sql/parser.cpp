@@ -370,7 +370,8 @@ struct comparison_side {
 [[nodiscard]] bool parse_side(cursor& c, comparison_side& s) {
     // `_latin1 'A'` is a literal with an introducer, not a column `_latin1`.
     const std::string_view w = c.text();
-    const bool introducer = c.is_kind(token_kind::word) && w.size() > 1 && w[0] == '_' && is_introducer_target(c.tok(1).kind);
+    const bool introducer =
+        c.is_kind(token_kind::word) && w.size() > 1 && w[0] == '_' && is_introducer_target(c.tok(1).kind);
     if (c.is_name() && !introducer) {
         s.is_column = true;
         if (!parse_name_ref(c, s.column, 3)) return false;

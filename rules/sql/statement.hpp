@@ -84,7 +84,7 @@ enum class predicate_kind : std::uint8_t {
 struct predicate {
     predicate_kind kind = predicate_kind::compare;
     compare_op op = compare_op::eq;
-    std::uint8_t subtract = 0;     // arithmetic: bit i set when term i is subtracted
+    std::uint8_t subtract = 0;  // arithmetic: bit i set when term i is subtracted
     name_ref column;
     operand value;                 // compare, arithmetic; column_compare: the right-hand column
     std::uint32_t list_first = 0;  // in_list: where_clause::list_values[list_first, list_first + list_count)

@@ -349,6 +349,12 @@ class AppRun:
             return f"UPDATE {stock} SET remain = remain - ? WHERE {key} = ? AND remain > 0", ["1", k]
         if w == "guard_ge1":
             return f"UPDATE {stock} SET remain = remain - ? WHERE {key} = ? AND remain >= 1", ["1", k]
+        if w == "guard_minus_ge0":
+            return f"UPDATE {stock} SET remain = remain - ? WHERE {key} = ? AND remain - ? >= 0", ["1", k, "1"]
+        if w == "guard_join":
+            on = "c.code = s.code" if self.string_key else "c.id = s.campaign_id"
+            return (f"UPDATE {stock} s JOIN {self.qual}campaign c ON {on} SET s.remain = s.remain - ? "
+                    f"WHERE s.{key} = ? AND s.remain > 0 AND c.active = 1", ["1", k])
         if w == "version_abs":
             return (f"UPDATE {stock} SET remain = ?, version = ? WHERE {key} = ? AND version = ?",
                     [str(r - 1), str(v + 1), k, str(v)])

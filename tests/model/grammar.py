@@ -38,9 +38,10 @@ DIMENSIONS = {
     "carrier": ["text", "sql_prepare", "procedure", "view"],
     # the read before the write
     "read": ["plain", "for_update", "share", "star", "none"],
-    # the write of the counter
+    # the write of the counter (guard_minus_ge0: MyBatis' `remain - #{num} >= 0`; guard_join: the guarded
+    # decrement joined with its campaign, `UPDATE stock s JOIN campaign c ON ... AND s.remain > 0 AND c.active = 1`)
     "write": ["abs_int", "abs_str", "abs_double", "rel", "guard_gt0", "guard_ge1", "version_abs",
-              "version_rel", "upsert_odku", "upsert_replace"],
+              "version_rel", "upsert_odku", "upsert_replace", "guard_minus_ge0", "guard_join"],
     # what the app does with the write's answer: branches on it; or ignores it (0 rows, even an ERR) and
     # inserts the claim anyway, as sloppy legacy code does (the claim must then be refused by claimguard)
     "write_answer": ["checked", "ignored"],
@@ -76,7 +77,8 @@ TX_STYLES_WITH_TRANSACTION = {"begin", "start_transaction", "autocommit0", "read
                               "savepoint_rollback", "xa_commit", "xa_rollback_retry"}
 ABSOLUTE_WRITES = {"abs_int", "abs_str", "abs_double", "version_abs", "upsert_odku", "upsert_replace"}
 VERSION_WRITES = {"version_abs", "version_rel"}
-GUARDED_WRITES = {"guard_gt0", "guard_ge1"}
+GUARDED_WRITES = {"guard_gt0", "guard_ge1", "guard_minus_ge0", "guard_join"}
+RELATIVE_WRITES = {"rel"} | GUARDED_WRITES  # need no value read before them
 UPSERT_WRITES = {"upsert_odku", "upsert_replace"}
 
 
@@ -180,7 +182,7 @@ def valid(spec):
         return False  # PyMySQL exposes no COM_CHANGE_USER
     if s["order"] == "insert_first" and s["tx"] not in TX_STYLES_WITH_TRANSACTION:
         return False
-    if s["read"] == "none" and s["write"] not in ("rel", "guard_gt0", "guard_ge1"):
+    if s["read"] == "none" and s["write"] not in RELATIVE_WRITES:
         return False  # an absolute or version write needs the value it read
     if s["read"] == "none" and s["tx"] == "read_then_begin":
         return False
@@ -191,7 +193,8 @@ def valid(spec):
         if s["key"] not in ("int", "quoted") or s["read"] != "plain" or s["write"] != "abs_int" \
                 or s["claim"] != "insert":
             return False
-    if s["carrier"] == "view" and (s["key"] not in ("int", "quoted") or s["write"] in UPSERT_WRITES):
+    if s["carrier"] == "view" and (s["key"] not in ("int", "quoted") or s["write"] in UPSERT_WRITES
+                                   or s["write"] == "guard_join"):
         return False
     if s["key"] in ("string", "string_case") and s["write"] in UPSERT_WRITES:
         return False
@@ -209,7 +212,7 @@ def repair(spec, enabled):
     if s["order"] == "insert_first" and s["tx"] not in TX_STYLES_WITH_TRANSACTION \
             and "order.decrement_first" in enabled:
         s["order"] = "decrement_first"
-    if s["read"] == "none" and (s["write"] not in ("rel", "guard_gt0", "guard_ge1") or s["tx"] == "read_then_begin") \
+    if s["read"] == "none" and (s["write"] not in RELATIVE_WRITES or s["tx"] == "read_then_begin") \
             and "read.plain" in enabled:
         s["read"] = "plain"
 

@@ -72,6 +72,13 @@ CREATE TABLE coupon_order_s (
   UNIQUE KEY uq_user_code (user_id, code)
 ) ENGINE=InnoDB;
 CREATE VIEW v_stock AS SELECT campaign_id, remain, version FROM coupon_stock;
+CREATE TABLE campaign (
+  id     BIGINT NOT NULL,
+  code   VARCHAR(32) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL,
+  active TINYINT NOT NULL,
+  PRIMARY KEY (id),
+  UNIQUE KEY uq_code (code)
+) ENGINE=InnoDB;
 """
 
 # The legacy claim as a stored procedure (issue 17 row 1): read, write the literal, insert. As racy as directly.
@@ -329,6 +336,9 @@ class Model:
             else:
                 cur.execute("INSERT INTO coupon_stock (campaign_id, remain, version) VALUES "
                             + ", ".join(f"({c}, {s}, 0)" for c, s in camps))
+            # the campaign a guard_join write joins with (always active: its 0 rows mean sold out)
+            cur.execute("INSERT IGNORE INTO campaign (id, code, active) VALUES "
+                        + ", ".join(f"({c}, 'sale-{c}', 1)" for c, _ in camps))
         admin.close()
 
     def facts(self, spec, camps):

@@ -131,13 +131,15 @@ TEST(operation, version_conflict_is_not_sold_out) {
 TEST(operation, joined_decrement_whose_other_condition_fails_is_not_sold_out) {
     session s(variant_id::coupon);
     ASSERT_TRUE(s.ready()) << s.error();
-    auto t = s.exec("UPDATE coupon_stock s JOIN campaign c ON c.id = s.campaign_id SET s.remain = s.remain - 1 "
-                    "WHERE s.campaign_id = 1 AND c.status = 'ON'",
-                    {ok_rows(0), counter_row(5)});
+    auto t = s.exec(
+        "UPDATE coupon_stock s JOIN campaign c ON c.id = s.campaign_id SET s.remain = s.remain - 1 "
+        "WHERE s.campaign_id = 1 AND c.status = 'ON'",
+        {ok_rows(0), counter_row(5)});
     ASSERT_EQ(t.sent().size(), 2u);
-    EXPECT_EQ(t.sent()[0],
-              "UPDATE coupon_stock s JOIN campaign c ON c.id = s.campaign_id SET s.remain = s.remain - 1, s.`version` = "
-              "s.`version` + 1 WHERE s.campaign_id = 1 AND c.status = 'ON' AND s.remain >= 1");
+    EXPECT_EQ(
+        t.sent()[0],
+        "UPDATE coupon_stock s JOIN campaign c ON c.id = s.campaign_id SET s.remain = s.remain - 1, s.`version` = "
+        "s.`version` + 1 WHERE s.campaign_id = 1 AND c.status = 'ON' AND s.remain >= 1");
     EXPECT_EQ(t.sent()[1], "SELECT `remain` FROM `coupon_stock` WHERE `campaign_id` = 1");
     EXPECT_EQ(t.last().type, action::kind::reply_client);
     EXPECT_TRUE(t.has(event::conflict));
@@ -147,9 +149,10 @@ TEST(operation, joined_decrement_whose_other_condition_fails_is_not_sold_out) {
 TEST(operation, joined_decrement_when_sold_out_is_sold_out) {
     session s(variant_id::coupon);
     ASSERT_TRUE(s.ready()) << s.error();
-    auto t = s.exec("UPDATE coupon_stock s JOIN campaign c ON c.id = s.campaign_id SET s.remain = s.remain - 1 "
-                    "WHERE s.campaign_id = 1 AND c.status = 'ON'",
-                    {ok_rows(0), counter_row(0)});
+    auto t = s.exec(
+        "UPDATE coupon_stock s JOIN campaign c ON c.id = s.campaign_id SET s.remain = s.remain - 1 "
+        "WHERE s.campaign_id = 1 AND c.status = 'ON'",
+        {ok_rows(0), counter_row(0)});
     EXPECT_EQ(t.last().type, action::kind::answer);
     EXPECT_TRUE(t.has(event::exhausted));
 }

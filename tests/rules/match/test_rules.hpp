@@ -109,7 +109,8 @@ inline std::string render(const fact& f) {
             static const char* guards[] = {"none", "sufficient", "insufficient", "unknown"};
             return "change " + c.rule->name + render_table(c.table) + " key=" + render_key(c.key) +
                    (c.full_key ? "" : " partial") + " " + c.sign + render_value(c.amount) +
-                   " delta=" + (c.delta ? std::to_string(*c.delta) : "-") + " guard=" + guards[static_cast<int>(c.guard)] +
+                   " delta=" + (c.delta ? std::to_string(*c.delta) : "-") +
+                   " guard=" + guards[static_cast<int>(c.guard)] +
                    (c.guard_bound ? std::string(c.guard_strict ? " >" : " >=") + render_value(*c.guard_bound) : "") +
                    render_arithmetic_bounds(c) + " at=" + std::to_string(c.assignment) +
                    " version=" + opt_index(c.version_assignment);

@@ -70,7 +70,8 @@ inline std::string dump_where(const parsed_statement& st, const where_clause& w)
             case predicate_kind::arithmetic:
                 s += " " + op_name(p.op) + " " + dump_operand(st, p.value);
                 for (std::uint32_t k = 0; k < p.list_count; ++k)
-                    s += std::string((p.subtract >> k) & 1 ? " - " : " + ") + dump_operand(st, w.list_values[p.list_first + k]);
+                    s += std::string((p.subtract >> k) & 1 ? " - " : " + ") +
+                         dump_operand(st, w.list_values[p.list_first + k]);
                 break;
             case predicate_kind::column_compare: s += " " + op_name(p.op) + " " + dump_operand(st, p.value); break;
         }
