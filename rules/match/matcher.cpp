@@ -221,10 +221,10 @@ void match_update(const parsed_statement& st, const rule_index& rules, const mat
     small_vector<const table_ref*, 2> tables{&u.table};
     for (const auto& j : u.joined) tables.push_back(&j);
     const bool multi_table = tables.size() > 1;
-    std::size_t protected_tables = 0;
-    for (const table_ref* t : tables)
+    std::size_t protected_tables = 0;  // multi-table only: how many of its tables a stock rule names
+    for (std::size_t i = 0; multi_table && i < tables.size(); ++i)
         for (const auto& rule : rules.rules().stocks)
-            if (table_matches(st, *t, rule.table, ctx)) {
+            if (table_matches(st, *tables[i], rule.table, ctx)) {
                 ++protected_tables;
                 break;
             }

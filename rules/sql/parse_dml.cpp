@@ -124,14 +124,15 @@ bool parse_update(cursor& c, update_statement& out) {
     const std::uint32_t tables = c.pos;
     if (!parse_table_ref(c, out.table, true)) return false;
     // Inner joins only: `, t`, `[INNER | CROSS] JOIN t [ON ...]`, `STRAIGHT_JOIN t [ON ...]`. A
-    // LEFT/RIGHT/NATURAL join, USING, or parentheses stop here (not ours).
-    for (;;) {
+    // LEFT/RIGHT/NATURAL join, USING, or parentheses are not ours. (One table, the common case,
+    // meets SET at once.)
+    while (!c.is_word("SET")) {
         if (c.accept_punct(",")) {
             if (!parse_table_ref(c, out.joined.emplace_back(), true)) return false;
             continue;
         }
         if (c.is_word("INNER") || c.is_word("CROSS")) ++c.pos;
-        if (!c.accept_word("JOIN") && !c.accept_word("STRAIGHT_JOIN")) break;
+        if (!c.accept_word("JOIN") && !c.accept_word("STRAIGHT_JOIN")) return false;
         if (!parse_table_ref(c, out.joined.emplace_back(), true)) return false;
         if (c.accept_word("ON") && !parse_join_condition(c, out.where)) return false;
     }
