@@ -39,6 +39,8 @@ constexpr std::array<event_row, event_count> rows{{
     {event::deferred_refused, "deferred-refused", true, deferred_total, {"refused"}, true},
     {event::deferred_failed, "deferred-failed", true, deferred_total, {"failed"}, true},
     {event::deferred_dropped, "deferred-dropped", true, deferred_total, {"dropped"}, true},
+    {event::cancelled_kept, "cancelled", true, "claimguard_cancellations_total", {"kept"}},
+    {event::cancelled_returned, "cancelled-returned", true, "claimguard_cancellations_total", {"returned"}},
 }};
 
 constexpr bool in_enum_order() {
@@ -64,9 +66,10 @@ constexpr bool admission_in_enum_order() {
 }
 static_assert(admission_in_enum_order(), "one admission row per admission_note::kind, in the enum's order");
 
-constexpr std::array<event, 9> observable{event::took,        event::tracked,           event::exhausted,
-                                          event::restocked,   event::blocked,           event::claim_inserted,
-                                          event::rolled_back, event::unmodeled_refused, event::unmodeled_forwarded};
+constexpr std::array<event, 10> observable{event::took,          event::tracked,           event::exhausted,
+                                           event::restocked,     event::blocked,           event::claim_inserted,
+                                           event::rolled_back,   event::unmodeled_refused, event::unmodeled_forwarded,
+                                           event::cancelled_kept};
 
 }  // namespace
 
@@ -74,7 +77,7 @@ const std::array<event_row, event_count>& catalogue() { return rows; }
 
 const std::array<admission_row, admission_note_count>& admission_catalogue() { return admission_rows; }
 
-const std::array<event, 9>& observable_events() { return observable; }
+const std::array<event, 10>& observable_events() { return observable; }
 
 event enforce_event(verdict what, bool blocked) {
     if (blocked) return event::blocked;
@@ -86,6 +89,7 @@ event enforce_event(verdict what, bool blocked) {
         case verdict::claim: return event::claim_inserted;
         case verdict::rollback_instead: return event::rolled_back;
         case verdict::refuse: return event::unmodeled_refused;  // unmodeled or ambiguous: refused either way
+        case verdict::cancel: return event::cancelled_kept;     // "would-cancelled", whatever on_cancel says
         case verdict::forward:
         case verdict::remember_read: break;  // never observed (decide() does not mark them)
     }

@@ -18,7 +18,7 @@
 
 namespace claimguard::engine {
 
-inline constexpr std::size_t event_count = static_cast<std::size_t>(event::deferred_dropped) + 1;
+inline constexpr std::size_t event_count = static_cast<std::size_t>(event::cancelled_returned) + 1;
 
 // A label value the decision gives rather than the row (claimguard_unmodeled_total's reason, the
 // observe mode's action).
@@ -64,7 +64,7 @@ inline constexpr std::size_t admission_note_count = static_cast<std::size_t>(adm
 // unmodeled statement's.
 [[nodiscard]] event enforce_event(verdict what, bool blocked = false);
 // The events enforce_event can name (the would{action} label values), in catalogue order.
-[[nodiscard]] const std::array<event, 9>& observable_events();
+[[nodiscard]] const std::array<event, 10>& observable_events();
 inline constexpr std::string_view observe_prefix = "would-";
 // The audit action of an observed decision: "would-" + the word of enforce_event().
 [[nodiscard]] inline std::string observe_action(event enforce) {

@@ -211,6 +211,12 @@ action claim_operation::start_main() {
                     absorbed = true;
                     break;
                 }
+            // ... or back for a claim this transaction cancelled (DELETE, on_cancel: return_stock).
+            for (auto it = e->cancel_credits.begin(); !absorbed && it != e->cancel_credits.end(); ++it)
+                if (*it == d_.units) {
+                    e->cancel_credits.erase(it);
+                    absorbed = true;
+                }
         }
         if (!absorbed && !in_transaction_) absorbed = ledger_.use_credit(d_.stock->name, d_.key, d_.units, ctx_.session);
         if (absorbed) {
@@ -232,6 +238,8 @@ action claim_operation::start_main() {
     case verdict::exhausted:
         events_.push_back(event::blocked);
         return exhausted_answer(ctx_.status);
+
+    case verdict::cancel: return start_cancel();
 
     case verdict::rollback_instead: {
         action a;
@@ -429,6 +437,12 @@ action claim_operation::on_reply(const reply_summary& r) {
 
     case state::deferred_sent: return after_deferred(r);
 
+    case state::cancel_begin_sent:
+    case state::cancel_delete_sent:
+    case state::cancel_give_back_sent:
+    case state::cancel_commit_sent:
+    case state::cancel_rollback_sent: return after_cancel(r);
+
     case state::idle:
     case state::redis_wait:
     case state::done:
@@ -444,6 +458,9 @@ std::vector<deferred_take> end_transaction(session_memory& memory, take_ledger& 
     memory.for_each([&](const std::string& rule, const key_tuple& key, stock_entry& e) {
         if (committed) {
             for (auto units : e.transaction_takes) ledger.add_take(rule, key, units, session);
+            // Units its cancellations gave back: the app's own restock of them may come after the
+            // COMMIT (a refund in a transaction, then remain = remain + 1 in autocommit).
+            for (auto units : e.cancel_credits) ledger.add_credit(rule, key, units, session);
         } else {
             for (auto units : e.borrowed) ledger.return_take(rule, key, units, session);
             for (auto& sql : e.give_backs_of_committed_takes) after_rollback.push_back({rule, std::move(sql)});

@@ -91,6 +91,9 @@ enum class event : std::uint8_t {
     deferred_refused,      // ... sent and found the floor (sold out at COMMIT, or the transaction poisoned)
     deferred_failed,       // ... sent and answered with an error (the app gets it)
     deferred_dropped,      // ... never sent: the transaction rolled back, or its claim gave the unit back
+    // A DELETE of claim rows (a cancellation) that deleted rows:
+    cancelled_kept,        // ... forwarded, the claims' units stay taken (on_cancel: keep_stock)
+    cancelled_returned,    // ... and their units went back to the stock row in its transaction (return_stock)
 };
 
 struct action {
@@ -154,11 +157,15 @@ public:
     [[nodiscard]] bool redis_keep_for_transaction() const { return redis_locked_ && inserted_ && in_transaction_; }
     // The claim committed in autocommit: its key is marked committed.
     [[nodiscard]] bool redis_commit_now() const { return redis_locked_ && inserted_ && !in_transaction_; }
+    // After the final action of a cancellation: the DELETE removed rows (and, in autocommit, its
+    // transaction committed), so the deleted claim's Redis key goes, whoever's claim set it.
+    [[nodiscard]] bool cancel_release() const { return cancelled_rows_ > 0 && !d_.redis_key.empty(); }
 
 private:
     enum class state : std::uint8_t {
         idle, read_sent, take_sent, probe_sent, track_sent, restock_sent, rollback_sent, redis_wait,
-        claim_sent, original_sent, give_back_sent, deferred_sent, status_asked, done,
+        claim_sent, original_sent, give_back_sent, deferred_sent, status_asked,
+        cancel_begin_sent, cancel_delete_sent, cancel_give_back_sent, cancel_commit_sent, cancel_rollback_sent, done,
     };
 
     action start_main();
@@ -179,6 +186,12 @@ private:
     action continue_with(action next);
     action refusal(std::string_view why);
     void reserve_take();
+    // cancellations.cpp
+    action start_cancel();
+    action after_cancel(const reply_summary& r);
+    action cancel_answer(std::uint16_t status);
+    action cancel_undo();
+    action cancel_failure(std::uint16_t status);
 
     const decision& d_;
     const rules::sql::parsed_statement& st_;
@@ -196,6 +209,13 @@ private:
     bool in_transaction_ = false;
     bool plain_first_ = false;           // REPLACE / ON DUPLICATE KEY UPDATE sent as a plain INSERT first
     std::optional<action> after_give_back_;
+
+    // cancellation state
+    bool cancel_wrapped_ = false;     // in autocommit: the DELETE and its give-back run in our BEGIN ... COMMIT
+    std::uint64_t cancelled_rows_ = 0;  // rows the DELETE removed (and, wrapped, committed)
+    std::uint64_t deleted_rows_ = 0;    // rows the DELETE removed, before its give-back and COMMIT
+    bool gave_back_ = false;            // the give-back changed the stock row
+    bool cancel_failed_ = false;        // the give-back could not be built: the DELETE is undone, refused
 
     // deferred takes sent before this statement
     std::vector<deferred_take> flushing_;

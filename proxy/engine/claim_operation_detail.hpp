@@ -30,6 +30,7 @@ inline const rules::match::small_vector<rules::match::value_ref, 2>* stock_key_o
     if (const auto* c = std::get_if<match::counter_change>(d.fact)) return &c->key;
     if (const auto* i = std::get_if<match::claim_insert>(d.fact))
         return i->rows.empty() ? nullptr : &i->rows.front().stock_key;
+    if (const auto* c = std::get_if<match::claim_delete>(d.fact)) return c->stock_key_pinned ? &c->stock_key : nullptr;
     return nullptr;
 }
 

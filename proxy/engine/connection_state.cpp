@@ -207,7 +207,12 @@ recognition connection_state::after_match(const statement_inputs& in, recognised
             return recognition::forward;
         // A statement the rules do not model: its policy applies at prepare time (refused, it never
         // gets a statement id; forwarded, it is counted at each execute).
-        if (out.parsed.kind == sqlns::statement_kind::not_ours) {
+        // So is a DELETE the rules refuse whatever its values (a stock row's, every claim row).
+        const bool only_unmodeled = std::all_of(out.facts.facts.begin(), out.facts.facts.end(), [](const auto& f) {
+            return std::holds_alternative<rules::match::unmodeled>(f);
+        });
+        if (out.parsed.kind == sqlns::statement_kind::not_ours ||
+            (out.parsed.kind == sqlns::statement_kind::delete_ && only_unmodeled)) {
             out.decided = decide(out.facts, in.rules, resolve_literal, in.memory);
             if (out.decided.what == verdict::refuse && !out.decided.observe) return recognition::decided;
         }

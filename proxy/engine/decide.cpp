@@ -221,6 +221,67 @@ decision decide_change(const match::counter_change& c, const value_resolver& val
     return d;
 }
 
+// The Redis first filter's key of the claim whose idempotency values are `idempotency`, in the
+// database `schema` (appended when the claim rule names no schema: one database per tenant).
+std::string redis_key_of(const rules::claim_rule& rule, const key_tuple& idempotency, const std::string& schema) {
+    auto parsed = rules::parse_key_template(rule.redis->key_template);
+    std::string key = rules::expand_key_template(parsed.parts, [&](const std::string& column) -> std::string {
+        for (std::size_t i = 0; i < rule.idempotency_columns.size() && i < idempotency.size(); ++i)
+            if (rules::sql::identifier_equals(rule.idempotency_columns[i], column)) return idempotency[i];
+        return {};
+    });
+    if (rule.table.schema.empty() && !schema.empty()) key += ":" + schema;
+    return key;
+}
+
+// A DELETE of claim rows: a cancellation. keep_stock: forwarded, its units stay taken. return_stock:
+// the deleted rows' units go back to the stock row the WHERE pins, in the DELETE's transaction.
+decision decide_cancel(const match::claim_delete& del, const value_resolver& values, session_memory& memory) {
+    if (!del.stock)
+        return unmodeled_decision(nullptr, del.rule, "the claim rule's stock rule is unknown", "no_stock_rule");
+    decision d;
+    d.what = verdict::cancel;
+    d.claim = del.rule;
+    d.stock = del.stock;
+    d.returns_stock = del.rule->on_cancel == rules::cancel_policy::return_stock;
+    // The stock row's database, as for a claim insert: the stock rule's schema, else the claim table's.
+    const std::string_view claim_schema =
+        del.table.schema.empty() ? std::string_view(del.rule->table.schema) : del.table.schema;
+    const std::string_view written = del.stock->table.schema.empty() ? claim_schema : std::string_view{};
+    if (del.stock_key_pinned) {
+        if (auto key = resolve_key(del.stock_key, values)) {
+            canonicalize_key(*key, *del.stock);
+            d.key = std::move(*key);
+            d.key_literals = key_literals_of(del.stock_key, values);
+        }
+    }
+    scope_key(d, written, del.stock->table, memory);
+    if (del.by_idempotency) {
+        if (auto idempotency = resolve_key(del.idempotency, values)) {
+            d.idempotency = std::move(*idempotency);
+            // The deleted claim's Redis key goes once the DELETE removed it: the user may claim again.
+            if (del.rule->redis) d.redis_key = redis_key_of(*del.rule, d.idempotency, d.schema);
+        }
+    }
+    if (!d.returns_stock) {
+        d.units = 0;
+        d.note = "cancellation: claim rows deleted, their units stay taken (on_cancel: keep_stock)";
+        return d;
+    }
+    if (!del.stock_key_pinned)
+        return unmodeled_decision(
+            nullptr, del.rule,
+            "a cancellation (on_cancel: return_stock) whose WHERE does not pin the stock key: the "
+            "stock row its units go back to is not known",
+            "cancel_without_stock_key");
+    if (d.key_literals.empty())
+        return unmodeled_decision(nullptr, del.rule, "a cancellation whose stock key is not a known value",
+                                  "unknown_key");
+    d.units = del.stock->units;  // per deleted claim row
+    d.note = "cancellation: each deleted claim row gives the stock rule's units back (on_cancel: return_stock)";
+    return d;
+}
+
 decision decide_claim(const match::claim_insert& ins, const value_resolver& values, session_memory& memory) {
     if (!ins.stock) return unmodeled_decision(nullptr, ins.rule, "the claim rule's stock rule is unknown", "no_stock_rule");
     if (!ins.columns_known)
@@ -257,17 +318,9 @@ decision decide_claim(const match::claim_insert& ins, const value_resolver& valu
              : ins.on_duplicate_update ? "claim by INSERT ... ON DUPLICATE KEY UPDATE"
              : ins.ignore              ? "claim by INSERT IGNORE"
                                        : "claim insert";
-    if (ins.rule->redis) {
-        auto parsed = rules::parse_key_template(ins.rule->redis->key_template);
-        d.redis_key = rules::expand_key_template(parsed.parts, [&](const std::string& column) -> std::string {
-            for (std::size_t i = 0; i < ins.rule->idempotency_columns.size(); ++i)
-                if (rules::sql::identifier_equals(ins.rule->idempotency_columns[i], column)) return d.idempotency[i];
-            return {};
-        });
-        // The claim table's database, when the rule does not fix one: one database per tenant holds the
-        // same keys, and a claim in one must not answer "already claimed" in another.
-        if (ins.rule->table.schema.empty() && !d.schema.empty()) d.redis_key += ":" + d.schema;
-    }
+    // The claim table's database, when the rule does not fix one: one database per tenant holds the
+    // same keys, and a claim in one must not answer "already claimed" in another.
+    if (ins.rule->redis) d.redis_key = redis_key_of(*ins.rule, d.idempotency, d.schema);
     return d;
 }
 
@@ -320,6 +373,7 @@ std::string_view verdict_name(verdict v) {
     case verdict::claim: return "claim";
     case verdict::rollback_instead: return "rollback_instead";
     case verdict::refuse: return "refuse";
+    case verdict::cancel: return "cancel";
     }
     return "unknown";
 }
@@ -375,6 +429,7 @@ decision decide(const match::match_result& facts, const rules::rule_set& rules, 
                 },
                 [&](const match::session_change&) { return decision{}; },
                 [&](const match::unmodeled& u) { return unmodeled_decision(u.stock, u.claim, u.reason, u.code); },
+                [&](const match::claim_delete& c) { return decide_cancel(c, values, memory); },
             },
             f);
         d.fact = &f;

@@ -43,6 +43,7 @@ enum class verdict {
     claim,             // the claim protocol: Redis, then the insert, duplicates answered and given back
     rollback_instead,  // COMMIT of a transaction holding a claim without stock: ROLLBACK, answer exhausted
     refuse,            // not modelled, policy refuse: an ERR naming the rule; nothing reaches the database
+    cancel,            // a DELETE of claim rows: forwarded, its units given back (on_cancel: return_stock) or kept
 };
 
 [[nodiscard]] std::string_view verdict_name(verdict v);
@@ -96,6 +97,9 @@ struct decision {
     // rollback_instead: the transaction's claim had no decrement at all (none refused: sold out
     // is not the reason, and not the answer).
     bool no_decrement = false;
+    // cancel: each deleted claim row gives `units` back to the stock row `key` (on_cancel: return_stock);
+    // false: the units stay taken (keep_stock).
+    bool returns_stock = false;
     // take: the key as literals, for a take deferred to COMMIT (defer_decrement).
     std::vector<rules::match::key_literal> key_literals;
     // Deferred takes of the open transaction this statement sends before its own action.

@@ -50,6 +50,9 @@ struct stock_entry {
     // Open transaction: units this transaction gave back for its claims that did not happen; the
     // app's own give-back of the same units (remain = remain + u) is absorbed, not applied twice.
     std::vector<std::int64_t> credits;
+    // Open transaction: units it gave back for claim rows it deleted (on_cancel: return_stock), one
+    // entry per row; absorbed like `credits`, and handed to the ledger's credits when it commits.
+    std::vector<std::int64_t> cancel_credits;
     // Open transaction: give-backs it made for claims that did not happen, whose takes were committed
     // before it (borrowed from the ledger). A ROLLBACK undoes the give-back but not the take: the
     // unit goes back after the rollback, in autocommit (these statements, the key as literals).
@@ -134,6 +137,7 @@ public:
             e.transaction_takes.clear();
             e.borrowed.clear();
             e.credits.clear();
+            e.cancel_credits.clear();
             e.give_backs_of_committed_takes.clear();
             e.claims_ahead = 0;
             e.strict_ahead = false;

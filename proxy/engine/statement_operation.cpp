@@ -307,7 +307,7 @@ statement_action statement_operation::follow(bool note_gate) {
         if (!gate_follows) continue;
         if (e == event::exhausted)
             ctx_.gate->note_sold_out(d_.stock->name, d_.key, d_.units);
-        else if (e == event::took || e == event::tracked || e == event::restocked)
+        else if (e == event::took || e == event::tracked || e == event::restocked || e == event::cancelled_returned)
             ctx_.gate->note_available(d_.stock->name, d_.key);
     }
     const auto& a = claim_action_;
@@ -332,6 +332,13 @@ statement_action statement_operation::follow(bool note_gate) {
             keys.push_back(std::move(key));
             settle(statement_action::commit(), std::move(keys));
         }
+    }
+    if (claim_.cancel_release() && ctx_.op.redis_available && d_.claim && d_.claim->redis) {
+        // A cancelled claim's key: deleted if a committed claim holds it, whoever's (no token), so the
+        // user may claim again as the unique index now allows; before the answer, as for a failed claim.
+        std::vector<redis_hold> keys;
+        keys.push_back({d_.redis_key, {}, d_.claim->redis->ttl});
+        settle(statement_action::release(true), std::move(keys));
     }
     statement_action final_action;
     switch (a.type) {
@@ -371,7 +378,8 @@ void statement_operation::read_cache_follows(event e) {
         case event::conflict:
         case event::restocked:
         case event::compensated:
-        case event::compensation_failed: cache.invalidate(rule.name, d_.key); break;
+        case event::compensation_failed:
+        case event::cancelled_returned: cache.invalidate(rule.name, d_.key); break;
         default: break;
     }
 }

@@ -42,9 +42,13 @@ constexpr std::string_view acquire_script =
 constexpr std::string_view commit_script =
     "if redis.call('get', KEYS[1]) == 'p:' .. ARGV[1] then "
     "redis.call('set', KEYS[1], 'c:' .. ARGV[1], 'px', ARGV[2]) return 1 end return 0";
-// Deletes the lock only when it still carries this claim's token (never another claim's lock).
+// Deletes the lock only when it still carries this claim's token (never another claim's lock). No
+// token: a cancelled claim's key, deleted when a committed claim holds it (never a pending one, the
+// lock of a claim in flight).
 constexpr std::string_view release_script =
     "local v = redis.call('get', KEYS[1]) "
+    "if ARGV[1] == '' then "
+    "if v and string.sub(v, 1, 2) ~= 'p:' then return redis.call('del', KEYS[1]) end return 0 end "
     "if v == 'p:' .. ARGV[1] or v == 'c:' .. ARGV[1] or v == ARGV[1] then return redis.call('del', KEYS[1]) end "
     "return 0";
 

@@ -54,7 +54,8 @@ public:
     // it is sent to the database, whose unique index waits for this claim's transaction).
     boost::asio::awaitable<bool> commit(std::string_view key, std::string_view token, std::chrono::milliseconds ttl);
     // Deletes the key only if it still holds `token`. False when not released
-    // (someone else's token, expired, or Redis unavailable).
+    // (someone else's token, expired, or Redis unavailable). An empty token: the key of a claim the
+    // app cancelled (DELETE), deleted when a committed claim holds it, whoever's.
     boost::asio::awaitable<bool> release(std::string_view key, std::string_view token);
     // commit() and release() whose answer nobody waits for: spawned on this guard's executor.
     void commit_in_background(std::string key, std::string token, std::chrono::milliseconds ttl);

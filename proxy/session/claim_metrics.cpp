@@ -104,6 +104,10 @@ claim_metrics::claim_metrics()
         "committed (sent before COMMIT), refused (sold out when sent), failed (an error when "
         "sent), dropped (never sent: rolled back, or the claim gave the unit back)",
         {"rule", "result"});
+    add("claimguard_cancellations_total",
+        "DELETEs of claim rows that deleted rows (cancellations), by what became of their units: kept (on_cancel: "
+        "keep_stock) or returned to the stock row in the DELETE's transaction (return_stock)",
+        {"rule", "stock"});
     for (const auto& row : engine::catalogue())
         if (!by_name_.contains(row.metric))
             throw std::logic_error("claim_metrics: the catalogue names an unregistered family " +

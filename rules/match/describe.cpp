@@ -63,6 +63,7 @@ namespace {
         case sql::statement_kind::transaction: return "transaction control";
         case sql::statement_kind::use: return "USE";
         case sql::statement_kind::set: return "SET";
+        case sql::statement_kind::delete_: return "DELETE";
     }
     return "?";
 }
@@ -120,6 +121,14 @@ std::string describe_fact(const fact& f) {
                     return "session: current database " + std::string(c.database);
             }
             return "session";
+        }
+        std::string operator()(const claim_delete& c) const {
+            std::string out = "claim delete: claim rule " + c.rule->name + ", " + describe_table(c.table) + ", " +
+                              describe_key(c.rule->idempotency_columns, c.idempotency);
+            if (c.stock != nullptr)
+                out += ", stock rule " + c.stock->name + " " + describe_key(c.stock->key_columns, c.stock_key);
+            if (c.extra_conditions) out += ", more conditions";
+            return out + (c.rule->on_cancel == cancel_policy::return_stock ? ", returns stock" : ", keeps stock");
         }
         std::string operator()(const unmodeled& u) const {
             const std::string rule = u.stock != nullptr ? "stock rule " + u.stock->name

@@ -146,6 +146,21 @@ struct claim_insert {
     small_vector<claim_row, 1> rows;
 };
 
+// DELETE of rows of a claim table: a cancellation (a refund). What its WHERE pins: the idempotency
+// columns (the claim itself), and the claim columns that hold the consumed stock rule's key (the
+// stock row its units go back to). The claim rule's on_cancel says whether they go back.
+struct claim_delete {
+    const claim_rule* rule = nullptr;
+    const stock_rule* stock = nullptr;  // the stock rule it consumes (null if the name is unknown)
+    table_use table;
+    small_vector<value_ref, 2> idempotency;  // rule->idempotency_columns order; absent where not pinned
+    bool by_idempotency = false;             // every idempotency column pinned by one equality
+    small_vector<value_ref, 2> stock_key;    // the stock rule's key_columns order; absent where not pinned
+    bool stock_key_pinned = false;           // every stock key column pinned (through consumes' mapping)
+    // The WHERE says more than the idempotency and stock key columns (AND id = 42, ORDER BY, LIMIT).
+    bool extra_conditions = false;
+};
+
 enum class transaction_event : std::uint8_t {
     begin,
     commit,
@@ -197,7 +212,7 @@ struct unmodeled {
 };
 
 using fact = std::variant<counter_read, counter_write, counter_change, claim_insert, transaction_boundary,
-                          session_change, unmodeled>;
+                          session_change, unmodeled, claim_delete>;
 
 struct match_result {
     small_vector<fact, 2> facts;

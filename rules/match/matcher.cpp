@@ -393,6 +393,53 @@ void match_insert(const parsed_statement& st, const rule_index& rules, const mat
     }
 }
 
+void match_delete(const parsed_statement& st, const rule_index& rules, const match_context& ctx, match_result& out) {
+    const auto& d = std::get<sql::delete_statement>(st.body);
+    // A stock row deleted is stock gone (or, re-inserted later, stock made up): nothing the engine
+    // can follow.
+    for (const auto& rule : rules.rules().stocks)
+        if (table_matches(st, d.table, rule.table, ctx))
+            out.facts.emplace_back(unmodeled{&rule, nullptr, "a DELETE of a stock row", "stock_row_delete"});
+    for (const auto& rule : rules.rules().claims) {
+        if (!table_matches(st, d.table, rule.table, ctx)) continue;
+        bool only_constants = true;
+        for (const auto& p : d.where.predicates)
+            if (p.kind != predicate_kind::constant) only_constants = false;
+        if (only_constants) {
+            out.facts.emplace_back(unmodeled{nullptr, &rule, "a DELETE of every claim row (no condition on a column)",
+                                             "delete_without_where"});
+            continue;
+        }
+        claim_delete c;
+        c.rule = &rule;
+        c.stock = rules.stock_named(rule.stock_rule);
+        c.table = use_of(st, d.table);
+        key_scan idem = scan_key(st, d.where, d.table, rule.idempotency_columns);
+        c.idempotency = std::move(idem.key);
+        c.by_idempotency = idem.full;
+        // The claim columns that hold the stock key, in the stock rule's key order.
+        std::vector<std::string> holders;
+        if (c.stock != nullptr)
+            for (const auto& kc : c.stock->key_columns)
+                for (const auto& [claim_col, stock_col] : rule.stock_key_mapping)
+                    if (sql::iequals(stock_col, kc)) holders.push_back(claim_col);
+        if (c.stock != nullptr && holders.size() == c.stock->key_columns.size()) {
+            key_scan stock = scan_key(st, d.where, d.table, holders);
+            c.stock_key = std::move(stock.key);
+            c.stock_key_pinned = stock.full;
+        }
+        for (const auto& p : d.where.predicates) {
+            if (p.kind == predicate_kind::constant) continue;
+            bool known = false;
+            for (const auto& col : rule.idempotency_columns) known = known || column_is(st, p.column, col, d.table);
+            for (const auto& col : holders) known = known || column_is(st, p.column, col, d.table);
+            if (!known) c.extra_conditions = true;
+        }
+        if (!d.order_by.empty() || !d.limit.empty()) c.extra_conditions = true;
+        out.facts.emplace_back(std::move(c));
+    }
+}
+
 }  // namespace
 
 match_result as_unmodeled(const match_result& facts, std::string_view why, std::string_view code) {
@@ -410,6 +457,8 @@ match_result as_unmodeled(const match_result& facts, std::string_view why, std::
         else if (const auto* c = std::get_if<counter_change>(&f)) add(c->rule, nullptr);
         else if (const auto* i = std::get_if<claim_insert>(&f)) add(nullptr, i->rule);
         else if (const auto* u = std::get_if<unmodeled>(&f)) add(u->stock, u->claim);
+        else if (const auto* d = std::get_if<claim_delete>(&f))
+            add(nullptr, d->rule);
     }
     return out;
 }
@@ -451,6 +500,7 @@ match_result match(const parsed_statement& st, const rule_index& rules, const ma
         case sql::statement_kind::select: match_select(st, rules, context, out); break;
         case sql::statement_kind::update: match_update(st, rules, context, out); break;
         case sql::statement_kind::insert: match_insert(st, rules, context, out); break;
+        case sql::statement_kind::delete_: match_delete(st, rules, context, out); break;
         case sql::statement_kind::transaction: match_transaction(st, out); break;
         case sql::statement_kind::set: match_set(st, rules, out); break;
         case sql::statement_kind::use: {

@@ -421,6 +421,20 @@ void read_claim_strictness(yaml_file& file, const field& f, parsed_claim& p) {
     p.rule.strict = s.value_or(strictness::require_decrement);
 }
 
+void read_on_cancel(yaml_file& file, const field& f, parsed_claim& p) {
+    const std::string* text = read_scalar(file, f, "keep_stock or return_stock");
+    if (text == nullptr) {
+        p.complete = false;
+    } else if (*text == "keep_stock") {
+        p.rule.on_cancel = cancel_policy::keep_stock;
+    } else if (*text == "return_stock") {
+        p.rule.on_cancel = cancel_policy::return_stock;
+    } else {
+        file.error(f.value_mark(), "on_cancel must be keep_stock or return_stock, not " + quoted(*text));
+        p.complete = false;
+    }
+}
+
 // The fields of a claim rule, in the order of the "unknown field" list. A reader may use the fields above it.
 constexpr field_spec<parsed_claim> claim_fields[] = {
     {.name = "name",
@@ -436,6 +450,7 @@ constexpr field_spec<parsed_claim> claim_fields[] = {
     {"redis", read_redis},
     {.name = "duplicate", .read = read_duplicate, .left_out = duplicate_by_default},
     {"strictness", read_claim_strictness},
+    {"on_cancel", read_on_cancel},
     {"mode", read_rule_mode<parsed_claim>},
     {"unmodeled", read_rule_unmodeled<parsed_claim>},
 };

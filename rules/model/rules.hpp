@@ -115,6 +115,18 @@ enum class strictness {
     require_decrement,  // also refuse claim inserts that follow no successful decrement
 };
 
+// What a DELETE of claim rows (a cancellation, a refund) does to the units the claims used.
+enum class cancel_policy {
+    // The units stay taken (the default): the DELETE is forwarded as written, and the app's own
+    // restock that may follow (remain = remain + 1) is a restock like any other. A sidecar that
+    // gave units back that the app did not mean to return would issue more than the stock.
+    keep_stock,
+    // Each deleted claim row gives the stock rule's units back to its stock row, in the DELETE's
+    // transaction; the app's own restock of the same key and units right after is that give-back
+    // and is answered OK without reaching the database (never applied twice).
+    return_stock,
+};
+
 // A claim table: one row per idempotency tuple, each row consumes one stock unit.
 struct claim_rule {
     std::string name;
@@ -127,6 +139,7 @@ struct claim_rule {
     std::optional<redis_guard> redis;
     answer duplicate;  // the "already claimed" answer
     strictness strict = strictness::require_decrement;
+    cancel_policy on_cancel = cancel_policy::keep_stock;
     unmodeled_policy unmodeled = unmodeled_policy::refuse;
     std::optional<mode> rule_mode;
     source_pos pos;

@@ -1,4 +1,4 @@
-// SELECT, UPDATE, INSERT and REPLACE in the single-table shapes the claim engine reads.
+// SELECT, UPDATE, INSERT, REPLACE and DELETE in the single-table shapes the claim engine reads.
 #include "rules/sql/parser_detail.hpp"
 
 namespace claimguard::rules::sql::detail {
@@ -257,6 +257,22 @@ bool parse_insert(cursor& c, insert_statement& out) {
         while (!c.at_statement_end()) ++c.pos;
     }
     return c.at_statement_end();
+}
+
+bool parse_delete(cursor& c, delete_statement& out) {
+    ++c.pos;  // DELETE
+    const std::uint32_t modifiers = c.pos;
+    while (c.accept_word("LOW_PRIORITY") || c.accept_word("QUICK") || c.accept_word("IGNORE")) {
+    }
+    out.modifiers = {modifiers, c.pos};
+    // "DELETE t1 FROM t1 JOIN ...", "DELETE FROM t1, t2 USING ..." and "DELETE FROM t USING ..."
+    // (several tables) stop here or at the name list.
+    if (!c.accept_word("FROM")) return false;
+    if (!parse_table_ref(c, out.table, true)) return false;
+    if (c.accept_word("WHERE") && !parse_where(c, out.where)) return false;
+    if (c.is_word("ORDER") && !parse_order_by(c, out.order_by)) return false;
+    if (c.is_word("LIMIT") && !parse_limit(c, out.limit)) return false;
+    return c.at_statement_end();  // RETURNING (MariaDB) is not read
 }
 
 }  // namespace claimguard::rules::sql::detail

@@ -573,6 +573,9 @@ parsed_statement parse(std::string_view sql, const lexer_options& options) {
     } else if (c.is_word("INSERT") || c.is_word("REPLACE")) {
         ok = detail::parse_insert(c, st.body.emplace<insert_statement>());
         kind = statement_kind::insert;
+    } else if (c.is_word("DELETE")) {
+        ok = detail::parse_delete(c, st.body.emplace<delete_statement>());
+        kind = statement_kind::delete_;
     } else if (c.is_word("BEGIN") || c.is_word("START") || c.is_word("COMMIT") || c.is_word("ROLLBACK") ||
                c.is_word("SAVEPOINT") || c.is_word("RELEASE")) {
         ok = detail::parse_transaction(c, st.body.emplace<transaction_statement>());

@@ -83,6 +83,7 @@ private:
 [[nodiscard]] bool parse_select(cursor& c, select_statement& out);
 [[nodiscard]] bool parse_update(cursor& c, update_statement& out);
 [[nodiscard]] bool parse_insert(cursor& c, insert_statement& out);
+[[nodiscard]] bool parse_delete(cursor& c, delete_statement& out);
 [[nodiscard]] bool parse_transaction(cursor& c, transaction_statement& out);
 [[nodiscard]] bool parse_set(cursor& c, set_statement& out);
 [[nodiscard]] bool parse_use(cursor& c, use_statement& out);

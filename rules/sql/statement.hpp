@@ -169,6 +169,16 @@ struct insert_statement {
     [[nodiscard]] std::size_t row_count() const noexcept { return row_width == 0 ? 0 : values.size() / row_width; }
 };
 
+// DELETE [LOW_PRIORITY] [QUICK] [IGNORE] FROM t [[AS] a] [WHERE ...] [ORDER BY ...] [LIMIT n]: one
+// table (a multi-table DELETE, USING, PARTITION, RETURNING are not read).
+struct delete_statement {
+    token_span modifiers;  // LOW_PRIORITY, QUICK, IGNORE
+    table_ref table;
+    where_clause where;  // present == false: every row of the table
+    token_span order_by;
+    token_span limit;
+};
+
 enum class transaction_kind : std::uint8_t { begin, commit, rollback, savepoint, rollback_to_savepoint, release_savepoint };
 
 enum class tristate : std::uint8_t { unset, yes, no };
@@ -204,13 +214,13 @@ struct set_statement {
     small_vector<set_item, 4> items;
 };
 
-enum class statement_kind : std::uint8_t { not_ours, select, update, insert, transaction, use, set };
+enum class statement_kind : std::uint8_t { not_ours, select, update, insert, transaction, use, set, delete_ };
 
 enum class not_ours_reason : std::uint8_t {
     none,
     empty,               // only comments and whitespace
     lex_error,           // the server would reject it too (see parsed_statement::error)
-    other_statement,     // a statement kind we do not read (DELETE, CREATE, CALL, ...)
+    other_statement,     // a statement kind we do not read (CREATE, CALL, TRUNCATE, ...)
     unsupported_syntax,  // joins, subqueries, OR, functions in WHERE, ...
     several_statements,  // more than one statement in one query
     // Set by the engine, not the parser: the session's sql_mode is not known and the text reads
@@ -230,7 +240,7 @@ struct parsed_statement {
     boost::system::error_code error;  // reason == lex_error
     std::uint32_t stop_offset = 0;    // not_ours: byte offset where recognition stopped
     std::variant<std::monostate, select_statement, update_statement, insert_statement, transaction_statement,
-                 use_statement, set_statement>
+                 use_statement, set_statement, delete_statement>
         body;
 
     [[nodiscard]] std::string_view text(std::uint32_t tok) const noexcept {

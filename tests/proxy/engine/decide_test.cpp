@@ -218,8 +218,15 @@ const decide_case cases[] = {
     {.name = "several_statements_are_refused",
      .sql = "UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7; INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 7)",
      .what = verdict::refuse, .unmodeled = true},
-    {.name = "delete_of_a_claim_row_is_refused", .sql = "DELETE FROM coupon_order WHERE user_id = 1",
+    // Cancellations (DELETE of claim rows): coupon_order keeps the units (on_cancel's default).
+    {.name = "delete_of_a_claim_row_is_a_cancellation", .sql = "DELETE FROM coupon_order WHERE user_id = 1",
+     .what = verdict::cancel},
+    {.name = "cancellation_by_the_claim_key", .sql = "DELETE FROM coupon_order WHERE user_id = 42 AND campaign_id = 7",
+     .what = verdict::cancel, .key = {"7"}, .idempotency = {"42", "7"}, .redis_key = "lock:coupon:42:7"},
+    {.name = "delete_of_a_stock_row_is_refused", .sql = "DELETE FROM coupon_stock WHERE campaign_id = 7",
      .what = verdict::refuse, .unmodeled = true},
+    {.name = "delete_of_every_claim_row_is_refused", .sql = "DELETE FROM coupon_order", .what = verdict::refuse,
+     .unmodeled = true},
 
     // Claim inserts.
     {.name = "claim_insert", .sql = "INSERT INTO coupon_order (user_id, campaign_id) VALUES (42, 7)",

@@ -41,8 +41,9 @@ enum class variant_id {
     two_units,
     defer,
     evidence_read,
-    keys_ci,   // the schema check found campaign_id under utf8mb4_general_ci (ci_pad)
-    keys_bin,  // ... under utf8mb4_bin (bytes_pad)
+    keys_ci,       // the schema check found campaign_id under utf8mb4_general_ci (ci_pad)
+    keys_bin,      // ... under utf8mb4_bin (bytes_pad)
+    return_stock,  // coupon_order's cancellations give their units back (on_cancel: return_stock)
     count_
 };
 
@@ -60,6 +61,7 @@ inline const char* variant_name(variant_id v) {
     case variant_id::evidence_read: return "evidence_read";
     case variant_id::keys_ci: return "keys_ci";
     case variant_id::keys_bin: return "keys_bin";
+    case variant_id::return_stock: return "return_stock";
     case variant_id::count_: break;
     }
     return "?";
@@ -133,6 +135,10 @@ inline std::unique_ptr<rules_env> build_env(variant_id v) {
     }
     case variant_id::keys_ci:
     case variant_id::keys_bin: break;  // the rules file is the example's; the schema check adds the rest
+    case variant_id::return_stock:
+        ok = replace_once(text, "    strictness: require_decrement",
+                          "    on_cancel: return_stock\n    strictness: require_decrement");
+        break;
     case variant_id::count_: ok = false; break;
     }
     if (!ok) {

@@ -503,5 +503,168 @@ TEST(take_ledger_test, own_take_first) {
     EXPECT_FALSE(ledger.pop_take("r", {"1"}, 8).has_value());
 }
 
+// ---- cancellations (DELETE of claim rows) ----------------------------------------------------------
+
+const std::string cancel_sql = "DELETE FROM coupon_order WHERE user_id = 1 AND campaign_id = 1";
+
+// P15: the refund flow's DELETE was refused (other_statement). With on_cancel's default (keep_stock)
+// it is forwarded as written, counted, and the app's own restock after it is a restock.
+TEST(operation, p15_cancellation_keeps_stock_by_default) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    auto t = s.exec(cancel_sql, {ok_rows(1)});
+    EXPECT_EQ(t.d.what, verdict::cancel) << t.d.note;
+    EXPECT_FALSE(t.d.unmodeled);
+    EXPECT_EQ(t.sent(), std::vector<std::string>{"<statement>"});
+    EXPECT_EQ(t.last().type, action::kind::reply_client);
+    EXPECT_TRUE(t.has(event::cancelled_kept));
+    auto restock = s.exec("UPDATE coupon_stock SET remain = remain + 1 WHERE campaign_id = 1", {ok_rows(1)});
+    EXPECT_EQ(restock.sent(), std::vector<std::string>{"<statement>"});
+    EXPECT_TRUE(restock.has(event::restocked));
+    // A DELETE that found no row is forwarded and not counted as a cancellation.
+    auto none = s.exec(cancel_sql, {ok_rows(0)});
+    EXPECT_TRUE(none.events.empty());
+}
+
+// return_stock in autocommit: our own transaction holds the DELETE and its give-back together; the
+// app gets the DELETE's rows in an OK with the status after our COMMIT.
+TEST(operation, cancellation_returns_stock_in_its_own_transaction) {
+    session s(variant_id::return_stock);
+    ASSERT_TRUE(s.ready()) << s.error();
+    auto t = s.exec(cancel_sql, {ok_rows(0, in_trans), ok_rows(1, in_trans), ok_rows(1, in_trans), ok_rows(0)});
+    EXPECT_EQ(t.d.what, verdict::cancel) << t.d.note;
+    EXPECT_TRUE(t.d.returns_stock);
+    EXPECT_EQ(t.sent(), (std::vector<std::string>{"BEGIN", "<statement>", give_back_one, "COMMIT"}));
+    EXPECT_EQ(t.last().type, action::kind::answer);
+    EXPECT_EQ(t.last().answer.type, rules::answer::kind::ok);
+    EXPECT_EQ(t.last().ok_rows, 1u);
+    EXPECT_EQ(t.last().status, autocommit);
+    EXPECT_TRUE(t.has(event::cancelled_returned));
+    // The app's own restock of that unit right after is the same give-back: answered, not sent.
+    auto restock = s.exec("UPDATE coupon_stock SET remain = remain + 1 WHERE campaign_id = 1", {});
+    EXPECT_TRUE(restock.sent().empty());
+    EXPECT_EQ(restock.last().type, action::kind::answer);
+    EXPECT_EQ(restock.last().ok_rows, 1u);
+    EXPECT_TRUE(restock.has(event::absorbed));
+    // Once: a second increment is a real restock.
+    auto again = s.exec("UPDATE coupon_stock SET remain = remain + 1 WHERE campaign_id = 1", {ok_rows(1)});
+    EXPECT_EQ(again.sent(), std::vector<std::string>{"<statement>"});
+    EXPECT_TRUE(again.has(event::restocked));
+}
+
+// Several rows deleted: their units go back in one give-back, and each row's restock is absorbed once.
+TEST(operation, cancellation_of_several_rows_gives_back_each) {
+    session s(variant_id::return_stock);
+    ASSERT_TRUE(s.ready()) << s.error();
+    auto t = s.exec("DELETE FROM coupon_order WHERE campaign_id = 1 AND created_at < '2026-01-01'",
+                    {ok_rows(0, in_trans), ok_rows(2, in_trans), ok_rows(1, in_trans), ok_rows(0)});
+    EXPECT_EQ(
+        t.sent(),
+        (std::vector<std::string>{
+            "BEGIN", "<statement>",
+            "UPDATE `coupon_stock` SET `remain` = `remain` + 2, `version` = `version` + 1 WHERE `campaign_id` = 1",
+            "COMMIT"}));
+    EXPECT_EQ(t.last().ok_rows, 2u);
+    for (int i = 0; i < 2; ++i) {
+        auto restock = s.exec("UPDATE coupon_stock SET remain = remain + 1 WHERE campaign_id = 1", {});
+        EXPECT_TRUE(restock.has(event::absorbed)) << i;
+    }
+}
+
+// Nothing deleted (cancelled already, or by another connection that held the row lock): nothing
+// goes back, and a restock after it is a real one.
+TEST(operation, cancellation_that_deletes_nothing_gives_nothing_back) {
+    session s(variant_id::return_stock);
+    ASSERT_TRUE(s.ready()) << s.error();
+    auto t = s.exec(cancel_sql, {ok_rows(0, in_trans), ok_rows(0, in_trans), ok_rows(0)});
+    EXPECT_EQ(t.sent(), (std::vector<std::string>{"BEGIN", "<statement>", "COMMIT"}));
+    EXPECT_EQ(t.last().ok_rows, 0u);
+    EXPECT_TRUE(t.events.empty());
+    auto restock = s.exec("UPDATE coupon_stock SET remain = remain + 1 WHERE campaign_id = 1", {ok_rows(1)});
+    EXPECT_TRUE(restock.has(event::restocked));
+}
+
+// A failed give-back (a lock wait timeout) rolls our transaction back, the DELETE with it: the app
+// gets that error, and nothing is absorbed later.
+TEST(operation, cancellation_whose_give_back_fails_is_rolled_back) {
+    session s(variant_id::return_stock);
+    ASSERT_TRUE(s.ready()) << s.error();
+    auto t = s.exec(cancel_sql, {ok_rows(0, in_trans), ok_rows(1, in_trans), error_reply(1205, in_trans), ok_rows(0)});
+    EXPECT_EQ(t.sent(), (std::vector<std::string>{"BEGIN", "<statement>", give_back_one, "ROLLBACK"}));
+    EXPECT_EQ(t.last().type, action::kind::reply_client);  // the give-back's ERR 1205
+    EXPECT_FALSE(t.has(event::cancelled_returned));
+    auto restock = s.exec("UPDATE coupon_stock SET remain = remain + 1 WHERE campaign_id = 1", {ok_rows(1)});
+    EXPECT_TRUE(restock.has(event::restocked));
+}
+
+// The DELETE's own error: our transaction ends, the app gets the error.
+TEST(operation, cancellation_whose_delete_fails_rolls_back) {
+    session s(variant_id::return_stock);
+    ASSERT_TRUE(s.ready()) << s.error();
+    auto t = s.exec(cancel_sql, {ok_rows(0, in_trans), error_reply(1205, in_trans), ok_rows(0)});
+    EXPECT_EQ(t.sent(), (std::vector<std::string>{"BEGIN", "<statement>", "ROLLBACK"}));
+    EXPECT_EQ(t.last().type, action::kind::reply_client);
+}
+
+// In the app's transaction: no BEGIN/COMMIT of ours; the give-back follows the DELETE in it, the app's
+// restock later in it is absorbed, and a ROLLBACK undoes both (nothing left to absorb).
+TEST(operation, cancellation_in_a_transaction_gives_back_in_it) {
+    session s(variant_id::return_stock);
+    ASSERT_TRUE(s.ready()) << s.error();
+    auto t = s.exec(cancel_sql, {ok_rows(1, in_trans), ok_rows(1, in_trans)}, in_trans);
+    EXPECT_EQ(t.sent(), (std::vector<std::string>{"<statement>", give_back_one}));
+    EXPECT_EQ(t.last().type, action::kind::answer);
+    EXPECT_EQ(t.last().ok_rows, 1u);
+    EXPECT_EQ(t.last().status, in_trans);
+    auto restock = s.exec("UPDATE coupon_stock SET remain = remain + 1 WHERE campaign_id = 1", {}, in_trans);
+    EXPECT_TRUE(restock.has(event::absorbed));
+    EXPECT_TRUE(restock.sent().empty());
+
+    (void)s.exec(cancel_sql, {ok_rows(1, in_trans), ok_rows(1, in_trans)}, in_trans);
+    s.end(false);  // the app's ROLLBACK: the DELETE and the give-back are undone together
+    auto after = s.exec("UPDATE coupon_stock SET remain = remain + 1 WHERE campaign_id = 1", {ok_rows(1)});
+    EXPECT_TRUE(after.has(event::restocked));
+}
+
+// A refund in a transaction whose app restocks after COMMIT, in autocommit: still absorbed.
+TEST(operation, cancellation_committed_then_restock_in_autocommit_is_absorbed) {
+    session s(variant_id::return_stock);
+    ASSERT_TRUE(s.ready()) << s.error();
+    (void)s.exec(cancel_sql, {ok_rows(1, in_trans), ok_rows(1, in_trans)}, in_trans);
+    s.end(true);
+    auto restock = s.exec("UPDATE coupon_stock SET remain = remain + 1 WHERE campaign_id = 1", {});
+    EXPECT_TRUE(restock.has(event::absorbed));
+}
+
+// return_stock needs the stock row: a DELETE by the row's id alone does not say it, and is refused by
+// the rule's unmodeled policy (keep_stock forwards it).
+TEST(operation, cancellation_without_the_stock_key) {
+    session r(variant_id::return_stock);
+    ASSERT_TRUE(r.ready()) << r.error();
+    auto refused = r.exec("DELETE FROM coupon_order WHERE id = 42", {});
+    EXPECT_EQ(refused.d.what, verdict::refuse);
+    EXPECT_EQ(refused.d.reason, "cancel_without_stock_key");
+    EXPECT_TRUE(refused.has(event::unmodeled_refused));
+    session k(variant_id::coupon);
+    auto kept = k.exec("DELETE FROM coupon_order WHERE id = 42", {ok_rows(1)});
+    EXPECT_EQ(kept.d.what, verdict::cancel);
+    EXPECT_TRUE(kept.has(event::cancelled_kept));
+}
+
+// A prepared DELETE: the give-back reuses the statement's bound stock key.
+TEST(operation, prepared_cancellation_gives_back_the_bound_key) {
+    session s(variant_id::return_stock);
+    ASSERT_TRUE(s.ready()) << s.error();
+    auto t = s.exec("DELETE FROM coupon_order WHERE user_id = ? AND campaign_id = ?",
+                    {ok_rows(0, in_trans), ok_rows(1, in_trans), ok_rows(1, in_trans), ok_rows(0)}, autocommit,
+                    bound_integers({5, 3}));
+    ASSERT_EQ(t.sent().size(), 4u);
+    EXPECT_EQ(t.sent()[2],
+              "UPDATE `coupon_stock` SET `remain` = `remain` + 1, `version` = `version` + 1 WHERE `campaign_id` = ?");
+    ASSERT_EQ(t.actions[2].sql.parameters.size(), 1u);
+    EXPECT_EQ(t.actions[2].sql.parameters[0], 1u);  // campaign_id's ?
+    EXPECT_EQ(t.d.key, key_tuple{"3"});
+}
+
 }  // namespace
 }  // namespace claimguard::engine::test

@@ -355,6 +355,26 @@ TEST_F(statement_op, duplicate_claim_releases_its_redis_key_first) {
     EXPECT_TRUE(r.has(event::compensated));
 }
 
+// A cancellation (DELETE of the claim by its key) releases the claim's Redis key before the answer,
+// whoever's claim set it (no token): the user may claim again, as the unique index now allows. A
+// DELETE that removed nothing, or that does not name the claim's key, releases nothing.
+TEST_F(statement_op, cancellation_releases_the_claims_redis_key) {
+    connection c(gate, ledger, 1, true);
+    ASSERT_TRUE(c.ready()) << c.error();
+    auto r = c.run("DELETE FROM coupon_order WHERE user_id = 7 AND campaign_id = 1", {reply(ok_rows(1))});
+    ASSERT_EQ(r.d.what, verdict::cancel) << r.d.note;
+    EXPECT_EQ(r.kinds(), (std::vector<sa>{sa::send_statement, sa::redis_release, sa::reply_kept}));
+    EXPECT_TRUE(r.actions[1].wait);
+    ASSERT_EQ(r.actions[1].keys.size(), 1u);
+    EXPECT_EQ(r.actions[1].keys[0].key, r.d.redis_key);
+    EXPECT_EQ(r.actions[1].keys[0].token, "");
+    EXPECT_TRUE(r.has(event::cancelled_kept));
+    auto none = c.run("DELETE FROM coupon_order WHERE user_id = 7 AND campaign_id = 1", {reply(ok_rows(0))});
+    EXPECT_EQ(none.kinds(), (std::vector<sa>{sa::send_statement, sa::reply_kept}));
+    auto by_id = c.run("DELETE FROM coupon_order WHERE id = 3", {reply(ok_rows(1))});
+    EXPECT_EQ(by_id.kinds(), (std::vector<sa>{sa::send_statement, sa::reply_kept}));
+}
+
 // In a transaction the key is kept until the transaction ends (the session's transaction tracker).
 TEST_F(statement_op, claim_in_a_transaction_keeps_its_key_for_the_transaction) {
     connection c(gate, ledger, 1, true);

@@ -339,6 +339,63 @@ const match_case unmodeled_cases[] = {
     {"lex_error_on_stock", "UPDATE coupon_stock SET remain = 'x WHERE campaign_id = 7", {"unmodeled coupon_stock"}},
 };
 
+// DELETE of claim rows (cancellations): what the WHERE pins. A DELETE of a stock row, or of every
+// claim row, is unmodeled (the codes: match_delete.unmodeled_codes).
+const match_case delete_cases[] = {
+    {"by_idempotency",
+     "DELETE FROM coupon_order WHERE user_id = 1 AND campaign_id = 1",
+     {"delete coupon_order stock=coupon_stock table='coupon_order' idem=[1,1] stock_key=[1]"}},
+    {"placeholders_reversed",
+     "DELETE FROM coupon_order WHERE campaign_id = ? AND ? = user_id",
+     {"delete coupon_order stock=coupon_stock table='coupon_order' idem=[?1,?0] stock_key=[?0]"}},
+    {"by_id",
+     "DELETE FROM coupon_order WHERE id = 42",
+     {"delete coupon_order stock=coupon_stock table='coupon_order' idem=[-,-] partial stock_key=[-] unpinned extra"}},
+    {"by_id_and_campaign",
+     "DELETE FROM coupon_order WHERE id = 42 AND campaign_id = 7",
+     {"delete coupon_order stock=coupon_stock table='coupon_order' idem=[-,7] partial stock_key=[7] extra"}},
+    {"alias_and_limit",
+     "DELETE FROM coupon_order o WHERE o.user_id = 1 AND o.campaign_id = 7 LIMIT 1",
+     {"delete coupon_order stock=coupon_stock table='coupon_order o' alias=o idem=[1,7] stock_key=[7] extra"}},
+    {"mapped_stock_key",
+     "DELETE FROM shop.orders WHERE order_no = 'A1' AND item_sku = 3 AND wh = 'w'",
+     {"delete shop_order stock=inventory table='shop.orders' schema=shop idem=['A1'] stock_key=[3,'w']"}},
+    {"in_list_is_not_a_pin",
+     "DELETE FROM coupon_order WHERE user_id IN (1, 2) AND campaign_id = 7",
+     {"delete coupon_order stock=coupon_stock table='coupon_order' idem=[-,7] partial stock_key=[7]"}},
+    {"other_table", "DELETE FROM coupon_order_archive WHERE user_id = 1", {}},
+    {"stock_row", "DELETE FROM coupon_stock WHERE campaign_id = 7", {"unmodeled coupon_stock"}},
+    {"no_where", "DELETE FROM coupon_order", {"unmodeled coupon_order"}},
+    {"only_constants", "DELETE FROM coupon_order WHERE 1 = 1", {"unmodeled coupon_order"}},
+    {"join",
+     "DELETE o FROM coupon_order o JOIN users u ON u.id = o.user_id WHERE u.id = 1",
+     {"unmodeled coupon_order"}},
+    {"subquery", "DELETE FROM coupon_order WHERE user_id IN (SELECT id FROM users)", {"unmodeled coupon_order"}},
+};
+
+// The metric label each unmodeled DELETE gets: a DBA reading claimguard_unmodeled_total sees why.
+TEST(match_delete, unmodeled_codes) {
+    static const rule_set rules = test::make_rules();
+    static const rule_index index(rules);
+    const std::pair<std::string_view, std::string_view> cases[] = {
+        {"DELETE FROM coupon_stock WHERE campaign_id = 7", "stock_row_delete"},
+        {"DELETE FROM coupon_order", "delete_without_where"},
+        {"DELETE FROM coupon_order WHERE 1 = 1", "delete_without_where"},
+        {"DELETE o FROM coupon_order o JOIN users u ON u.id = o.user_id", "unsupported_syntax"},
+        {"DELETE FROM coupon_order WHERE user_id IN (SELECT id FROM users)", "unsupported_syntax"},
+        {"DELETE FROM coupon_order WHERE user_id = 1 OR campaign_id = 1", "unsupported_syntax"},
+        {"DELETE FROM coupon_order WHERE id = 1; SELECT 1", "several_statements"},
+    };
+    for (const auto& [text, code] : cases) {
+        const auto st = sql::parse(text, {});
+        const auto result = match(st, index);
+        ASSERT_EQ(result.facts.size(), 1u) << text;
+        const auto* u = std::get_if<unmodeled>(&result.facts[0]);
+        ASSERT_NE(u, nullptr) << text;
+        EXPECT_EQ(u->code, code) << text;
+    }
+}
+
 class match_table : public ::testing::TestWithParam<match_case> {};
 
 TEST_P(match_table, facts) {
@@ -365,6 +422,7 @@ INSTANTIATE_TEST_SUITE_P(write, match_table, ::testing::ValuesIn(write_cases), c
 INSTANTIATE_TEST_SUITE_P(change, match_table, ::testing::ValuesIn(change_cases), case_name);
 INSTANTIATE_TEST_SUITE_P(claim, match_table, ::testing::ValuesIn(claim_cases), case_name);
 INSTANTIATE_TEST_SUITE_P(session, match_table, ::testing::ValuesIn(session_cases), case_name);
+INSTANTIATE_TEST_SUITE_P(delete_, match_table, ::testing::ValuesIn(delete_cases), case_name);
 INSTANTIATE_TEST_SUITE_P(unmodeled, match_table, ::testing::ValuesIn(unmodeled_cases), case_name);
 
 TEST(matcher, literal_facts_keep_decoded_values) {

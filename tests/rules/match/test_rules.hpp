@@ -149,6 +149,12 @@ inline std::string render(const fact& f) {
             }
             return "session ?";
         }
+        std::string operator()(const claim_delete& c) const {
+            return "delete " + c.rule->name + " stock=" + (c.stock ? c.stock->name : "-") + render_table(c.table) +
+                   " idem=" + render_key(c.idempotency) + (c.by_idempotency ? "" : " partial") +
+                   " stock_key=" + render_key(c.stock_key) + (c.stock_key_pinned ? "" : " unpinned") +
+                   (c.extra_conditions ? " extra" : "");
+        }
         std::string operator()(const unmodeled& u) const {
             return "unmodeled " + (u.stock ? u.stock->name : u.claim ? u.claim->name : std::string("-"));
         }

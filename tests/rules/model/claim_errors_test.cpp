@@ -137,6 +137,10 @@ const error_case claim_cases[] = {
     {"redis_ttl_overflow_after_scaling", redis_ttl("9999999999999999h"), {"13:12: ttl is '9999999999999999h'" + ttl_range}},
     {"strictness_unknown", with_claim_lines("    strictness: strict\n"),
      {"11:17: strictness must be after_refused or require_decrement, not 'strict'"}},
+    {"on_cancel_unknown", with_claim_lines("    on_cancel: refund\n"),
+     {"11:16: on_cancel must be keep_stock or return_stock, not 'refund'"}},
+    {"on_cancel_a_list", with_claim_lines("    on_cancel: [return_stock]\n"),
+     {"11:16: on_cancel needs keep_stock or return_stock, not a list"}},
     // Across rules.
     {"duplicate_stock_names", base_stock + "  - name: s\n    table: other\n    key_columns: k\n    counter_column: n\n",
      {"6:11: there is already a rule named 's' (the stock rule at rules.yaml:2:5); rule names must be unique across "

@@ -439,8 +439,42 @@ const parse_case session_cases[] = {
     {"use_two_names", "USE a b", "not_ours(unsupported_syntax)"},
 };
 
+// Single-table DELETE (cancellations of claim rows): the WHERE as the UPDATE reader reads it.
+const parse_case delete_cases[] = {
+    {"by_key", "DELETE FROM coupon_order WHERE user_id = 1 AND campaign_id = 1",
+     "DELETE table=coupon_order where=[user_id = lit:1; campaign_id = lit:1]"},
+    {"placeholders", "delete from coupon_order where user_id = ? and campaign_id = ?",
+     "DELETE table=coupon_order where=[user_id = ?0; campaign_id = ?1]"},
+    {"by_id", "DELETE FROM `shop`.`coupon_order` WHERE id = 42",
+     "DELETE table=`shop`.`coupon_order` where=[id = lit:42]"},
+    {"modifiers", "DELETE LOW_PRIORITY QUICK IGNORE FROM coupon_order WHERE id = 42",
+     "DELETE mods=LOW_PRIORITY QUICK IGNORE table=coupon_order where=[id = lit:42]"},
+    {"alias", "DELETE FROM coupon_order AS o WHERE o.user_id = 1",
+     "DELETE table=coupon_order alias=o where=[o.user_id = lit:1]"},
+    {"order_limit", "DELETE FROM coupon_order WHERE user_id = 1 ORDER BY id DESC LIMIT 1",
+     "DELETE table=coupon_order where=[user_id = lit:1] order=ORDER BY id DESC limit=LIMIT 1"},
+    {"in_list_and_parentheses", "DELETE FROM coupon_order WHERE (user_id IN (1, 2)) AND campaign_id = 7;",
+     "DELETE table=coupon_order where=[user_id IN (lit:1, lit:2); campaign_id = lit:7]"},
+    {"no_where", "DELETE FROM coupon_order", "DELETE table=coupon_order"},
+};
+
+const parse_case not_ours_delete_cases[] = {
+    {"multi_table", "DELETE o FROM coupon_order o JOIN users u ON u.id = o.user_id WHERE u.id = 1",
+     "not_ours(unsupported_syntax)"},
+    {"using", "DELETE FROM coupon_order USING coupon_order JOIN users WHERE users.id = 1",
+     "not_ours(unsupported_syntax)"},
+    {"two_tables", "DELETE FROM coupon_order, users USING coupon_order JOIN users", "not_ours(unsupported_syntax)"},
+    {"subquery", "DELETE FROM coupon_order WHERE user_id IN (SELECT id FROM users)", "not_ours(unsupported_syntax)"},
+    {"or", "DELETE FROM coupon_order WHERE user_id = 1 OR user_id = 2", "not_ours(unsupported_syntax)"},
+    {"function", "DELETE FROM coupon_order WHERE created < NOW()", "not_ours(unsupported_syntax)"},
+    {"partition", "DELETE FROM coupon_order PARTITION (p0) WHERE id = 1", "not_ours(unsupported_syntax)"},
+    {"returning", "DELETE FROM coupon_order WHERE id = 1 RETURNING id", "not_ours(unsupported_syntax)"},
+    {"several", "DELETE FROM coupon_order WHERE id = 1; DELETE FROM coupon_order WHERE id = 2",
+     "not_ours(several_statements)"},
+};
+
 const parse_case other_cases[] = {
-    {"delete", "DELETE FROM coupon_stock WHERE campaign_id = 7", "not_ours(other_statement)"},
+    {"truncate", "TRUNCATE TABLE coupon_stock", "not_ours(other_statement)"},
     {"create", "CREATE TABLE t (a INT)", "not_ours(other_statement)"},
     {"show", "SHOW WARNINGS", "not_ours(other_statement)"},
     {"call", "CALL claim(7)", "not_ours(other_statement)"},
@@ -472,6 +506,8 @@ INSTANTIATE_TEST_SUITE_P(insert, parse_table, ::testing::ValuesIn(insert_cases),
 INSTANTIATE_TEST_SUITE_P(insert_not_ours, parse_table, ::testing::ValuesIn(not_ours_insert_cases), case_name);
 INSTANTIATE_TEST_SUITE_P(transaction, parse_table, ::testing::ValuesIn(transaction_cases), case_name);
 INSTANTIATE_TEST_SUITE_P(session, parse_table, ::testing::ValuesIn(session_cases), case_name);
+INSTANTIATE_TEST_SUITE_P(delete_, parse_table, ::testing::ValuesIn(delete_cases), case_name);
+INSTANTIATE_TEST_SUITE_P(delete_not_ours, parse_table, ::testing::ValuesIn(not_ours_delete_cases), case_name);
 INSTANTIATE_TEST_SUITE_P(other, parse_table, ::testing::ValuesIn(other_cases), case_name);
 
 TEST(parser, stop_offset_points_at_the_unsupported_token) {

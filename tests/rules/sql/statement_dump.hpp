@@ -131,6 +131,14 @@ inline std::string dump_statement(const parsed_statement& st) {
         if (!u->limit.empty()) out += " limit=" + std::string(st.text(u->limit));
         return out;
     }
+    if (const auto* d = std::get_if<delete_statement>(&st.body)) {
+        std::string out = "DELETE";
+        if (!d->modifiers.empty()) out += " mods=" + std::string(st.text(d->modifiers));
+        out += dump_table(st, d->table) + dump_where(st, d->where);
+        if (!d->order_by.empty()) out += " order=" + std::string(st.text(d->order_by));
+        if (!d->limit.empty()) out += " limit=" + std::string(st.text(d->limit));
+        return out;
+    }
     if (const auto* ins = std::get_if<insert_statement>(&st.body)) {
         std::string out = ins->replace ? "REPLACE" : "INSERT";
         if (ins->ignore) out += " ignore";
