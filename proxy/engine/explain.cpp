@@ -178,6 +178,17 @@ bool explain(const match::rule_index& rules, std::string_view sql, const match::
         ok = ok & run_outcome(out, "with no take of this sidecar behind it (autocommit)", d, st, {ok_rows(1)}, 0, sql);
         break;
     }
+    case verdict::cancel: {
+        constexpr std::uint16_t in_trans = protocol::status::in_trans | protocol::status::autocommit;
+        if (d.returns_stock)  // BEGIN, the DELETE, the give-back, COMMIT
+            ok = ok & run_outcome(out, "when 1 row is deleted", d, st,
+                                  {reply_summary::ok_rows(0, in_trans), reply_summary::ok_rows(1, in_trans),
+                                   reply_summary::ok_rows(1, in_trans), ok_rows(0)},
+                                  0, sql);
+        else
+            ok = ok & run_outcome(out, "when 1 row is deleted", d, st, {ok_rows(1)}, 0, sql);
+        break;
+    }
     default:
         ok = ok & run_outcome(out, "then", d, st, {ok_rows(1)}, 0, sql);
         break;

@@ -133,12 +133,29 @@ TEST(explain, every_statement_form_runs_to_its_end) {
              "REPLACE INTO coupon_order (user_id, campaign_id) VALUES (1, 7)",
              "INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 7) RETURNING id",
              "DELETE FROM coupon_stock WHERE campaign_id = 7",
+             "DELETE FROM coupon_order WHERE user_id = 1 AND campaign_id = 7",
              "COMMIT",
          }) {
         std::ostringstream out;
         EXPECT_TRUE(explain(*env.index, sql, {}, out)) << sql << "\n" << out.str();
         EXPECT_EQ(out.str().find("error:"), std::string::npos) << sql << "\n" << out.str();
     }
+}
+
+// A cancellation under on_cancel: return_stock: explain shows our transaction around the DELETE
+// and its give-back.
+TEST(explain, cancellation_returning_stock_shows_its_transaction) {
+    const auto& env = env_for(variant_id::return_stock);
+    ASSERT_TRUE(env.index) << env.error;
+    std::ostringstream out;
+    EXPECT_TRUE(explain(*env.index, "DELETE FROM coupon_order WHERE user_id = 1 AND campaign_id = 7", {}, out))
+        << out.str();
+    const std::string text = out.str();
+    EXPECT_NE(text.find("decision: cancel"), std::string::npos) << text;
+    EXPECT_NE(text.find("BEGIN"), std::string::npos) << text;
+    EXPECT_NE(text.find("`remain` = `remain` + 1"), std::string::npos) << text;
+    EXPECT_NE(text.find("COMMIT"), std::string::npos) << text;
+    EXPECT_EQ(text.find("error:"), std::string::npos) << text;
 }
 
 }  // namespace
