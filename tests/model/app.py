@@ -421,6 +421,41 @@ class AppRun:
             conn.prepared.discard(name)
         return r
 
+    # --- a refund ------------------------------------------------------------------------------
+    def cancel(self, user, camp):
+        """The user's claim cancelled, as a correct refund flow does it: delete_then_restock in a transaction
+        (BEGIN; DELETE the row by user and key; remain = remain + 1; COMMIT), delete_only as one DELETE in
+        autocommit (COMMIT after it ends the implicit transaction under autocommit = 0). A deadlock or lock
+        wait timeout is retried, as an app retries it. As text on the base tables, whatever the app's carrier."""
+        s = self.spec
+        stock, order, key = self.names()
+        stock = stock.replace("v_stock", "coupon_stock")  # a view carrier's app refunds on the table itself
+        k = self.stock_key(camp)
+        in_tx = s["cancel"] == "delete_then_restock"
+        conn = self.lender.borrow(user, "write")
+        try:
+            for retry in range(20):
+                r = conn.q(user, "BEGIN") if in_tx else Res()
+                deleted = 0
+                if r.ok:
+                    r = conn.q(user, f"DELETE FROM {order} WHERE user_id = {user} AND {key} = {k}")
+                    deleted = r.affected if r.ok else 0
+                if r.ok and deleted == 1 and in_tx:
+                    r = conn.q(user, f"UPDATE {stock} SET remain = remain + 1 WHERE {key} = {k}")
+                if r.ok:
+                    r = conn.q(user, "COMMIT")
+                if r.ok:
+                    if deleted == 1:
+                        self.tell(user, camp, "cancelled")
+                    return
+                conn.q(user, "ROLLBACK")
+                if r.errno not in (1205, 1213):
+                    break
+                time.sleep(0.005 * (retry + 1))
+            self.tell(user, camp, f"cancel_error:{r.errno}")
+        finally:
+            self.lender.give_back(conn)
+
     # --- one claim attempt ---------------------------------------------------------------------
     def attempt(self, user, camp, tries, urng, st):
         """One claim attempt; returns what the app concluded (got, dup, sold_out, refused, conflict,
@@ -660,10 +695,12 @@ class AppRun:
                 st["xa_rolled_back"] = False
                 tries = 0
                 clicks = 0
+                holds = False
                 while True:
                     st["took_outside_tx"] = False
                     kind = self.attempt(user, camp, tries, urng, st)
                     self.tell(user, camp, kind)
+                    holds = holds or kind == "got"
                     if st["took_outside_tx"] and kind not in ("got", "dup", "fault", "sold_out"):
                         with self.lock:
                             self.abandoned += 1
@@ -672,6 +709,8 @@ class AppRun:
                         continue  # the second click; its answer is recorded too
                     if kind in ("got", "dup", "sold_out", "refused") or kind.startswith("error:"):
                         done.add(camp)
+                        if holds and s["cancel"] != "none" and urng.random() < 0.4:
+                            self.cancel(user, camp)
                         break
                     tries += 1
                     if tries > s["retries"]:

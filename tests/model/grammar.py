@@ -68,6 +68,10 @@ DIMENSIONS = {
     "opt_admission": ["off", "on"],
     "opt_defer_decrement": ["off", "on"],
     "opt_unmodeled": ["refuse", "forward"],
+    # after a claim, some users cancel it (a refund): DELETE the claim row by user and key, then give the unit
+    # back themselves (remain = remain + 1) or not; the claim rule's on_cancel
+    "cancel": ["none", "delete_then_restock", "delete_only"],
+    "opt_on_cancel": ["keep_stock", "return_stock"],
 }
 
 # relative weights of some values (default 1): most apps run without faults and claim once
@@ -198,6 +202,8 @@ def valid(spec):
         return False
     if s["key"] in ("string", "string_case") and s["write"] in UPSERT_WRITES:
         return False
+    if s["cancel"] == "delete_only" and s["opt_on_cancel"] != "return_stock":
+        return False  # the app never gives the unit back: only return_stock keeps the stock whole
     return True
 
 
@@ -215,6 +221,8 @@ def repair(spec, enabled):
     if s["read"] == "none" and (s["write"] not in RELATIVE_WRITES or s["tx"] == "read_then_begin") \
             and "read.plain" in enabled:
         s["read"] = "plain"
+    if s["cancel"] == "delete_only" and "opt_on_cancel.return_stock" in enabled:
+        s["opt_on_cancel"] = "return_stock"
 
 
 def correct_directly(spec):
@@ -287,7 +295,8 @@ def normalize(spec):
 
 def options_key(spec):
     """The rules file an app needs: apps with the same key run under the same rules (one reload)."""
-    return (spec["opt_read_cache"], spec["opt_admission"], spec["opt_defer_decrement"], spec["opt_unmodeled"])
+    return (spec["opt_read_cache"], spec["opt_admission"], spec["opt_defer_decrement"], spec["opt_unmodeled"],
+            spec["opt_on_cancel"])
 
 
 def describe(spec):

@@ -147,6 +147,7 @@ claim_rules:
       sqlstate: "45000"
       message: "claimguard: already claimed"
     strictness: require_decrement
+    on_cancel: {on_cancel}
     unmodeled: {unmodeled}
   - name: coupon_order_s
     table: coupon_order_s
@@ -164,12 +165,13 @@ claim_rules:
       sqlstate: "45000"
       message: "claimguard: already claimed"
     strictness: require_decrement
+    on_cancel: {on_cancel}
     unmodeled: {unmodeled}
 """
 
 
 def rules_text(okey):
-    read_cache, admission, defer, unmodeled = okey
+    read_cache, admission, defer, unmodeled, on_cancel = okey
     opts = []
     if read_cache == "on":
         opts.append("    read_cache: 50ms")
@@ -177,7 +179,7 @@ def rules_text(okey):
         opts.append("    admission: {max_in_flight: 2, queue_timeout: 2s}")
     if defer == "on":
         opts.append("    defer_decrement: true")
-    return RULES_TEMPLATE.format(unmodeled=unmodeled, options="\n".join(opts))
+    return RULES_TEMPLATE.format(unmodeled=unmodeled, on_cancel=on_cancel, options="\n".join(opts))
 
 
 def wall_ms():
@@ -282,7 +284,7 @@ class Model:
                 cur.execute(stmt)
             cur.execute(PROCEDURE)
         admin.close()
-        self.write_rules(("off", "off", "off", "refuse"))
+        self.write_rules(("off", "off", "off", "refuse", "keep_stock"))
         # The schema check (a DBA's check user) finds the procedure and the view that reach the stock, and the
         # key columns' collations: as a DBA deploys claimguard. Traffic waits for its first result.
         check = ["--schema-check", "warn", "--schema-check-user", cluster.ADMIN_USER,
@@ -599,11 +601,18 @@ def check(spec, camps, run, facts, by_camp, keyless):
             stock_violation("no_leak", f"campaign {c}: {gone} units gone, {orders} orders, in flight at most {inflight}")
         told = {u: k for (u, cc), k in run.told.items() if cc == c}
         holders = set(f["holders"])
-        false_dup = sorted(u for u, ks in told.items() if "dup" in ks and u not in holders)
+        # A user who cancelled (a refund) holds no claim by then, whatever it was told before.
+        cancelled = {u for u, ks in told.items() if "cancelled" in ks}
+        false_dup = sorted(u for u, ks in told.items() if "dup" in ks and u not in holders and u not in cancelled)
+        failed_cancel = sorted((u, k) for u, ks in told.items() for k in ks if k.startswith("cancel_error"))
+        if failed_cancel:
+            v.append(("cancel_answer", f"campaign {c}: refunds answered with an error: {failed_cancel}"))
         if false_dup:
             v.append(("already_claimed_is_true", f"campaign {c}: users {false_dup} told already claimed, hold no claim"))
         any_dup = any("dup" in ks for ks in told.values())
-        if remain > 0 and not any_dup and run.faults == 0 and not undo and spec["write_answer"] == "checked":
+        # A cancellation raises the counter again (its give-back, or the app's restock): not "only falls".
+        if remain > 0 and not any_dup and not cancelled and run.faults == 0 and not undo \
+                and spec["write_answer"] == "checked":
             sold = sorted(u for u, ks in told.items() if SOLD_OUT in ks)
             if sold:
                 stock_violation("sold_out_is_true",
