@@ -13,21 +13,27 @@ namespace match = rules::match;
 using namespace detail;
 
 void claim_operation::reserve_take() {
+    const auto r = reserve_for(d_.key);
+    reserved_ = r.units;
+    reserved_from_ledger_ = r.from_ledger;
+}
+
+claim_operation::reservation claim_operation::reserve_for(const key_tuple& key) {
     if (in_transaction_) {
-        auto& e = memory_.entry(d_.stock->name, d_.key);
+        auto& e = memory_.entry(d_.stock->name, key);
         if (!e.transaction_takes.empty()) {
-            reserved_ = e.transaction_takes.front();
+            const reservation r{e.transaction_takes.front(), false};
             e.transaction_takes.pop_front();
-            return;
+            return r;
         }
     }
-    if (auto t = ledger_.pop_take(d_.stock->name, d_.key, ctx_.session)) {
-        reserved_ = *t;
-        reserved_from_ledger_ = true;
+    if (auto t = ledger_.pop_take(d_.stock->name, key, ctx_.session)) {
         // A transaction that rolls back returns what it borrowed: its claim row (or the
         // give-back it made inside the transaction) is undone with it.
-        if (in_transaction_) memory_.entry(d_.stock->name, d_.key).borrowed.push_back(*t);
+        if (in_transaction_) memory_.entry(d_.stock->name, key).borrowed.push_back(*t);
+        return {*t, true};
     }
+    return {};
 }
 
 action claim_operation::send_claim() {

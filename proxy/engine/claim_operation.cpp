@@ -142,6 +142,10 @@ action claim_operation::start_main() {
         // the next decision is the one enforce mode would make.
         if (d_.what == verdict::take || d_.what == verdict::track_decrement)
             record_take(memory_, ledger_, d_, d_.units, in_transaction_, ctx_.session);
+        if (d_.what == verdict::claim && !d_.rows.empty()) {
+            observe_rows();
+            return finish({});
+        }
         bool would_block = false;
         if (d_.what == verdict::claim) {
             reserve_take();
@@ -250,6 +254,7 @@ action claim_operation::start_main() {
     }
 
     case verdict::claim: {
+        if (!d_.rows.empty()) return start_rows();  // several rows: one claim per row
         reserve_take();
         if (d_.after_refusal) {
             memory_.entry(d_.stock->name, d_.key).refused = false;  // this refusal is answered now
@@ -428,6 +433,10 @@ action claim_operation::on_reply(const reply_summary& r) {
     case state::status_asked: return after_status_asked(r);
 
     case state::give_back_sent: return after_give_back(r);
+
+    case state::rows_sent: return after_rows(r);
+    case state::rows_status_asked: return after_rows_status(r);
+    case state::rows_give_back_sent: return after_row_give_back(r);
 
     case state::original_sent: {
         action a;

@@ -166,6 +166,12 @@ private:
         idle, read_sent, take_sent, probe_sent, track_sent, restock_sent, rollback_sent, redis_wait,
         claim_sent, original_sent, give_back_sent, deferred_sent, status_asked,
         cancel_begin_sent, cancel_delete_sent, cancel_give_back_sent, cancel_commit_sent, cancel_rollback_sent, done,
+        rows_sent, rows_status_asked, rows_give_back_sent,  // a claim of several rows (claim_rows.cpp)
+    };
+    // A take reserved for a claim: its units (0: none) and where it came from.
+    struct reservation {
+        std::int64_t units = 0;
+        bool from_ledger = false;  // borrowed from the sidecar's ledger (else the transaction's own take)
     };
 
     action start_main();
@@ -192,6 +198,16 @@ private:
     action cancel_answer(std::uint16_t status);
     action cancel_undo();
     action cancel_failure(std::uint16_t status);
+    reservation reserve_for(const key_tuple& key);
+    bool cancel_deferred_of(const key_tuple& key, std::int64_t units, bool from_ledger);
+    // claim_rows.cpp: a claim INSERT of several rows, one claim per row (decision::rows)
+    action start_rows();
+    void observe_rows();
+    action after_rows(const reply_summary& r);
+    action after_rows_status(const reply_summary& r);
+    action next_row_give_back();
+    action after_row_give_back(const reply_summary& r);
+    void unreserve(const key_tuple& key, const reservation& r);
 
     const decision& d_;
     const rules::sql::parsed_statement& st_;
@@ -209,6 +225,14 @@ private:
     bool in_transaction_ = false;
     bool plain_first_ = false;           // REPLACE / ON DUPLICATE KEY UPDATE sent as a plain INSERT first
     std::optional<action> after_give_back_;
+    // claim of several rows: each row's reservation; the give-backs still to send, one per stock key
+    std::vector<reservation> row_reserved_;
+    struct row_give_back {
+        std::size_t row = 0;  // a row of the key: its key values name the stock row
+        std::vector<reservation> takes;
+    };
+    std::vector<row_give_back> row_give_backs_;
+    std::size_t row_give_back_next_ = 0;
 
     // cancellation state
     bool cancel_wrapped_ = false;     // in autocommit: the DELETE and its give-back run in our BEGIN ... COMMIT

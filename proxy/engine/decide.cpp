@@ -282,13 +282,43 @@ decision decide_cancel(const match::claim_delete& del, const value_resolver& val
     return d;
 }
 
+// A claim INSERT of several rows: one claim per row (d.rows), each with its stock key in the database
+// the first row's was scoped to. False when a row's values are not known, or when an INSERT IGNORE's
+// rows name different stock keys: its affected rows would not tell which keys' units go back.
+bool decide_claim_rows(decision& d, const match::claim_insert& ins, const value_resolver& values,
+                       session_memory& memory) {
+    const std::size_t database_parts = d.key.size() - ins.rows.front().stock_key.size();  // 0 or 1: the schema
+    for (const auto& row : ins.rows) {
+        auto key = resolve_key(row.stock_key, values);
+        auto idempotency = resolve_key(row.idempotency, values);
+        if (!key || !idempotency) return false;
+        canonicalize_key(*key, *ins.stock);
+        if (database_parts > 0) key->push_back(d.schema);
+        claim_row_decision r;
+        r.key = std::move(*key);
+        r.key_literals = key_literals_of(row.stock_key, values);
+        r.idempotency = std::move(*idempotency);
+        if (stock_entry* entry = memory.find(ins.stock->name, r.key); entry && entry->refused) r.after_refusal = true;
+        if (ins.ignore && !d.rows.empty() && r.key != d.rows.front().key) return false;
+        d.after_refusal = d.after_refusal || r.after_refusal;
+        d.rows.push_back(std::move(r));
+    }
+    d.note = ins.ignore ? "claim by INSERT IGNORE of several rows: one claim per row"
+                        : "claim insert of several rows: one claim per row";
+    return true;
+}
+
 decision decide_claim(const match::claim_insert& ins, const value_resolver& values, session_memory& memory) {
     if (!ins.stock) return unmodeled_decision(nullptr, ins.rule, "the claim rule's stock rule is unknown", "no_stock_rule");
     if (!ins.columns_known)
         return unmodeled_decision(nullptr, ins.rule, "a claim insert without a column list (table columns not known yet)",
                                   "no_column_list");
-    if (ins.rows.size() != 1)
-        return unmodeled_decision(nullptr, ins.rule, "a claim insert of several rows", "multi_row_insert");
+    if (ins.rows.size() > 1 && (ins.replace || ins.on_duplicate_update))
+        return unmodeled_decision(nullptr, ins.rule,
+                                  "a claim by REPLACE or INSERT ... ON DUPLICATE KEY UPDATE of several rows (one row "
+                                  "per statement is modelled; a plain or IGNORE insert of several rows is)",
+                                  "multi_row_insert");
+    if (ins.rows.empty()) return unmodeled_decision(nullptr, ins.rule, "a claim insert without rows", "multi_row_insert");
     const auto& row = ins.rows.front();
     auto key = resolve_key(row.stock_key, values);
     auto idempotency = resolve_key(row.idempotency, values);
@@ -318,6 +348,16 @@ decision decide_claim(const match::claim_insert& ins, const value_resolver& valu
              : ins.on_duplicate_update ? "claim by INSERT ... ON DUPLICATE KEY UPDATE"
              : ins.ignore              ? "claim by INSERT IGNORE"
                                        : "claim insert";
+    if (ins.rows.size() > 1) {
+        if (!decide_claim_rows(d, ins, values, memory))
+            return unmodeled_decision(nullptr, ins.rule,
+                                      ins.ignore ? "an INSERT IGNORE of several claim rows for different stock keys "
+                                                   "(which rows the server skipped is not known) or whose key "
+                                                   "values are not known"
+                                                 : "a claim insert of several rows whose key values are not known",
+                                      ins.ignore ? "multi_row_ignore" : "unknown_key");
+        return d;
+    }
     // The claim table's database, when the rule does not fix one: one database per tenant holds the
     // same keys, and a claim in one must not answer "already claimed" in another.
     if (ins.rule->redis) d.redis_key = redis_key_of(*ins.rule, d.idempotency, d.schema);

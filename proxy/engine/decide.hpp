@@ -48,6 +48,16 @@ enum class verdict {
 
 [[nodiscard]] std::string_view verdict_name(verdict v);
 
+// One row of a claim INSERT of several rows (`decision::rows`): each row is a claim of its own,
+// paid for by its own take. The row's place in the statement is its index in `decision::rows`
+// (and in the claim_insert fact's rows).
+struct claim_row_decision {
+    key_tuple key;                                        // the stock key, canonical, then its database
+    std::vector<rules::match::key_literal> key_literals;  // the stock key as literals (a give-back after a rollback)
+    key_tuple idempotency;                                // the business key values, canonical
+    bool after_refusal = false;                           // as decision::after_refusal, for this row's key
+};
+
 // What a statement does to the open transaction's deferred takes (defer_decrement) first.
 enum class deferred_step : std::uint8_t {
     none,
@@ -102,6 +112,10 @@ struct decision {
     bool returns_stock = false;
     // take: the key as literals, for a take deferred to COMMIT (defer_decrement).
     std::vector<rules::match::key_literal> key_literals;
+    // claim of several rows (INSERT ... VALUES (...), (...)): one entry per row, in order; `key`,
+    // `idempotency` and `key_literals` are the first row's (for logs). Empty for a one-row claim.
+    // Such a claim does not ask the Redis first filter: the database's unique index decides.
+    std::vector<claim_row_decision> rows;
     // Deferred takes of the open transaction this statement sends before its own action.
     deferred_step deferred = deferred_step::none;
     std::vector<std::string> flush_rules;  // flush: the stock rules whose deferred takes go

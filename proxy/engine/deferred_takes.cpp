@@ -66,11 +66,13 @@ bool claim_operation::deferrable() const {
 
 // The unit of a claim that did not happen came from a deferred take not sent yet: that take is
 // not sent at all (the same as sending it and giving the unit back).
-bool claim_operation::cancel_deferred() {
-    if (!in_transaction_ || reserved_from_ledger_) return false;
+bool claim_operation::cancel_deferred() { return cancel_deferred_of(d_.key, reserved_, reserved_from_ledger_); }
+
+bool claim_operation::cancel_deferred_of(const key_tuple& key, std::int64_t units, bool from_ledger) {
+    if (!in_transaction_ || from_ledger) return false;
     auto& pending = memory_.deferred;
     for (auto it = pending.rbegin(); it != pending.rend(); ++it) {
-        if (it->rule != d_.stock->name || it->key != d_.key || it->units != reserved_) continue;
+        if (it->rule != d_.stock->name || it->key != key || it->units != units) continue;
         deferred_events_.emplace_back(event::deferred_dropped, std::move(*it));
         pending.erase(std::next(it).base());
         return true;

@@ -379,7 +379,10 @@ void statement_operation::read_cache_follows(event e) {
         case event::restocked:
         case event::compensated:
         case event::compensation_failed:
-        case event::cancelled_returned: cache.invalidate(rule.name, d_.key); break;
+        case event::cancelled_returned:
+            cache.invalidate(rule.name, d_.key);
+            for (const auto& row : d_.rows) cache.invalidate(rule.name, row.key);  // a claim of several rows
+            break;
         default: break;
     }
 }

@@ -252,8 +252,25 @@ const decide_case cases[] = {
     {.name = "claim_of_another_key_after_a_refused_decrement", .state = before::refused, .read_key = "8",
      .sql = "INSERT INTO coupon_order (user_id, campaign_id) VALUES (42, 7)", .what = verdict::claim,
      .key = {"7"}, .idempotency = {"42", "7"}, .redis_key = "lock:coupon:42:7"},
-    {.name = "multi_row_claim_insert_is_refused",
-     .sql = "INSERT INTO coupon_order (user_id, campaign_id) VALUES (42, 7), (43, 7)", .what = verdict::refuse,
+    // Several rows (Connector/J rewriteBatchedStatements, PyMySQL executemany): one claim per row
+    // (claim_rows: each row's key in decision::rows), the first row's key for the logs, no Redis key.
+    {.name = "multi_row_claim_insert", .sql = "INSERT INTO coupon_order (user_id, campaign_id) VALUES (42, 7), (43, 8)",
+     .what = verdict::claim, .key = {"7"}, .idempotency = {"42", "7"}},
+    {.name = "multi_row_claim_insert_prepared",
+     .sql = "INSERT INTO coupon_order (user_id, campaign_id) VALUES (?, ?), (?, ?)", .params = {42, 7, 43, 7},
+     .what = verdict::claim, .key = {"7"}, .idempotency = {"42", "7"}},
+    {.name = "multi_row_insert_ignore_one_key",
+     .sql = "INSERT IGNORE INTO coupon_order (user_id, campaign_id) VALUES (42, 7), (43, 7)", .what = verdict::claim,
+     .key = {"7"}, .idempotency = {"42", "7"}},
+    // Which rows an IGNORE skipped is not known: with several stock keys, whose unit goes back is not either.
+    {.name = "multi_row_insert_ignore_several_keys_is_refused",
+     .sql = "INSERT IGNORE INTO coupon_order (user_id, campaign_id) VALUES (42, 7), (43, 8)", .what = verdict::refuse,
+     .unmodeled = true},
+    {.name = "multi_row_replace_is_refused",
+     .sql = "REPLACE INTO coupon_order (user_id, campaign_id) VALUES (42, 7), (43, 7)", .what = verdict::refuse,
+     .unmodeled = true},
+    {.name = "multi_row_claim_insert_with_an_unknown_row_is_refused",
+     .sql = "INSERT INTO coupon_order (user_id, campaign_id) VALUES (42, 7), (43, NULL)", .what = verdict::refuse,
      .unmodeled = true},
     {.name = "claim_insert_without_column_list_is_refused_until_resolved",
      .sql = "INSERT INTO coupon_order VALUES (NULL, 42, 7, NOW())", .what = verdict::refuse, .unmodeled = true},
@@ -282,6 +299,28 @@ const decide_case cases[] = {
 
 INSTANTIATE_TEST_SUITE_P(engine, decide_table, ::testing::ValuesIn(cases),
                          [](const ::testing::TestParamInfo<decide_case>& info) { return std::string(info.param.name); });
+
+// Each row of a claim of several rows is a claim of its own: its stock key, its business key, and
+// whether this connection's decrement of that key was refused (only with a waiting take then).
+TEST(decide_rows, each_row_is_a_claim) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    ASSERT_NO_FATAL_FAILURE(s.read("8", 5));
+    (void)s.absolute_decrement("8", 4, false, false);
+    const decision d = s.run("INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 7), (2, '8'), (3, 7)");
+    ASSERT_EQ(d.what, verdict::claim) << d.note;
+    ASSERT_EQ(d.rows.size(), 3u);
+    EXPECT_EQ(d.rows[0].key, key_tuple{"7"});
+    EXPECT_EQ(d.rows[1].key, key_tuple{"8"});
+    EXPECT_EQ(d.rows[2].key, key_tuple{"7"});
+    EXPECT_EQ(d.rows[1].idempotency, (key_tuple{"2", "8"}));
+    EXPECT_FALSE(d.rows[0].after_refusal);
+    EXPECT_TRUE(d.rows[1].after_refusal);
+    EXPECT_TRUE(d.after_refusal);
+    EXPECT_TRUE(d.redis_key.empty());
+    // One row is the one-row claim as before: no rows.
+    EXPECT_TRUE(s.run("INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 7)").rows.empty());
+}
 
 }  // namespace
 }  // namespace claimguard::engine::test

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Batches through claimguard sidecars, a real MariaDB + Redis and PyMySQL.
+
+Usage: it_batches.py --claimguard PATH --work-dir DIR [unittest args]
+
+A claim INSERT of several rows (Connector/J rewriteBatchedStatements, PyMySQL executemany) is one claim
+per row: each row uses its own take, a duplicate fails the statement as a whole and gives every row's
+unit back, INSERT IGNORE gives back the rows it skipped, and the app gets the server's own affected rows.
+Reproducer P13: `INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 1), (2, 1)` was refused
+(multi_row_insert). Concurrent users on small stock through two sidecars claim exactly the stock.
+MariaDB and the coupon schema come from tests/incident/cluster.py (rules/examples/coupon.yaml).
+"""
+
+import argparse
+import os
+import sys
+import threading
+import unittest
+
+import pymysql
+from pymysql.constants import CLIENT
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "incident"))
+import cluster  # noqa: E402
+import itlib  # noqa: E402
+import servers  # noqa: E402
+
+ER_CLAIMGUARD = 1644
+CAMPAIGN = 77
+ARGS = None
+
+
+class Batches(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.work = itlib.fresh_work_dir(ARGS.work_dir)
+        cls.cluster = cluster.Cluster(cls.work)
+        try:
+            cls.cluster.start_db(unique_index=True)
+            cls.cluster.start_redis()
+            cls.proxies = cls.cluster.start_proxies(ARGS.claimguard, 2)
+        except BaseException:
+            cls.cluster.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.stop()
+
+    def connect(self, sidecar=0, **kwargs):
+        options = dict(host=servers.HOST, port=self.proxies[sidecar].port, user=cluster.APP_USER,
+                       password=cluster.APP_PASSWORD, database=cluster.DATABASE, autocommit=True,
+                       read_timeout=30, write_timeout=30)
+        options.update(kwargs)
+        return pymysql.connect(**options)
+
+    def take(self, cur, campaign=CAMPAIGN, times=1):
+        for _ in range(times):
+            self.assertEqual(cur.execute(f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = {campaign}"),
+                             1)
+
+    def test_p13_multi_row_claim_insert(self):
+        self.cluster.reset({CAMPAIGN: 10})
+        with self.connect() as c, c.cursor() as cur:
+            self.take(cur, times=2)
+            rows = cur.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, {CAMPAIGN}), (2, {CAMPAIGN})")
+            self.assertEqual(rows, 2)  # the server's own affected rows
+            self.assertGreater(cur.lastrowid, 0)  # and its insert id
+        facts = self.cluster.facts(CAMPAIGN)
+        self.assertEqual((facts["remain"], facts["rows"], facts["users"]), (8, 2, [1, 2]))
+
+    def test_rows_of_two_campaigns(self):
+        self.cluster.reset({CAMPAIGN: 5, CAMPAIGN + 1: 5})
+        with self.connect() as c, c.cursor() as cur:
+            self.take(cur, CAMPAIGN)
+            self.take(cur, CAMPAIGN + 1, times=2)
+            rows = cur.execute("INSERT INTO coupon_order (user_id, campaign_id) VALUES "
+                               f"(1, {CAMPAIGN + 1}), (1, {CAMPAIGN}), (2, {CAMPAIGN + 1})")
+            self.assertEqual(rows, 3)
+        self.assertEqual((self.cluster.facts(CAMPAIGN)["rows"], self.cluster.facts(CAMPAIGN)["remain"]), (1, 4))
+        self.assertEqual((self.cluster.facts(CAMPAIGN + 1)["rows"], self.cluster.facts(CAMPAIGN + 1)["remain"]), (2, 3))
+
+    def test_a_row_without_its_take_is_refused_and_the_take_waits(self):
+        self.cluster.reset({CAMPAIGN: 5})
+        with self.connect() as c, c.cursor() as cur:
+            self.take(cur)
+            with self.assertRaises(pymysql.MySQLError) as ctx:
+                cur.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, {CAMPAIGN}), (2, {CAMPAIGN})")
+            self.assertEqual(ctx.exception.args[0], ER_CLAIMGUARD)
+            self.assertIn("sold out", ctx.exception.args[1])
+            self.assertEqual(cur.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, {CAMPAIGN})"), 1)
+        facts = self.cluster.facts(CAMPAIGN)
+        self.assertEqual((facts["remain"], facts["rows"]), (4, 1))
+
+    def test_duplicate_row_fails_the_statement_and_every_unit_goes_back(self):
+        self.cluster.reset({CAMPAIGN: 5, CAMPAIGN + 1: 5})
+        with self.connect() as c, c.cursor() as cur:
+            self.take(cur)
+            cur.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (2, {CAMPAIGN})")
+            self.take(cur, CAMPAIGN, times=2)
+            self.take(cur, CAMPAIGN + 1)
+            with self.assertRaises(pymysql.MySQLError) as ctx:
+                cur.execute("INSERT INTO coupon_order (user_id, campaign_id) VALUES "
+                            f"(1, {CAMPAIGN}), (1, {CAMPAIGN + 1}), (2, {CAMPAIGN})")
+            self.assertEqual(ctx.exception.args, (ER_CLAIMGUARD, "claimguard: already claimed"))
+        self.assertEqual((self.cluster.facts(CAMPAIGN)["rows"], self.cluster.facts(CAMPAIGN)["remain"]), (1, 4))
+        self.assertEqual((self.cluster.facts(CAMPAIGN + 1)["rows"], self.cluster.facts(CAMPAIGN + 1)["remain"]), (0, 5))
+
+    def test_insert_ignore_gives_back_the_skipped_rows(self):
+        self.cluster.reset({CAMPAIGN: 5})
+        with self.connect() as c, c.cursor() as cur:
+            self.take(cur)
+            cur.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (2, {CAMPAIGN})")
+            self.take(cur, times=3)
+            rows = cur.execute("INSERT IGNORE INTO coupon_order (user_id, campaign_id) VALUES "
+                               f"(1, {CAMPAIGN}), (2, {CAMPAIGN}), (3, {CAMPAIGN})")
+            self.assertEqual(rows, 2)  # what the server says: the rows that went in
+        facts = self.cluster.facts(CAMPAIGN)
+        self.assertEqual((facts["remain"], facts["rows"], facts["users"]), (2, 3, [1, 2, 3]))
+
+    def test_rows_in_a_transaction(self):
+        self.cluster.reset({CAMPAIGN: 5})
+        with self.connect() as c, c.cursor() as cur:
+            cur.execute("START TRANSACTION")
+            self.take(cur, times=2)
+            self.assertEqual(cur.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES "
+                                         f"(1, {CAMPAIGN}), (2, {CAMPAIGN})"), 2)
+            cur.execute("COMMIT")
+            # A duplicate inside a transaction: the statement fails, its units go back in the transaction.
+            cur.execute("START TRANSACTION")
+            self.take(cur, times=2)
+            with self.assertRaises(pymysql.MySQLError):
+                cur.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (3, {CAMPAIGN}), (1, {CAMPAIGN})")
+            cur.execute("COMMIT")
+        facts = self.cluster.facts(CAMPAIGN)
+        self.assertEqual((facts["remain"], facts["rows"]), (3, 2))
+
+    def test_executemany_concurrent_users_claim_exactly_the_stock(self):
+        """Users read, write the stale literal (remain - 1) per campaign and record their orders with
+        executemany (one multi-row INSERT); each tries twice. Through two sidecars: exactly the stock."""
+        stock = {CAMPAIGN: 12, CAMPAIGN + 1: 7}
+        self.cluster.reset(stock)
+        errors = []
+
+        def user(uid, attempts):
+            try:
+                with self.connect(uid % 2) as c, c.cursor() as cur:
+                    for _ in range(attempts):
+                        got = []
+                        for campaign in stock:
+                            cur.execute(f"SELECT remain FROM coupon_stock WHERE campaign_id = {campaign}")
+                            remain = cur.fetchone()[0]
+                            if remain <= 0:
+                                continue
+                            try:
+                                cur.execute(f"UPDATE coupon_stock SET remain = {remain - 1} WHERE campaign_id = {campaign}")
+                                got.append(campaign)
+                            except pymysql.MySQLError as err:
+                                if err.args[0] != ER_CLAIMGUARD:
+                                    raise
+                        if not got:
+                            continue
+                        try:
+                            n = cur.executemany("INSERT INTO coupon_order (user_id, campaign_id) VALUES (%s, %s)",
+                                                [(uid, campaign) for campaign in got])
+                            if n != len(got):
+                                errors.append(f"user {uid}: {n} rows for {len(got)}")
+                        except pymysql.MySQLError as err:
+                            if err.args[0] != ER_CLAIMGUARD:
+                                raise
+            except Exception as err:  # noqa: BLE001 - reported by the test
+                errors.append(f"user {uid}: {err!r}")
+
+        threads = [threading.Thread(target=user, args=(uid, 2)) for uid in range(1, 41)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        self.assertEqual(errors, [])
+        # Units given back by duplicates are claimable: new users sweep until sold out.
+        user(1000, 1)
+        for uid in range(1001, 1030):
+            user(uid, 1)
+        self.assertEqual(errors, [])
+        for campaign, units in stock.items():
+            facts = self.cluster.facts(campaign)
+            self.assertEqual(facts["duplicate_pairs"], 0, campaign)
+            self.assertEqual((facts["rows"], facts["remain"]), (units, 0), campaign)
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--claimguard", required=True)
+    ap.add_argument("--work-dir", required=True)
+    ARGS, rest = ap.parse_known_args()
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+if __name__ == "__main__":
+    main()
