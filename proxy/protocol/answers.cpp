@@ -1,6 +1,9 @@
 // Framed OK replies synthesized by the proxy.
 #include "answers.hpp"
 
+#include "capabilities.hpp"
+#include "wire.hpp"
+
 namespace claimguard::protocol {
 
 byte_buffer make_ok_frame(std::uint8_t seq, ok_packet ok, std::uint32_t capabilities) {
@@ -21,6 +24,52 @@ byte_buffer make_ok_frame(std::uint8_t seq, std::uint64_t affected_rows, std::ui
     ok.affected_rows = affected_rows;
     ok.status = status;
     return make_ok_frame(seq, ok, capabilities);
+}
+
+stitched_reply stitch_reply(bytes_view raw, std::uint8_t first_seq, bool more_results) {
+    constexpr std::size_t header = 4;
+    constexpr std::size_t max_frame = 0xFFFFFF;
+    stitched_reply out;
+    out.raw.assign(raw.begin(), raw.end());
+    out.next_seq = first_seq;
+    std::size_t last_packet = raw.size();  // where the last packet's first frame starts
+    bool continues = false;                // the frame before was full: this one continues its packet
+    for (std::size_t at = 0; at < raw.size();) {
+        if (raw.size() - at < header) {
+            out.ok = false;
+            return out;
+        }
+        const std::size_t length = raw[at] | (raw[at + 1] << 8) | (raw[at + 2] << 16);
+        if (raw.size() - at - header < length) {
+            out.ok = false;
+            return out;
+        }
+        if (!continues) last_packet = at;
+        out.raw[at + 3] = out.next_seq++;
+        continues = length == max_frame;
+        at += header + length;
+    }
+    if (last_packet >= raw.size()) return out;
+    auto payload = std::span<std::uint8_t>(out.raw).subspan(last_packet + header);
+    if (payload.empty()) return out;
+    out.err = payload[0] == 0xFF;
+    if (!more_results || out.err) return out;
+    std::size_t status_at = 0;
+    if (payload[0] == 0xFE && payload.size() < 9) {
+        status_at = 3;  // EOF: header, warnings, status
+    } else if (payload[0] == 0x00 || payload[0] == 0xFE) {
+        reader r(payload);  // OK: header, affected rows, insert id, status
+        r.u8();
+        r.lenenc();
+        r.lenenc();
+        if (!r.ok()) return out;
+        status_at = r.position();
+    } else {
+        return out;  // not an end of reply the client reads flags from
+    }
+    if (payload.size() < status_at + 2) return out;
+    payload[status_at] |= static_cast<std::uint8_t>(status::more_results_exist & 0xFF);
+    return out;
 }
 
 }  // namespace claimguard::protocol

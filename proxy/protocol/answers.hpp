@@ -24,6 +24,19 @@ namespace claimguard::protocol {
 // (autocommit, in transaction) so the client's view of the session stays true.
 [[nodiscard]] byte_buffer make_ok_frame(std::uint8_t seq, ok_packet ok, std::uint32_t capabilities);
 
+// One statement's whole reply (every frame, as read or built) made part of the reply to a query of
+// several statements (CLIENT_MULTI_STATEMENTS): its frames numbered on from `first_seq`, and, when
+// more results follow (`more_results`), SERVER_MORE_RESULTS_EXISTS set in the OK or EOF packet that
+// ends it. `next_seq` is the sequence id after it; `err` says the reply ends with an ERR (the server
+// runs no statement after one). A reply whose frames do not parse is copied as it is (`ok` false).
+struct stitched_reply {
+    byte_buffer raw;
+    std::uint8_t next_seq = 0;
+    bool err = false;
+    bool ok = true;
+};
+[[nodiscard]] stitched_reply stitch_reply(bytes_view raw, std::uint8_t first_seq, bool more_results);
+
 // Shorthand: affected rows and status only.
 [[nodiscard]] byte_buffer make_ok_frame(std::uint8_t seq, std::uint64_t affected_rows,
                                         std::uint16_t status, std::uint32_t capabilities);

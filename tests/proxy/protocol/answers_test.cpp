@@ -72,5 +72,42 @@ TEST(answers, reply_seq_wraps) {
     EXPECT_EQ(reply_seq(255), 0);
 }
 
+// A query of several statements: each statement's reply renumbered on from the last, and the packet
+// that ends it (OK or EOF) says more results follow, except the last one's.
+TEST(answers, stitch_ok_reply) {
+    const auto ok = make_ok_frame(1, 2, status::autocommit, caps);
+    const auto s = stitch_reply(ok, 5, true);
+    ASSERT_TRUE(s.ok);
+    EXPECT_FALSE(s.err);
+    EXPECT_EQ(s.next_seq, 6);
+    EXPECT_EQ(s.raw[3], 5);
+    // header, affected rows (1 byte), insert id (1 byte), then the status flags
+    EXPECT_EQ(s.raw[4 + 3] | (s.raw[4 + 4] << 8), status::autocommit | status::more_results_exist);
+    const auto last = stitch_reply(ok, 5, false);
+    EXPECT_EQ(last.raw[4 + 3] | (last.raw[4 + 4] << 8), status::autocommit);
+}
+
+TEST(answers, stitch_result_set_ending_in_eof) {
+    // A result set without CLIENT_DEPRECATE_EOF ends with an EOF: warnings, then the status flags.
+    byte_buffer eof = {5, 0, 0, 7, 0xFE, 0, 0, 0x02, 0};
+    byte_buffer reply = {1, 0, 0, 1, 0x01};  // column count 1 (not a real result set: the flags matter here)
+    reply.insert(reply.end(), eof.begin(), eof.end());
+    const auto s = stitch_reply(reply, 3, true);
+    ASSERT_TRUE(s.ok);
+    EXPECT_EQ(s.next_seq, 5);
+    EXPECT_EQ(s.raw[3], 3);
+    EXPECT_EQ(s.raw[5 + 3], 4);
+    EXPECT_EQ(s.raw[5 + 4 + 3], 0x02 | status::more_results_exist);
+}
+
+TEST(answers, stitch_err_stops) {
+    const auto err = make_err_frame(1, 1062, "23000", "Duplicate entry");
+    const auto s = stitch_reply(err, 2, true);
+    EXPECT_TRUE(s.err);
+    EXPECT_EQ(s.raw[3], 2);
+    EXPECT_EQ(byte_buffer(s.raw.begin() + 4, s.raw.end()), byte_buffer(err.begin() + 4, err.end()));
+    EXPECT_FALSE(stitch_reply(byte_buffer{9, 0, 0}, 1, true).ok);  // a frame cut short
+}
+
 }  // namespace
 }  // namespace claimguard::protocol::test

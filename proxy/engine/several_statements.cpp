@@ -1,0 +1,54 @@
+// Splitting a query of several statements where the server splits it.
+#include "several_statements.hpp"
+
+#include "rules/sql/lexer.hpp"
+
+namespace claimguard::engine {
+
+namespace sql = rules::sql;
+
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if ((a[i] | 0x20) != (b[i] | 0x20)) return false;
+    return true;
+}
+
+}  // namespace
+
+std::vector<std::string_view> split_statements(std::string_view text, const sql::lexer_options& options) {
+    std::vector<std::string_view> out;
+    sql::lexer lex(text, options);
+    std::size_t start = 0;         // where the current statement starts
+    bool significant = false;      // the current statement has a token that is not trivia
+    bool first_word_seen = false;  // its first word was looked at
+    int versioned = 0;             // inside /*! ... */
+    for (;;) {
+        const auto t = lex.next();
+        if (t.kind == sql::token_kind::end) break;
+        if (t.kind == sql::token_kind::invalid) return {};
+        if (t.kind == sql::token_kind::version_open) ++versioned;
+        if (t.kind == sql::token_kind::version_close) --versioned;
+        if (t.kind == sql::token_kind::punct && t.text(text) == ";") {
+            if (versioned > 0 || !significant) return {};  // inside a versioned comment; an empty statement
+            out.push_back(text.substr(start, t.offset - start));
+            start = t.end_offset();
+            significant = first_word_seen = false;
+            continue;
+        }
+        if (sql::is_trivia(t.kind)) continue;
+        significant = true;
+        if (!first_word_seen) {
+            first_word_seen = true;
+            if (iequals(t.text(text), "LOAD")) return {};  // LOAD DATA LOCAL: the client sends a file
+        }
+    }
+    if (lex.unterminated_version()) return {};
+    if (significant) out.push_back(text.substr(start));
+    if (out.size() < 2) return {};
+    return out;
+}
+
+}  // namespace claimguard::engine

@@ -1,0 +1,38 @@
+// A query of several statements split where the server splits it (CLIENT_MULTI_STATEMENTS).
+#include <gtest/gtest.h>
+
+#include "proxy/engine/several_statements.hpp"
+
+namespace claimguard::engine {
+namespace {
+
+using parts = std::vector<std::string_view>;
+
+parts split(std::string_view sql) { return split_statements(sql, rules::sql::lexer_options{}); }
+
+TEST(several_statements, split_at_semicolons) {
+    EXPECT_EQ(split("UPDATE coupon_stock SET remain = 9 WHERE campaign_id = 1; INSERT INTO coupon_order (user_id, "
+                    "campaign_id) VALUES (1, 1)"),
+              (parts{"UPDATE coupon_stock SET remain = 9 WHERE campaign_id = 1",
+                     " INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 1)"}));
+    // A trailing `;` (and comments after it) ends the text.
+    EXPECT_EQ(split("BEGIN;SELECT 1;COMMIT; -- done\n"), (parts{"BEGIN", "SELECT 1", "COMMIT"}));
+}
+
+TEST(several_statements, never_inside_strings_names_or_comments) {
+    EXPECT_EQ(split("INSERT INTO t VALUES ('a;b', `c;d`); /* x; y */ SELECT \"e;\" # z;\n"),
+              (parts{"INSERT INTO t VALUES ('a;b', `c;d`)", " /* x; y */ SELECT \"e;\" # z;\n"}));
+    EXPECT_EQ(split("SELECT 'it\\'s;'; SELECT 2"), (parts{"SELECT 'it\\'s;'", " SELECT 2"}));
+}
+
+TEST(several_statements, not_split) {
+    EXPECT_TRUE(split("SELECT 1").empty());
+    EXPECT_TRUE(split("SELECT 1;").empty());                   // one statement
+    EXPECT_TRUE(split("SELECT 1;; SELECT 2").empty());         // an empty statement: the server stops there
+    EXPECT_TRUE(split("SELECT 'unclosed; SELECT 2").empty());  // does not lex
+    EXPECT_TRUE(split("SELECT 1 /*!50000 ; */; SELECT 2").empty());
+    EXPECT_TRUE(split("SELECT 1; LOAD DATA LOCAL INFILE 'f' INTO TABLE t").empty());
+}
+
+}  // namespace
+}  // namespace claimguard::engine
