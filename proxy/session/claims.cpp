@@ -9,6 +9,7 @@
 #include "proxy/admin/metrics.hpp"
 #include "proxy/engine/bound_values.hpp"
 #include "proxy/engine/read_shape.hpp"
+#include "proxy/engine/several_statements.hpp"
 #include "proxy/guards/redis_guard.hpp"
 #include "proxy/protocol/answers.hpp"
 #include "proxy/protocol/column.hpp"
@@ -74,6 +75,10 @@ awaitable<session::intercepted> session::intercept(const proto::packet_span& pac
             const auto why = large ? engine::unread_rows::large_execute : engine::unread_rows::bulk_execute;
             co_return co_await unmodeled_execute(*ps, packet, command, why);
         }
+        case com::set_option:
+            // MYSQL_OPTION_MULTI_STATEMENTS_ON (0) / _OFF (1): whether the server splits a query at `;`.
+            if (payload.size() >= 3 && payload[2] == 0 && payload[1] <= 1) multi_statements_option_ = payload[1] == 0;
+            co_return intercepted::forward;
         case com::stmt_close:
             if (auto id = proto::peek_statement_id(payload)) prepared_.close(*id);
             co_return intercepted::forward;
@@ -118,6 +123,11 @@ awaitable<std::optional<engine::recognition>> session::look_up_columns(engine::r
 }
 
 awaitable<session::intercepted> session::intercept_query(const proto::packet_span& packet, std::string_view sql) {
+    // Several statements, when the server splits them (CLIENT_MULTI_STATEMENTS): each one in turn.
+    if (packet.frames == 1 && multi_statements() && sql.find(';') != std::string_view::npos) {
+        if (auto statements = engine::split_statements(sql, connection_state_.lexer()); !statements.empty())
+            co_return co_await intercept_several(packet, statements);
+    }
     engine::recognised_statement rs;
     auto step = connection_state_.recognise_query(sql, engine_inputs(), rs);
     if (step == engine::recognition::needs_columns || step == engine::recognition::needs_sql_mode) {
@@ -126,6 +136,10 @@ awaitable<session::intercepted> session::intercept_query(const proto::packet_spa
         step = *looked_up;
     }
     if (step == engine::recognition::forward) co_return intercepted::forward;
+    // Several statements without CLIENT_MULTI_STATEMENTS: the server refuses the text (a syntax error at
+    // the `;`), so it changes nothing and goes as it is.
+    if (rs.parsed.reason == sqlns::not_ours_reason::several_statements && !multi_statements())
+        co_return intercepted::forward;
     if (rs.sql_prepared_full)
         spdlog::warn(
             "session {}: more than {} SQL-level prepared statements on protected tables; the first by name is "

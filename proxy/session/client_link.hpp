@@ -15,6 +15,7 @@
 #include "deadline.hpp"
 #include "packet_buffer.hpp"
 #include "proxy/config/proxy_options.hpp"
+#include "proxy/protocol/answers.hpp"
 #include "proxy/protocol/frame.hpp"
 #include "session.hpp"
 
@@ -73,6 +74,18 @@ public:
     // A rule's answer (its ERR, or an OK with `ok_rows` affected) in the reply numbered from `seq`.
     awaitable<bool> answer(const rules::answer& a, std::uint8_t seq, std::uint16_t status, std::uint32_t caps,
                            std::uint64_t ok_rows);
+    // A query of several statements (session::intercept_several): while stitching, each write is one
+    // statement's whole reply, renumbered on from `next_seq` and, with `more_results`, flagged so the
+    // client reads on (protocol::stitch_reply); stitched() says how the last one ended.
+    void stitch(std::uint8_t next_seq, bool more_results) {
+        stitching_ = true;
+        stitched_ = {};
+        stitched_.next_seq = next_seq;
+        more_results_ = more_results;
+    }
+    void stop_stitching() { stitching_ = false; }
+    [[nodiscard]] const proto::stitched_reply& stitched() const { return stitched_; }
+
     // A read failed: say why (when the client can still hear it) and count it.
     awaitable<void> read_failed(error_code ec, std::uint8_t seq);
 
@@ -101,6 +114,9 @@ private:
     bool waiting_idle_ = false;           // suspended in the read of the next command
     bool hung_up_ = false;                // the client hung up while its statement was queued
     std::uint64_t watch_generation_ = 0;  // of watch_while_queued()'s wait
+    bool stitching_ = false;              // see stitch()
+    bool more_results_ = false;
+    proto::stitched_reply stitched_;  // the last stitched write, without its bytes
 };
 
 }  // namespace claimguard::session

@@ -15,6 +15,7 @@ struct command_state {
     bool forwarded_statement = false;  // apply() sent the client's statement to the database
     bool failed = false;               // the server answered the command (or the proxy's SQL for it) with ERR
     std::uint16_t error = 0;           // ... its code
+    bool ended = false;                // a query of several statements: each one's end was carried out already
     std::shared_ptr<const engine::rules_snapshot> snapshot;  // the rules the command is handled under
 };
 

@@ -153,6 +153,7 @@ awaitable<void> session::command_loop() {
         if (verdict == intercepted::failed) co_return;
         if (verdict == intercepted::handled) {
             client_.in().consume(packet.raw_size);
+            if (command_.ended) continue;  // a query of several statements: ended one by one
             if (!end_command_now(was_in_transaction, started) && !co_await end_command(started)) co_return;
             continue;
         }

@@ -102,6 +102,13 @@ private:
     awaitable<intercepted> intercept_query(const proto::packet_span& packet, std::string_view sql);
     awaitable<intercepted> intercept_prepare(const proto::packet_span& packet, std::string_view sql);
     awaitable<intercepted> intercept_execute(const proto::packet_span& packet);
+    // A query of several statements (several_statements.cpp): each statement decided and carried out
+    // in order like a query of its own, the replies stitched into one; false when `sql` does not split
+    // (then the query is read as one statement, as before).
+    [[nodiscard]] bool multi_statements() const;
+    awaitable<intercepted> intercept_several(const proto::packet_span& packet,
+                                             const std::vector<std::string_view>& statements);
+    awaitable<intercepted> run_one_of_several(std::string_view sql);
     // `forward_bytes`: what to send when the statement goes to the database as the client
     // wrote it (the client's frames, or an execute re-encoded with its parameter types).
     awaitable<intercepted> apply(const engine::decision& d, const rules::sql::parsed_statement& st,
@@ -178,6 +185,7 @@ private:
     bool closed_ = false;
     bool idle_ = false;          // waiting for the client's next command
     bool user_changed_ = false;  // COM_CHANGE_USER was relayed: user_ may not own the connection
+    std::optional<bool> multi_statements_option_;  // COM_SET_OPTION's, after the handshake's capability
 
     // claim state
     guards::redis_guard* redis_ = nullptr;

@@ -13,12 +13,13 @@ MariaDB and the coupon schema come from tests/incident/cluster.py (rules/example
 
 import argparse
 import os
+import struct
 import sys
 import threading
 import unittest
 
 import pymysql
-from pymysql.constants import CLIENT
+from pymysql.constants import CLIENT, COMMAND
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -32,7 +33,9 @@ CAMPAIGN = 77
 ARGS = None
 
 
-class Batches(unittest.TestCase):
+class Cluster(unittest.TestCase):
+    """One MariaDB, Redis and two sidecars for the cases of a class."""
+
     @classmethod
     def setUpClass(cls):
         cls.work = itlib.fresh_work_dir(ARGS.work_dir)
@@ -55,6 +58,10 @@ class Batches(unittest.TestCase):
                        read_timeout=30, write_timeout=30)
         options.update(kwargs)
         return pymysql.connect(**options)
+
+
+class Batches(Cluster):
+    """A claim INSERT of several rows: one claim per row."""
 
     def take(self, cur, campaign=CAMPAIGN, times=1):
         for _ in range(times):
@@ -188,6 +195,158 @@ class Batches(unittest.TestCase):
             facts = self.cluster.facts(campaign)
             self.assertEqual(facts["duplicate_pairs"], 0, campaign)
             self.assertEqual((facts["rows"], facts["remain"]), (units, 0), campaign)
+
+
+class SeveralStatements(Cluster):
+    """A query of several statements (CLIENT_MULTI_STATEMENTS: MyBatis <foreach> with allowMultiQueries):
+    split at the `;`s and each statement decided in order; one result per statement; the server's stop
+    at the first error. Was refused as several_statements: 0 sold."""
+
+    def multi(self, sidecar=0):
+        return self.connect(sidecar, client_flag=CLIENT.MULTI_STATEMENTS)
+
+    def results(self, cur, sql):
+        """Each statement's result: its rows, or its affected rows; the error that stopped the run, if any."""
+        out = []
+        try:
+            cur.execute(sql)
+            while True:
+                out.append(list(cur.fetchall()) if cur.description else cur.rowcount)
+                if not cur.nextset():
+                    break
+        except pymysql.MySQLError as err:
+            out.append(err.args)
+        return out
+
+    def test_update_then_insert(self):
+        self.cluster.reset({CAMPAIGN: 5})
+        with self.multi() as c, c.cursor() as cur:
+            got = self.results(cur, f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = {CAMPAIGN}; "
+                                    f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, {CAMPAIGN})")
+            self.assertEqual(got, [1, 1])
+            # The session goes on in step: a read, the stale literal, the claim, in one query.
+            got = self.results(cur, f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN};"
+                                    f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = {CAMPAIGN};"
+                                    f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (2, {CAMPAIGN});")
+            self.assertEqual(got, [[(4,)], 1, 1])
+            self.assertEqual(c.server_status & 0x0008, 0)  # the last result says no more follow
+        facts = self.cluster.facts(CAMPAIGN)
+        self.assertEqual((facts["remain"], facts["rows"]), (3, 2))
+
+    def test_sold_out_stops_the_run(self):
+        self.cluster.reset({CAMPAIGN: 0})
+        with self.multi() as c, c.cursor() as cur:
+            got = self.results(cur, f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = {CAMPAIGN}; "
+                                    f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, {CAMPAIGN})")
+            self.assertEqual(got, [(ER_CLAIMGUARD, "claimguard: coupon_stock is sold out for this key")])
+            self.assertEqual(self.results(cur, "SELECT 1; SELECT 2"), [[(1,)], [(2,)]])  # still in step
+        facts = self.cluster.facts(CAMPAIGN)
+        self.assertEqual((facts["remain"], facts["rows"]), (0, 0))
+
+    def test_duplicate_after_the_take_gives_the_unit_back(self):
+        self.cluster.reset({CAMPAIGN: 5})
+        sql = (f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = {CAMPAIGN}; "
+               f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, {CAMPAIGN}); SELECT 'after'")
+        with self.multi() as c, c.cursor() as cur:
+            self.assertEqual(self.results(cur, sql), [1, 1, [("after",)]])
+            self.assertEqual(self.results(cur, sql), [1, (ER_CLAIMGUARD, "claimguard: already claimed")])
+        facts = self.cluster.facts(CAMPAIGN)
+        self.assertEqual((facts["remain"], facts["rows"]), (4, 1))
+
+    def test_transaction_in_one_query(self):
+        self.cluster.reset({CAMPAIGN: 5})
+        with self.multi() as c, c.cursor() as cur:
+            got = self.results(cur, f"START TRANSACTION; UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = "
+                                    f"{CAMPAIGN}; INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, {CAMPAIGN}), "
+                                    f"(2, {CAMPAIGN}); COMMIT")
+            # One decrement for two claim rows: in a transaction the rows go in ahead of their decrements,
+            # and the COMMIT, with one row still without one, becomes a ROLLBACK.
+            self.assertEqual(got[:3], [0, 1, 2])
+            self.assertEqual(got[3][0], ER_CLAIMGUARD, got)
+            self.assertEqual(len(got), 4)
+            self.assertEqual(self.cluster.facts(CAMPAIGN)["rows"], 0)
+            got = self.results(cur, f"BEGIN; UPDATE coupon_stock SET remain = remain - 2 WHERE campaign_id = {CAMPAIGN}; "
+                                    f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, {CAMPAIGN}); "
+                                    f"UPDATE coupon_stock SET remain = remain + 1 WHERE campaign_id = {CAMPAIGN}; COMMIT")
+            self.assertEqual(len(got), 5, got)
+        facts = self.cluster.facts(CAMPAIGN)
+        self.assertEqual((facts["remain"], facts["rows"]), (4, 1))
+
+    def test_without_multi_statements_the_server_refuses_the_text(self):
+        self.cluster.reset({CAMPAIGN: 5})
+        with self.connect() as c, c.cursor() as cur:
+            got = self.results(cur, f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = {CAMPAIGN}; "
+                                    f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, {CAMPAIGN})")
+            self.assertEqual(got[0][0], 1064)  # the server's syntax error, as directly
+        self.assertEqual(self.cluster.facts(CAMPAIGN)["remain"], 5)
+
+    def test_same_results_as_directly(self):
+        """A correct app's query of several statements: what it sees through the sidecar is what it sees
+        directly (results, affected rows, insert ids, warnings, status flags)."""
+        sql = (f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}; "
+               f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = {CAMPAIGN} AND remain >= 1; "
+               f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (7, {CAMPAIGN}); "
+               "SELECT 1 + 'x'; SET @a = 1; SELECT @a")
+
+        def seen(port):
+            self.cluster.reset({CAMPAIGN: 5})
+            conn = pymysql.connect(host=servers.HOST, port=port, user=cluster.APP_USER, password=cluster.APP_PASSWORD,
+                                   database=cluster.DATABASE, autocommit=True, client_flag=CLIENT.MULTI_STATEMENTS)
+            out = []
+            with conn, conn.cursor() as cur:
+                cur.execute(sql)
+                while True:
+                    result = cur._result  # noqa: SLF001 - what the OK or EOF said
+                    out.append((cur.description and [d[0] for d in cur.description], cur.fetchall(), cur.rowcount,
+                                result.warning_count, result.server_status, bool(result.insert_id)))
+                    if not cur.nextset():
+                        break
+            return out
+
+        direct = seen(self.cluster.db.port)
+        self.assertEqual(len(direct), 6)
+        self.assertEqual(seen(self.proxies[0].port), direct)
+
+    def test_set_option_turns_splitting_on(self):
+        """COM_SET_OPTION (mysql_set_server_option) enables several statements after the handshake."""
+        self.cluster.reset({CAMPAIGN: 5})
+        with self.connect() as c, c.cursor() as cur:
+            c._execute_command(COMMAND.COM_SET_OPTION, struct.pack("<H", 0))  # noqa: SLF001 - MULTI_STATEMENTS_ON
+            c._read_packet()  # noqa: SLF001 - the server's EOF
+            got = self.results(cur, f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = {CAMPAIGN}; "
+                                    f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, {CAMPAIGN})")
+            self.assertEqual(got, [1, 1])
+        facts = self.cluster.facts(CAMPAIGN)
+        self.assertEqual((facts["remain"], facts["rows"]), (4, 1))
+
+    def test_concurrent_users_claim_exactly_the_stock(self):
+        stock = 9
+        self.cluster.reset({CAMPAIGN: stock})
+        errors = []
+
+        def user(uid, attempts):
+            try:
+                with self.multi(uid % 2) as c, c.cursor() as cur:
+                    for _ in range(attempts):
+                        got = self.results(cur, f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = "
+                                                f"{CAMPAIGN}; INSERT INTO coupon_order (user_id, campaign_id) VALUES "
+                                                f"({uid}, {CAMPAIGN})")
+                        if got not in ([1, 1], [(ER_CLAIMGUARD, "claimguard: coupon_stock is sold out for this key")],
+                                       [1, (ER_CLAIMGUARD, "claimguard: already claimed")]):
+                            errors.append(f"user {uid}: {got}")
+            except Exception as err:  # noqa: BLE001 - reported by the test
+                errors.append(f"user {uid}: {err!r}")
+
+        threads = [threading.Thread(target=user, args=(uid, 2)) for uid in range(1, 31)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        for uid in range(100, 110):
+            user(uid, 1)
+        self.assertEqual(errors, [])
+        facts = self.cluster.facts(CAMPAIGN)
+        self.assertEqual((facts["rows"], facts["remain"], facts["duplicate_pairs"]), (stock, 0, 0))
 
 
 def main():
