@@ -135,6 +135,10 @@ TEST(prepared_statements, rows_the_engine_cannot_read_get_the_unmodeled_policy_o
         EXPECT_TRUE(d->unmodeled);
         EXPECT_EQ(d->reason, c.reason);
         EXPECT_EQ(d->what, verdict::refuse);  // coupon.yaml: unmodeled: refuse
+        // A bulk execute's refusal says what to send instead (a multi-row INSERT is modelled).
+        if (c.why == unread_rows::bulk_execute) {
+            EXPECT_NE(d->note.find("rewriteBatchedStatements=true"), std::string_view::npos) << d->note;
+        }
     }
     // a statement on no protected table goes as it came
     const auto other = prepared("UPDATE audit_note SET seen = 1 WHERE id = ?", env);
