@@ -79,7 +79,9 @@ bool run_outcome(std::ostream& out, std::string_view label, const decision& d, c
     take_ledger ledger;
     transaction_tracker transaction;
     admission_slots slots;
-    if (seeded_take > 0 && d.stock) ledger.add_take(d.stock->name, d.key, seeded_take, 1);
+    if (seeded_take > 0 && d.stock && d.rows.empty()) ledger.add_take(d.stock->name, d.key, seeded_take, 1);
+    if (seeded_take > 0 && d.stock)  // a claim of several rows: a take for each row
+        for (const auto& row : d.rows) ledger.add_take(d.stock->name, row.key, seeded_take, 1);
     const statement_context ctx{{1, reply_summary::autocommit_status, true}};
     statement_operation op(d, st, memory, ledger, transaction, slots, ctx);
     std::vector<statement_input> inputs;
@@ -170,6 +172,25 @@ bool explain(const match::rule_index& rules, std::string_view sql, const match::
         break;
     case verdict::claim: {
         const auto& ins = std::get<match::claim_insert>(*d.fact);
+        if (!d.rows.empty()) {
+            // Several rows: each row's take; then all rows in, or the statement failing whole (a give-back
+            // per stock key), or IGNORE inserting none of them.
+            const std::vector<reply_summary> give_backs(d.rows.size(), ok_rows(1));
+            auto after = [&](reply_summary first) {
+                std::vector<reply_summary> r{first};
+                r.insert(r.end(), give_backs.begin(), give_backs.end());
+                return r;
+            };
+            ok = ok & run_outcome(out, "when a take of this sidecar backs each row and the rows go in", d, st,
+                                  {ok_rows(d.rows.size())}, 1, sql);
+            ok = ok & run_outcome(out, "when the database says duplicate", d, st, after(reply_summary::error(1062)), 1,
+                                  sql);
+            if (ins.ignore)
+                ok = ok & run_outcome(out, "when INSERT IGNORE inserts nothing", d, st, after(ok_rows(0)), 1, sql);
+            ok = ok & run_outcome(out, "with no take of this sidecar behind them (autocommit)", d, st,
+                                  {ok_rows(d.rows.size())}, 0, sql);
+            break;
+        }
         ok = ok & run_outcome(out, "when a take of this sidecar backs it and the row goes in", d, st, {ok_rows(1)}, 1, sql);
         ok = ok & run_outcome(out, "when the database says duplicate", d, st,
                     {reply_summary::error(1062), ok_rows(1), ok_rows(1)}, 1, sql);

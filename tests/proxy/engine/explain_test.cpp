@@ -82,6 +82,21 @@ TEST(explain, claim_shows_redis_give_back_and_no_take) {
         << out;
 }
 
+// Several rows: a take per row (explain seeds one for each), the statement as written, and on a
+// duplicate one give-back per stock key with the units of its rows.
+TEST(explain, claim_of_several_rows) {
+    const auto out = run("INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 7), (2, 8), (3, 7)");
+    EXPECT_NE(out.find("when a take of this sidecar backs each row and the rows go in:\n  send the statement as written"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("  send: UPDATE `coupon_stock` SET `remain` = `remain` + 2, `version` = `version` + 1 WHERE "
+                       "`campaign_id` = 7\n  send: UPDATE `coupon_stock` SET `remain` = `remain` + 1, `version` = "
+                       "`version` + 1 WHERE `campaign_id` = 8\n  answer ERROR 1644 (45000): claimguard: already claimed\n"),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(out.find("redis:"), std::string::npos) << out;  // the unique index decides for several rows
+}
+
 TEST(explain, unmodeled_is_refused_by_policy) {
     const auto out = run("UPDATE coupon_stock SET remain = remain - 1 WHERE remain > 0");
     EXPECT_NE(out.find("unmodeled: no_full_key; policy refuse\n"), std::string::npos) << out;
@@ -132,6 +147,8 @@ TEST(explain, every_statement_form_runs_to_its_end) {
              "INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 7) ON DUPLICATE KEY UPDATE user_id = user_id",
              "REPLACE INTO coupon_order (user_id, campaign_id) VALUES (1, 7)",
              "INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 7) RETURNING id",
+             "INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 7), (2, 8)",
+             "INSERT IGNORE INTO coupon_order (user_id, campaign_id) VALUES (1, 7), (2, 7)",
              "DELETE FROM coupon_stock WHERE campaign_id = 7",
              "DELETE FROM coupon_order WHERE user_id = 1 AND campaign_id = 7",
              "COMMIT",
