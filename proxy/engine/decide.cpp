@@ -318,7 +318,8 @@ decision decide_claim(const match::claim_insert& ins, const value_resolver& valu
                                   "a claim by REPLACE or INSERT ... ON DUPLICATE KEY UPDATE of several rows (one row "
                                   "per statement is modelled; a plain or IGNORE insert of several rows is)",
                                   "multi_row_insert");
-    if (ins.rows.empty()) return unmodeled_decision(nullptr, ins.rule, "a claim insert without rows", "multi_row_insert");
+    if (ins.rows.empty())
+        return unmodeled_decision(nullptr, ins.rule, "a claim insert without rows", "multi_row_insert");
     const auto& row = ins.rows.front();
     auto key = resolve_key(row.stock_key, values);
     auto idempotency = resolve_key(row.idempotency, values);

@@ -183,8 +183,8 @@ bool explain(const match::rule_index& rules, std::string_view sql, const match::
             };
             ok = ok & run_outcome(out, "when a take of this sidecar backs each row and the rows go in", d, st,
                                   {ok_rows(d.rows.size())}, 1, sql);
-            ok = ok & run_outcome(out, "when the database says duplicate", d, st, after(reply_summary::error(1062)), 1,
-                                  sql);
+            ok = ok &
+                 run_outcome(out, "when the database says duplicate", d, st, after(reply_summary::error(1062)), 1, sql);
             if (ins.ignore)
                 ok = ok & run_outcome(out, "when INSERT IGNORE inserts nothing", d, st, after(ok_rows(0)), 1, sql);
             ok = ok & run_outcome(out, "with no take of this sidecar behind them (autocommit)", d, st,

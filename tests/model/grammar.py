@@ -34,8 +34,9 @@ DIMENSIONS = {
     "tx": ["autocommit", "begin", "start_transaction", "autocommit0", "read_then_begin", "savepoint",
            "savepoint_rollback", "xa_commit", "xa_rollback_retry", "per_statement"],
     # how the statements travel: as text, SQL-level PREPARE/EXECUTE USING @vars, one CALL of a stored
-    # procedure doing the whole claim, or stock reads and writes through an updatable view
-    "carrier": ["text", "sql_prepare", "procedure", "view"],
+    # procedure doing the whole claim, or stock reads and writes through an updatable view; or the write
+    # and the claim INSERT in one query of several statements (MyBatis <foreach> with allowMultiQueries)
+    "carrier": ["text", "sql_prepare", "procedure", "view", "multi_statement"],
     # the read before the write
     "read": ["plain", "for_update", "share", "star", "none"],
     # the write of the counter (guard_minus_ge0: MyBatis' `remain - #{num} >= 0`; guard_join: the guarded
@@ -200,6 +201,15 @@ def valid(spec):
     if s["carrier"] == "view" and (s["key"] not in ("int", "quoted") or s["write"] in UPSERT_WRITES
                                    or s["write"] == "guard_join"):
         return False
+    if s["carrier"] == "multi_statement":
+        # "UPDATE ...; INSERT ..." in one query: the server stops only at an ERR, so the app cannot branch on
+        # the write's rows; writes that claimguard answers with an ERR when they take nothing (absolute and
+        # relative), the decrement first, one transaction around the query at most.
+        if s["order"] != "decrement_first" or s["write_answer"] != "checked" \
+                or s["write"] not in ("abs_int", "abs_str", "abs_double", "rel") \
+                or s["tx"] not in ("autocommit", "begin", "start_transaction", "autocommit0") \
+                or s["claim"] not in ("insert", "insert_ignore", "insert_set"):
+            return False
     if s["key"] in ("string", "string_case") and s["write"] in UPSERT_WRITES:
         return False
     if s["cancel"] == "delete_only" and s["opt_on_cancel"] != "return_stock":
