@@ -56,6 +56,7 @@ action claim_operation::send_claim() {
 }
 
 action claim_operation::on_redis(redis_reply r) {
+    if (state_ == state::rows_redis_wait) return on_row_redis(r);
     if (state_ != state::redis_wait) return finish({});
     if (r == redis_reply::held) {
         events_.push_back(event::duplicate_redis);

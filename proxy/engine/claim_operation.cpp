@@ -454,6 +454,7 @@ action claim_operation::on_reply(const reply_summary& r) {
 
     case state::idle:
     case state::redis_wait:
+    case state::rows_redis_wait:
     case state::done:
         break;
     }

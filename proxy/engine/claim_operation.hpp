@@ -113,6 +113,7 @@ struct action {
     std::uint64_t ok_rows = 0;
     std::uint16_t status = 0;   // answer: the status flags to report
     std::chrono::milliseconds ttl{0};
+    std::string redis_key;  // redis_acquire for one row of a claim of several rows (empty: decision::redis_key)
 
     [[nodiscard]] bool final() const {
         return type == kind::relay || type == kind::reply_client || type == kind::answer;
@@ -160,13 +161,18 @@ public:
     // After the final action of a cancellation: the DELETE removed rows (and, in autocommit, its
     // transaction committed), so the deleted claim's Redis key goes, whoever's claim set it.
     [[nodiscard]] bool cancel_release() const { return cancelled_rows_ > 0 && !d_.redis_key.empty(); }
+    // A claim of several rows, after the final action: every row went in (the rows' Redis keys are then
+    // committed, or held to the end of the transaction); else the keys go.
+    [[nodiscard]] bool rows_inserted() const { return rows_all_in_; }
+    [[nodiscard]] bool rows_in_transaction() const { return rows_in_transaction_; }
 
 private:
     enum class state : std::uint8_t {
         idle, read_sent, take_sent, probe_sent, track_sent, restock_sent, rollback_sent, redis_wait,
         claim_sent, original_sent, give_back_sent, deferred_sent, status_asked,
         cancel_begin_sent, cancel_delete_sent, cancel_give_back_sent, cancel_commit_sent, cancel_rollback_sent, done,
-        rows_sent, rows_status_asked, rows_give_back_sent,  // a claim of several rows (claim_rows.cpp)
+        // a claim of several rows (claim_rows.cpp)
+        rows_redis_wait, rows_sent, rows_status_asked, rows_give_back_sent,
     };
     // A take reserved for a claim: its units (0: none) and where it came from.
     struct reservation {
@@ -202,6 +208,11 @@ private:
     bool cancel_deferred_of(const key_tuple& key, std::int64_t units, bool from_ledger);
     // claim_rows.cpp: a claim INSERT of several rows, one claim per row (decision::rows)
     action start_rows();
+    action ask_row_redis();
+    action on_row_redis(redis_reply r);
+    action send_rows();
+    // The give-backs of the rows' takes that did not go in, one per stock key (a deferred take unsent instead).
+    void plan_row_give_backs(const std::vector<bool>& went_in);
     void observe_rows();
     action after_rows(const reply_summary& r);
     action after_rows_status(const reply_summary& r);
@@ -233,6 +244,9 @@ private:
     };
     std::vector<row_give_back> row_give_backs_;
     std::size_t row_give_back_next_ = 0;
+    std::size_t redis_next_ = 0;  // the row whose Redis key is asked for
+    bool rows_all_in_ = false;
+    bool rows_in_transaction_ = false;
 
     // cancellation state
     bool cancel_wrapped_ = false;     // in autocommit: the DELETE and its give-back run in our BEGIN ... COMMIT

@@ -50,6 +50,47 @@ action claim_operation::start_rows() {
         events_.push_back(event::blocked);
         return exhausted_answer(ctx_.status);
     }
+    // The Redis first filter, row by row (plain inserts and INSERT IGNORE only: decide() refuses the
+    // other forms of several rows).
+    if (d_.claim->redis && ctx_.redis_available) {
+        redis_next_ = 0;
+        return ask_row_redis();
+    }
+    return send_rows();
+}
+
+action claim_operation::ask_row_redis() {
+    while (redis_next_ < d_.rows.size() && d_.rows[redis_next_].redis_key.empty()) ++redis_next_;
+    if (redis_next_ >= d_.rows.size()) return send_rows();
+    action a;
+    a.type = action::kind::redis_acquire;
+    a.ttl = d_.claim->redis->ttl;
+    a.redis_key = d_.rows[redis_next_].redis_key;
+    state_ = state::rows_redis_wait;
+    return a;
+}
+
+action claim_operation::on_row_redis(redis_reply r) {
+    const auto& ins = std::get<match::claim_insert>(*d_.fact);
+    if (r == redis_reply::held && !ins.ignore) {
+        // A committed claim holds this row's key: the plain INSERT would fail as a whole (ERR 1062).
+        // Answered without the database; every row's unit goes back.
+        events_.push_back(event::duplicate_redis);
+        action a;
+        a.type = action::kind::answer;
+        a.answer = d_.claim->duplicate;
+        a.status = ctx_.status;
+        plan_row_give_backs(std::vector<bool>(d_.rows.size(), false));
+        after_give_back_ = std::move(a);
+        return next_row_give_back();
+    }
+    // acquired; pending or unavailable (the database decides); held under IGNORE (the server skips
+    // the row and says so in its affected rows)
+    ++redis_next_;
+    return ask_row_redis();
+}
+
+action claim_operation::send_rows() {
     action a;
     a.type = action::kind::send_statement;
     a.keep_reply = true;
@@ -108,7 +149,11 @@ action claim_operation::after_rows(const reply_summary& r) {
     }
     action final_action;
     final_action.type = action::kind::reply_client;
-    if (inserted == n) return finish(std::move(final_action));
+    rows_in_transaction_ = trans;
+    if (inserted == n) {
+        rows_all_in_ = true;
+        return finish(std::move(final_action));
+    }
 
     const bool duplicate_error = r.err && r.err_code == er_dup_entry;
     if (duplicate_error) {
@@ -122,25 +167,7 @@ action claim_operation::after_rows(const reply_summary& r) {
         final_action.status = r.status;
     }
 
-    // The units of the rows that did not go in go back, one give-back per stock key. A take deferred
-    // to COMMIT and not sent yet is not sent at all instead.
-    row_give_backs_.clear();
-    row_give_back_next_ = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-        const auto& t = row_reserved_[i];
-        if (went_in[i] || t.units <= 0) continue;
-        const auto& key = d_.rows[i].key;
-        if (cancel_deferred_of(key, t.units, t.from_ledger)) {
-            events_.push_back(event::compensated);
-            memory_.entry(d_.stock->name, key).credits.push_back(t.units);  // the app's own give-back is absorbed
-            continue;
-        }
-        auto same = std::find_if(row_give_backs_.begin(), row_give_backs_.end(),
-                                 [&](const row_give_back& g) { return d_.rows[g.row].key == key; });
-        if (same == row_give_backs_.end()) same = row_give_backs_.insert(row_give_backs_.end(), row_give_back{i, {}});
-        same->takes.push_back(t);
-    }
-    row_reserved_.clear();
+    plan_row_give_backs(went_in);
     after_give_back_ = std::move(final_action);
 
     if (r.err && !row_give_backs_.empty() && in_transaction(ctx_.status)) {
@@ -158,6 +185,28 @@ action claim_operation::after_rows(const reply_summary& r) {
         }
     }
     return next_row_give_back();
+}
+
+void claim_operation::plan_row_give_backs(const std::vector<bool>& went_in) {
+    // The units of the rows that did not go in go back, one give-back per stock key. A take deferred
+    // to COMMIT and not sent yet is not sent at all instead.
+    row_give_backs_.clear();
+    row_give_back_next_ = 0;
+    for (std::size_t i = 0; i < d_.rows.size() && i < row_reserved_.size(); ++i) {
+        const auto& t = row_reserved_[i];
+        if (went_in[i] || t.units <= 0) continue;
+        const auto& key = d_.rows[i].key;
+        if (cancel_deferred_of(key, t.units, t.from_ledger)) {
+            events_.push_back(event::compensated);
+            memory_.entry(d_.stock->name, key).credits.push_back(t.units);  // the app's own give-back is absorbed
+            continue;
+        }
+        auto same = std::find_if(row_give_backs_.begin(), row_give_backs_.end(),
+                                 [&](const row_give_back& g) { return d_.rows[g.row].key == key; });
+        if (same == row_give_backs_.end()) same = row_give_backs_.insert(row_give_backs_.end(), row_give_back{i, {}});
+        same->takes.push_back(t);
+    }
+    row_reserved_.clear();
 }
 
 action claim_operation::after_rows_status(const reply_summary& r) {

@@ -282,6 +282,11 @@ decision decide_cancel(const match::claim_delete& del, const value_resolver& val
     return d;
 }
 
+// The Redis guard's key of a claim insert (empty: the rule has no guard).
+std::string redis_key_of(const match::claim_insert& ins, const key_tuple& idempotency, const std::string& schema) {
+    return ins.rule->redis ? redis_key_of(*ins.rule, idempotency, schema) : std::string{};
+}
+
 // A claim INSERT of several rows: one claim per row (d.rows), each with its stock key in the database
 // the first row's was scoped to. False when a row's values are not known, or when an INSERT IGNORE's
 // rows name different stock keys: its affected rows would not tell which keys' units go back.
@@ -300,6 +305,7 @@ bool decide_claim_rows(decision& d, const match::claim_insert& ins, const value_
         r.idempotency = std::move(*idempotency);
         if (stock_entry* entry = memory.find(ins.stock->name, r.key); entry && entry->refused) r.after_refusal = true;
         if (ins.ignore && !d.rows.empty() && r.key != d.rows.front().key) return false;
+        r.redis_key = redis_key_of(ins, r.idempotency, d.schema);
         d.after_refusal = d.after_refusal || r.after_refusal;
         d.rows.push_back(std::move(r));
     }
@@ -359,9 +365,7 @@ decision decide_claim(const match::claim_insert& ins, const value_resolver& valu
                                       ins.ignore ? "multi_row_ignore" : "unknown_key");
         return d;
     }
-    // The claim table's database, when the rule does not fix one: one database per tenant holds the
-    // same keys, and a claim in one must not answer "already claimed" in another.
-    if (ins.rule->redis) d.redis_key = redis_key_of(*ins.rule, d.idempotency, d.schema);
+    d.redis_key = redis_key_of(ins, d.idempotency, d.schema);
     return d;
 }
 

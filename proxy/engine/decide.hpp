@@ -56,6 +56,7 @@ struct claim_row_decision {
     std::vector<rules::match::key_literal> key_literals;  // the stock key as literals (a give-back after a rollback)
     key_tuple idempotency;                                // the business key values, canonical
     bool after_refusal = false;                           // as decision::after_refusal, for this row's key
+    std::string redis_key;                                // the Redis guard's key of this row (none: no guard)
 };
 
 // What a statement does to the open transaction's deferred takes (defer_decrement) first.
@@ -113,8 +114,8 @@ struct decision {
     // take: the key as literals, for a take deferred to COMMIT (defer_decrement).
     std::vector<rules::match::key_literal> key_literals;
     // claim of several rows (INSERT ... VALUES (...), (...)): one entry per row, in order; `key`,
-    // `idempotency` and `key_literals` are the first row's (for logs). Empty for a one-row claim.
-    // Such a claim does not ask the Redis first filter: the database's unique index decides.
+    // `idempotency` and `key_literals` are the first row's (for logs; `redis_key` stays empty: each row has
+    // its own). Empty for a one-row claim.
     std::vector<claim_row_decision> rows;
     // Deferred takes of the open transaction this statement sends before its own action.
     deferred_step deferred = deferred_step::none;

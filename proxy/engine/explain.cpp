@@ -38,7 +38,8 @@ std::optional<std::string> describe_step(const scripted_step& s, std::string_vie
         case k::send_statement: return "send the statement as written: " + std::string(what_client_sent);
         case k::send_sql: return "send: " + match::describe_sql(a.sql);
         case k::redis_acquire:
-            return "redis: SET " + d.redis_key + " <token> NX PX " + std::to_string(a.ttl.count()) +
+            return "redis: SET " + (a.redis_key.empty() ? d.redis_key : a.redis_key) + " <token> NX PX " +
+                   std::to_string(a.ttl.count()) +
                    " (already held: answer as a duplicate; Redis down: the database decides)";
         case k::reply_kept: return "answer with the server's reply";
         case k::answer:

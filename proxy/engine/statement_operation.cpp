@@ -126,6 +126,8 @@ statement_action statement_operation::step(const statement_input& in) {
         case k::redis:
             if (phase_ != phase::running) break;
             token_ = in.token;
+            if (!claim_action_.redis_key.empty() && in.redis == redis_reply::acquired)  // one row's of several
+                row_keys_.push_back({claim_action_.redis_key, in.token, d_.claim->redis->ttl});
             claim_action_ = claim_.on_redis(in.redis);
             return follow();
         case k::redis_done:
@@ -137,8 +139,9 @@ statement_action statement_operation::step(const statement_input& in) {
             // to the ledger: nobody knows whether the INSERT committed.
             settle_count_ = settle_next_ = 0;
             if (phase_ == phase::cache_read) end_refresh();
-            if (claim_.redis_locked() && ctx_.op.redis_available) {
-                transaction_.hold({d_.redis_key, token_, d_.claim->redis->ttl});
+            if ((claim_.redis_locked() || !row_keys_.empty()) && ctx_.op.redis_available) {
+                if (claim_.redis_locked()) transaction_.hold({d_.redis_key, token_, d_.claim->redis->ttl});
+                for (auto& k : std::exchange(row_keys_, {})) transaction_.hold(std::move(k));
                 settle(statement_action::release(false), transaction_.release_all());
             }
             settle(statement_action::fail());
@@ -339,6 +342,17 @@ statement_action statement_operation::follow(bool note_gate) {
         std::vector<redis_hold> keys;
         keys.push_back({d_.redis_key, {}, d_.claim->redis->ttl});
         settle(statement_action::release(true), std::move(keys));
+    }
+    if (!row_keys_.empty() && ctx_.op.redis_available) {
+        // A claim of several rows: its keys as the single claim's above, all rows together (a statement
+        // that went in partly, INSERT IGNORE's skipped rows, lets them all go: Redis only saves work).
+        auto keys = std::exchange(row_keys_, {});
+        if (!claim_.rows_inserted())
+            settle(statement_action::release(true), std::move(keys));
+        else if (claim_.rows_in_transaction())
+            for (auto& k : keys) transaction_.hold(std::move(k));
+        else
+            settle(statement_action::commit(), std::move(keys));
     }
     statement_action final_action;
     switch (a.type) {

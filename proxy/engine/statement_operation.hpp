@@ -349,6 +349,7 @@ private:
     std::array<settle_step, max_settle_steps> settling_{};  // the Redis steps, then the final action
     std::size_t settle_count_ = 0, settle_next_ = 0;
     std::vector<redis_hold> keys_;  // the redis_release / redis_commit returned last
+    std::vector<redis_hold> row_keys_;  // a claim of several rows: the rows' Redis keys acquired
     std::string token_;
     std::uint16_t status_ = 0;  // the server's status flags after the last reply (before: ctx.op.status)
     statement_report report_;

@@ -315,7 +315,9 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
 
             case kind::redis_acquire: {
                 auto token = guards::random_token();
-                auto got = co_await redis_->acquire(d.redis_key, token, op.claim_action().ttl);
+                // One row's key of a claim of several rows, or the claim's.
+                const auto& key = op.claim_action().redis_key.empty() ? d.redis_key : op.claim_action().redis_key;
+                auto got = co_await redis_->acquire(key, token, op.claim_action().ttl);
                 act = op.resume(engine::statement_input::of_redis(
                     got == guards::acquire_result::held       ? engine::redis_reply::held
                     : got == guards::acquire_result::acquired ? engine::redis_reply::acquired

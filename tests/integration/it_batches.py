@@ -76,6 +76,10 @@ class Cluster(unittest.TestCase):
 class Batches(Cluster):
     """A claim INSERT of several rows: one claim per row."""
 
+    def redis_key(self, user, campaign):
+        """EXISTS of a claim's Redis key (the rule has no schema: the key names the database)."""
+        return self.cluster.redis.command("EXISTS", f"lock:coupon:{user}:{campaign}:{cluster.DATABASE}")
+
     def take(self, cur, campaign=CAMPAIGN, times=1):
         for _ in range(times):
             self.assertEqual(cur.execute(f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = {campaign}"),
@@ -90,6 +94,8 @@ class Batches(Cluster):
             self.assertGreater(cur.lastrowid, 0)  # and its insert id
         facts = self.cluster.facts(CAMPAIGN)
         self.assertEqual((facts["remain"], facts["rows"], facts["users"]), (8, 2, [1, 2]))
+        # The Redis first filter, row by row: both rows' keys are marked committed.
+        self.assertEqual([self.redis_key(user, CAMPAIGN) for user in (1, 2, 3)], [":1", ":1", ":0"])
 
     def test_rows_of_two_campaigns(self):
         self.cluster.reset({CAMPAIGN: 5, CAMPAIGN + 1: 5})
@@ -126,6 +132,9 @@ class Batches(Cluster):
                             f"(1, {CAMPAIGN}), (1, {CAMPAIGN + 1}), (2, {CAMPAIGN})")
             self.assertEqual(ctx.exception.args, (ER_CLAIMGUARD, "claimguard: already claimed"))
         self.assertEqual((self.cluster.facts(CAMPAIGN)["rows"], self.cluster.facts(CAMPAIGN)["remain"]), (1, 4))
+        # Redis knew user 2's claim: the statement never reached the database, and the keys the other rows
+        # took went before the answer (a retry without the duplicate row is not told "already claimed").
+        self.assertEqual([self.redis_key(1, CAMPAIGN), self.redis_key(1, CAMPAIGN + 1)], [":0", ":0"])
         self.assertEqual((self.cluster.facts(CAMPAIGN + 1)["rows"], self.cluster.facts(CAMPAIGN + 1)["remain"]), (0, 5))
 
     def test_insert_ignore_gives_back_the_skipped_rows(self):

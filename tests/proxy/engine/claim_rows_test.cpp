@@ -157,6 +157,41 @@ TEST(claim_rows, errors_in_a_transaction) {
     EXPECT_FALSE(deadlock.has(event::compensated));
 }
 
+// The Redis first filter row by row: each row's key is asked for, then the statement goes.
+TEST(claim_rows, redis_key_per_row) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    ASSERT_NO_FATAL_FAILURE(take(s, "1", 2));
+    auto t = s.exec("INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 1), (2, 1)", {ok_rows(2)}, autocommit,
+                    resolve_literal, redis_reply::acquired, true);
+    ASSERT_EQ(t.actions.size(), 4u);  // two keys, the statement, the server's reply
+    EXPECT_EQ(t.actions[0].type, action::kind::redis_acquire);
+    EXPECT_EQ(t.actions[0].redis_key, "lock:coupon:1:1");
+    EXPECT_EQ(t.actions[1].redis_key, "lock:coupon:2:1");
+    EXPECT_EQ(t.sent(), std::vector<std::string>{"<statement>"});
+    EXPECT_EQ(t.last().type, action::kind::reply_client);
+    EXPECT_EQ(count(t, event::claim_inserted), 2u);
+}
+
+// Redis says a row is claimed already: a plain INSERT would fail whole, so it is answered "already
+// claimed" without the database and every row's unit goes back.
+TEST(claim_rows, redis_duplicate_row_answers_without_the_database) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    ASSERT_NO_FATAL_FAILURE(take(s, "1", 2));
+    auto t = s.exec("INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 1), (2, 1)", {ok_rows(1)}, autocommit,
+                    resolve_literal, redis_reply::held, true);
+    EXPECT_EQ(t.sent(), std::vector<std::string>{give_back("1", 2)});
+    EXPECT_TRUE(t.has(event::duplicate_redis));
+    ASSERT_EQ(t.last().type, action::kind::answer);
+    EXPECT_EQ(t.last().answer.message, "claimguard: already claimed");
+    // INSERT IGNORE: the server skips such a row; the statement goes and its affected rows decide.
+    ASSERT_NO_FATAL_FAILURE(take(s, "1", 2));
+    auto ignore = s.exec("INSERT IGNORE INTO coupon_order (user_id, campaign_id) VALUES (1, 1), (2, 1)",
+                         {ok_rows(1), ok_rows(1)}, autocommit, resolve_literal, redis_reply::held, true);
+    EXPECT_EQ(ignore.sent(), (std::vector<std::string>{"<statement>", give_back("1", 1)}));
+}
+
 // Observe mode: relayed as written; the memory follows what enforce would do.
 TEST(claim_rows, observe_mode_relays) {
     session s(variant_id::observe);
