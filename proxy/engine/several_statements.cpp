@@ -16,6 +16,20 @@ bool iequals(std::string_view a, std::string_view b) {
     return true;
 }
 
+bool icontains(std::string_view text, std::string_view word) {
+    for (std::size_t i = 0; i + word.size() <= text.size(); ++i)
+        if (iequals(text.substr(i, word.size()), word)) return true;
+    return false;
+}
+
+// A SET that may change how the server reads the statements after it (sql_mode: where a string
+// ends; the client character set: which bytes are quotes). The server splits the rest of the query
+// as it reads it then, which the split here, made up front, cannot follow.
+bool changes_reading(std::string_view first_word, std::string_view statement) {
+    return iequals(first_word, "SET") && (icontains(statement, "sql_mode") || icontains(statement, "names") ||
+                                          icontains(statement, "character") || icontains(statement, "charset"));
+}
+
 }  // namespace
 
 std::vector<std::string_view> split_statements(std::string_view text, const sql::lexer_options& options) {
@@ -24,7 +38,8 @@ std::vector<std::string_view> split_statements(std::string_view text, const sql:
     std::size_t start = 0;         // where the current statement starts
     bool significant = false;      // the current statement has a token that is not trivia
     bool first_word_seen = false;  // its first word was looked at
-    int versioned = 0;             // inside /*! ... */
+    std::string_view first_word;
+    int versioned = 0;  // inside /*! ... */
     for (;;) {
         const auto t = lex.next();
         if (t.kind == sql::token_kind::end) break;
@@ -34,6 +49,7 @@ std::vector<std::string_view> split_statements(std::string_view text, const sql:
         if (t.kind == sql::token_kind::punct && t.text(text) == ";") {
             if (versioned > 0 || !significant) return {};  // inside a versioned comment; an empty statement
             out.push_back(text.substr(start, t.offset - start));
+            if (changes_reading(first_word, out.back())) return {};
             start = t.end_offset();
             significant = first_word_seen = false;
             continue;
@@ -42,7 +58,8 @@ std::vector<std::string_view> split_statements(std::string_view text, const sql:
         significant = true;
         if (!first_word_seen) {
             first_word_seen = true;
-            if (iequals(t.text(text), "LOAD")) return {};  // LOAD DATA LOCAL: the client sends a file
+            first_word = t.text(text);
+            if (iequals(first_word, "LOAD")) return {};  // LOAD DATA LOCAL: the client sends a file
         }
     }
     if (lex.unterminated_version()) return {};

@@ -15,7 +15,8 @@ namespace claimguard::engine {
 // Empty when the text is not one the session splits, and the query keeps the policy of its first
 // statement's reading: fewer than two statements; an empty statement between two `;` (the server stops
 // there with "Query was empty"); a `;` inside a versioned comment; text that does not lex; a statement
-// whose reply needs the client (LOAD DATA ... LOCAL INFILE sends a file).
+// whose reply needs the client (LOAD DATA ... LOCAL INFILE sends a file); a SET of sql_mode or of the
+// character set before the last statement (the server reads the statements after it another way).
 [[nodiscard]] std::vector<std::string_view> split_statements(std::string_view sql,
                                                              const rules::sql::lexer_options& options);
 

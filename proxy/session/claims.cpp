@@ -123,17 +123,19 @@ awaitable<std::optional<engine::recognition>> session::look_up_columns(engine::r
 }
 
 awaitable<session::intercepted> session::intercept_query(const proto::packet_span& packet, std::string_view sql) {
-    // Several statements, when the server splits them (CLIENT_MULTI_STATEMENTS): each one in turn.
-    if (packet.frames == 1 && multi_statements() && sql.find(';') != std::string_view::npos) {
-        if (auto statements = engine::split_statements(sql, connection_state_.lexer()); !statements.empty())
-            co_return co_await intercept_several(packet, statements);
-    }
     engine::recognised_statement rs;
     auto step = connection_state_.recognise_query(sql, engine_inputs(), rs);
     if (step == engine::recognition::needs_columns || step == engine::recognition::needs_sql_mode) {
         const auto looked_up = co_await look_up_columns(rs, step);
         if (!looked_up) co_return intercepted::failed;
         step = *looked_up;
+    }
+    // Several statements, when the server splits them (CLIENT_MULTI_STATEMENTS): each one in turn. Split
+    // after the reading above, which asked the server for its sql_mode if it was not known (where a
+    // string ends depends on it).
+    if (packet.frames == 1 && multi_statements() && sql.find(';') != std::string_view::npos) {
+        if (auto statements = engine::split_statements(sql, connection_state_.lexer()); !statements.empty())
+            co_return co_await intercept_several(packet, statements);
     }
     if (step == engine::recognition::forward) co_return intercepted::forward;
     // Several statements without CLIENT_MULTI_STATEMENTS: the server refuses the text (a syntax error at

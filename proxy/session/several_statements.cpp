@@ -52,7 +52,7 @@ awaitable<session::intercepted> session::run_one_of_several(std::string_view sql
     command_.seq = 0;
     engine::recognised_statement rs;
     auto step = connection_state_.recognise_query(sql, engine_inputs(), rs);
-    if (step == engine::recognition::needs_columns) {
+    if (step == engine::recognition::needs_columns || step == engine::recognition::needs_sql_mode) {
         const auto looked_up = co_await look_up_columns(rs, step);
         if (!looked_up) co_return intercepted::failed;
         step = *looked_up;

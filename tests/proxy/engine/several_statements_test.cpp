@@ -32,6 +32,11 @@ TEST(several_statements, not_split) {
     EXPECT_TRUE(split("SELECT 'unclosed; SELECT 2").empty());  // does not lex
     EXPECT_TRUE(split("SELECT 1 /*!50000 ; */; SELECT 2").empty());
     EXPECT_TRUE(split("SELECT 1; LOAD DATA LOCAL INFILE 'f' INTO TABLE t").empty());
+    // The server reads what follows a SET of sql_mode or of the character set another way.
+    EXPECT_TRUE(split("SET sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES'); SELECT 'a\\'; SELECT 2").empty());
+    EXPECT_TRUE(split("SET NAMES gbk; SELECT 1").empty());
+    EXPECT_EQ(split("SET @a = 1; SELECT @a; SET NAMES utf8mb4"),
+              (parts{"SET @a = 1", " SELECT @a", " SET NAMES utf8mb4"}));
 }
 
 }  // namespace
