@@ -494,6 +494,14 @@ value_ref make_value(const parsed_statement& st, const sql::operand& op) {
     return v;
 }
 
+bool sets_counter_from_subquery(const parsed_statement& st, const rule_index& rules, const match_context& ctx) {
+    if (st.reason != sql::not_ours_reason::subquery_in_set) return false;
+    return std::any_of(rules.rules().stocks.begin(), rules.rules().stocks.end(), [&](const stock_rule& rule) {
+        return table_matches(st, st.not_ours_table, rule.table, ctx) &&
+               column_is(st, st.not_ours_column, rule.counter_column, st.not_ours_table);
+    });
+}
+
 match_result match(const parsed_statement& st, const rule_index& rules, const match_context& context) {
     match_result out;
     switch (st.kind) {

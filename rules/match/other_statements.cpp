@@ -78,9 +78,18 @@ namespace {
         case sql::not_ours_reason::other_statement: return "other_statement";
         case sql::not_ours_reason::lex_error: return "lex_error";
         case sql::not_ours_reason::sql_mode_unknown: return "sql_mode_unknown";
+        case sql::not_ours_reason::insert_select: return "insert_select";
+        // A column other than a counter set from a subquery: a shape like any other we do not read.
+        case sql::not_ours_reason::subquery_in_set: return "unsupported_syntax";
         default: return "not_recognised";
     }
 }
+
+// UPDATE stock SET counter = 100 - (SELECT COUNT(*) FROM claims ...): what it takes is not known
+// before it runs, and two of them at once each count the same claims.
+constexpr std::string_view counter_from_subquery_reason =
+    "the counter recomputed from a subquery: claimguard cannot tell how many units it takes; write it as a "
+    "relative change (UPDATE stock SET c = c - n WHERE key = ? AND c >= n)";
 
 // XA START / PREPARE / COMMIT / ROLLBACK: the session's transaction boundaries in XA form.
 [[nodiscard]] bool match_xa(const parsed_statement& st, match_result& out) {
@@ -221,8 +230,12 @@ void match_not_ours(const parsed_statement& st, const rule_index& rules, const m
     }
     if (rules.filter().classify(st.sql) != sql::prefilter_verdict::candidate) return;
     if (only_reads(st)) return;
-    const std::string_view why = sql::not_ours_reason_text(st.reason);
-    const std::string_view code = not_ours_code(st.reason);
+    std::string_view why = sql::not_ours_reason_text(st.reason);
+    std::string_view code = not_ours_code(st.reason);
+    if (sets_counter_from_subquery(st, rules, ctx)) {
+        why = counter_from_subquery_reason;
+        code = "counter_from_subquery";
+    }
     for (const auto& s : rules.rules().stocks)
         if (mentions(st.sql, s.table.name)) out.facts.emplace_back(unmodeled{&s, nullptr, why, code});
     for (const auto& c : rules.rules().claims)

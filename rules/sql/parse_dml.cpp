@@ -115,6 +115,44 @@ bool parse_select(cursor& c, select_statement& out) {
     return c.at_statement_end();
 }
 
+namespace {
+
+// After an UPDATE's assignment at the cursor did not parse: whether its value holds a subquery
+// (a SELECT inside parentheses, or "(" then WITH, TABLE or VALUES), as in SET c = (SELECT ...) or
+// SET c = 100 - (SELECT COUNT(*) ...). If so, the statement's reason says so, with the table and
+// the column. Runs only on statements that are not ours anyway; the cursor ends anywhere.
+void note_subquery_assignment(cursor& c, const table_ref& table) {
+    name_ref column;
+    if (!parse_name_ref(c, column, 3)) return;
+    if (!c.accept_punct("=") && !c.accept_punct(":=")) return;
+    std::uint32_t depth = 0;
+    for (; !c.at_statement_end(); ++c.pos) {
+        if (c.is_punct("(")) {
+            ++depth;
+            if (c.is_word("WITH", 1) || c.is_word("TABLE", 1) || c.is_word("VALUES", 1)) break;
+        } else if (c.is_punct(")")) {
+            if (depth == 0) return;
+            --depth;
+        } else if (depth == 0) {
+            if (c.is_punct(",") || c.is_word("WHERE") || c.is_word("ORDER") || c.is_word("LIMIT")) return;
+        } else if (c.is_word("SELECT")) {
+            break;
+        }
+    }
+    if (c.at_statement_end()) return;
+    c.st.reason = not_ours_reason::subquery_in_set;
+    c.st.not_ours_table = table;
+    c.st.not_ours_column = column;
+}
+
+// INSERT's rows from a query: SELECT, WITH ... SELECT, TABLE t, or one of those in parentheses.
+[[nodiscard]] bool at_insert_query(const cursor& c) noexcept {
+    const std::uint32_t at = c.is_punct("(") ? 1 : 0;
+    return c.is_word("SELECT", at) || c.is_word("WITH", at) || c.is_word("TABLE", at);
+}
+
+}  // namespace
+
 bool parse_update(cursor& c, update_statement& out) {
     ++c.pos;  // UPDATE
     const std::uint32_t modifiers = c.pos;
@@ -140,7 +178,12 @@ bool parse_update(cursor& c, update_statement& out) {
     const bool multi_table = !out.joined.empty();
     if (!c.accept_word("SET")) return false;
     do {
-        if (!parse_assignment(c, out.assignments.emplace_back())) return false;
+        const std::uint32_t start = c.pos;
+        if (!parse_assignment(c, out.assignments.emplace_back())) {
+            c.pos = start;
+            note_subquery_assignment(c, out.table);
+            return false;
+        }
     } while (c.accept_punct(","));
     if (c.accept_word("WHERE") && !parse_where(c, out.where, multi_table)) return false;
     // The server takes no LIMIT (or ORDER BY) in a multi-table UPDATE.
@@ -209,8 +252,11 @@ bool parse_insert(cursor& c, insert_statement& out) {
     c.accept_word("INTO");
     if (!parse_table_ref(c, out.table, false)) return false;
     if (c.is_punct("(")) {
-        if (c.is_word("SELECT", 1) || c.is_word("WITH", 1) || c.is_word("VALUES", 1) || c.is_punct("(", 1))
+        if (at_insert_query(c)) {
+            c.st.reason = not_ours_reason::insert_select;
             return false;
+        }
+        if (c.is_word("VALUES", 1) || c.is_punct("(", 1)) return false;
         ++c.pos;
         if (!c.is_punct(")")) {
             do {
@@ -239,7 +285,8 @@ bool parse_insert(cursor& c, insert_statement& out) {
         } while (c.accept_punct(","));
         out.row_width = static_cast<std::uint32_t>(out.columns.size());
     } else {
-        return false;  // INSERT ... SELECT, INSERT ... TABLE
+        if (at_insert_query(c)) c.st.reason = not_ours_reason::insert_select;
+        return false;
     }
     if (c.is_word("ON")) {
         if (out.replace) return false;

@@ -223,6 +223,12 @@ enum class not_ours_reason : std::uint8_t {
     other_statement,     // a statement kind we do not read (CREATE, CALL, TRUNCATE, ...)
     unsupported_syntax,  // joins, subqueries, OR, functions in WHERE, ...
     several_statements,  // more than one statement in one query
+    // INSERT / REPLACE whose rows come from a query: INSERT ... SELECT, INSERT ... (SELECT ...),
+    // INSERT ... WITH ... SELECT, INSERT ... TABLE t.
+    insert_select,
+    // UPDATE that sets a column from a subquery: SET c = (SELECT ...), SET c = 100 - (SELECT ...).
+    // parsed_statement::not_ours_table and not_ours_column name the table and that column.
+    subquery_in_set,
     // Set by the engine, not the parser: the session's sql_mode is not known and the text reads
     // differently with and without ANSI_QUOTES ("x" a string or a name).
     sql_mode_unknown,
@@ -239,6 +245,9 @@ struct parsed_statement {
     not_ours_reason reason = not_ours_reason::empty;
     boost::system::error_code error;  // reason == lex_error
     std::uint32_t stop_offset = 0;    // not_ours: byte offset where recognition stopped
+    // reason == subquery_in_set: the UPDATE's table and the first column it sets from a subquery.
+    table_ref not_ours_table;
+    name_ref not_ours_column;
     std::variant<std::monostate, select_statement, update_statement, insert_statement, transaction_statement,
                  use_statement, set_statement, delete_statement>
         body;

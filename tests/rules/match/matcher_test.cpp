@@ -493,6 +493,98 @@ TEST(matcher, insert_without_column_list_uses_the_table_columns) {
     EXPECT_FALSE(std::get<claim_insert>(match(st, index).facts[0]).columns_known);
 }
 
+// The unmodeled facts of a statement, as "rule code" strings, and the first one's reason.
+struct unmodeled_seen {
+    std::vector<std::string> codes;
+    std::string first_reason;
+};
+
+unmodeled_seen unmodeled_of(std::string_view sql, std::optional<std::string_view> database = std::nullopt) {
+    static const rule_set rules = test::make_rules();
+    static const rule_index index(rules);
+    match_context ctx;
+    ctx.current_database = database;
+    const auto result = match(sql::parse(sql, {}), index, ctx);
+    unmodeled_seen out;
+    for (const auto& f : result.facts) {
+        const auto* u = std::get_if<unmodeled>(&f);
+        if (u == nullptr) {
+            out.codes.push_back("not unmodeled: " + test::render(f));
+            continue;
+        }
+        out.codes.push_back((u->stock ? u->stock->name : u->claim->name) + " " + std::string(u->code));
+        if (out.first_reason.empty()) out.first_reason = u->reason;
+    }
+    return out;
+}
+
+TEST(matcher, insert_select_has_its_own_code_and_advice) {
+    for (const char* sql : {
+             "INSERT INTO coupon_order (user_id, campaign_id) SELECT 1, 7",
+             "INSERT IGNORE INTO coupon_order (user_id, campaign_id) SELECT 1, 7",
+             "REPLACE INTO coupon_order (user_id, campaign_id) SELECT 1, 7",
+             "INSERT INTO coupon_order (user_id, campaign_id) (SELECT 1, 7)",
+             "INSERT INTO coupon_order TABLE old_orders",
+             "INSERT INTO coupon_order (user_id, campaign_id) WITH x AS (SELECT 1 AS u) SELECT u, 7 FROM x",
+         }) {
+        const auto seen = unmodeled_of(sql);
+        EXPECT_EQ(seen.codes, std::vector<std::string>{"coupon_order insert_select"}) << sql;
+        EXPECT_NE(seen.first_reason.find("INSERT ... VALUES"), std::string::npos) << sql;
+        EXPECT_NE(seen.first_reason.find("c = c - 1 WHERE key = ? AND c >= 1"), std::string::npos) << sql;
+    }
+    // The statement names the stock table too: both rules, the same code and advice.
+    const auto seen = unmodeled_of(
+        "INSERT INTO coupon_order (user_id, campaign_id) SELECT 1, campaign_id FROM coupon_stock WHERE remain > 0");
+    EXPECT_EQ(seen.codes, (std::vector<std::string>{"coupon_stock insert_select", "coupon_order insert_select"}));
+    EXPECT_NE(seen.first_reason.find("INSERT ... VALUES"), std::string::npos);
+    // Near misses keep their verdicts: a subquery inside VALUES, a plain claim insert.
+    EXPECT_EQ(unmodeled_of("INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, (SELECT 7))").codes,
+              std::vector<std::string>{"coupon_order unsupported_syntax"});
+    EXPECT_EQ(unmodeled_of("INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 7)").codes.size(), 1u);
+    EXPECT_EQ(unmodeled_of("INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 7)").codes[0].rfind("not", 0),
+              0u);
+    // An INSERT ... SELECT into a table no rule protects and from none: nothing.
+    EXPECT_TRUE(unmodeled_of("INSERT INTO report SELECT * FROM other").codes.empty());
+}
+
+TEST(matcher, counter_from_subquery_has_its_own_code_and_advice) {
+    for (const char* sql : {
+             "UPDATE coupon_stock SET remain = 100 - (SELECT COUNT(*) FROM x WHERE campaign_id = 7) "
+             "WHERE campaign_id = 7",
+             "UPDATE coupon_stock SET remain = (SELECT n FROM x) WHERE campaign_id = 7",
+             "UPDATE coupon_stock s SET s.version = s.version + 1, s.remain = (SELECT n FROM x) WHERE campaign_id = 7",
+             "UPDATE coupon_stock SET `remain` = GREATEST(0, (SELECT n FROM x))",
+         }) {
+        const auto seen = unmodeled_of(sql);
+        EXPECT_EQ(seen.codes, std::vector<std::string>{"coupon_stock counter_from_subquery"}) << sql;
+        EXPECT_NE(seen.first_reason.find("relative change (UPDATE stock SET c = c - n WHERE key = ? AND c >= n)"),
+                  std::string::npos)
+            << sql;
+    }
+    // The statement counts the claim table: both rules, the same code (the stock's first).
+    const auto seen = unmodeled_of(
+        "UPDATE coupon_stock SET remain = 100 - (SELECT COUNT(*) FROM coupon_order WHERE campaign_id = 7) "
+        "WHERE campaign_id = 7");
+    EXPECT_EQ(seen.codes,
+              (std::vector<std::string>{"coupon_stock counter_from_subquery", "coupon_order counter_from_subquery"}));
+    // A schema-qualified stock table, in and out of the current database.
+    EXPECT_EQ(unmodeled_of("UPDATE shop.inventory SET qty = (SELECT 1) WHERE sku = 1 AND warehouse = 2").codes,
+              std::vector<std::string>{"inventory counter_from_subquery"});
+    EXPECT_EQ(unmodeled_of("UPDATE inventory SET qty = (SELECT 1) WHERE sku = 1", "other").codes,
+              std::vector<std::string>{"inventory unsupported_syntax"});
+    // Near misses keep their verdicts: another column from a subquery, a subquery in WHERE, an
+    // arithmetic counter value (an absolute write: a take of the rule's units).
+    EXPECT_EQ(unmodeled_of("UPDATE coupon_stock SET note = (SELECT 1) WHERE campaign_id = 7").codes,
+              std::vector<std::string>{"coupon_stock unsupported_syntax"});
+    EXPECT_EQ(unmodeled_of("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = (SELECT 7)").codes,
+              std::vector<std::string>{"coupon_stock unsupported_syntax"});
+    EXPECT_EQ(unmodeled_of("UPDATE other SET remain = (SELECT 1 FROM coupon_stock) WHERE campaign_id = 7").codes,
+              std::vector<std::string>{"coupon_stock unsupported_syntax"});
+    const auto take = unmodeled_of("UPDATE coupon_stock SET remain = 100 - 3 WHERE campaign_id = 7");
+    ASSERT_EQ(take.codes.size(), 1u);
+    EXPECT_EQ(take.codes[0].rfind("not unmodeled: write", 0), 0u) << take.codes[0];
+}
+
 TEST(matcher, facts_point_at_the_rules) {
     const rule_set rules = test::make_rules();
     const rule_index index(rules);

@@ -306,7 +306,23 @@ const parse_case not_ours_update_cases[] = {
      "not_ours(unsupported_syntax)"},
     {"or", "UPDATE t SET remain = 1 WHERE a = 1 OR b = 2", "not_ours(unsupported_syntax)"},
     {"order_by", "UPDATE t SET remain = 1 WHERE a = 1 ORDER BY id", "not_ours(unsupported_syntax)"},
-    {"subquery_value", "UPDATE t SET remain = (SELECT 1) WHERE a = 1", "not_ours(unsupported_syntax)"},
+    {"subquery_value", "UPDATE t SET remain = (SELECT 1) WHERE a = 1", "not_ours(subquery_in_set)"},
+    // The shape: a counter recomputed from the claims.
+    {"subquery_in_arithmetic",
+     "UPDATE coupon_stock SET remain = 100 - (SELECT COUNT(*) FROM coupon_order WHERE campaign_id = 7) "
+     "WHERE campaign_id = 7",
+     "not_ours(subquery_in_set)"},
+    {"subquery_in_function", "UPDATE t SET remain = GREATEST(0, (SELECT n FROM x)) WHERE a = 1",
+     "not_ours(subquery_in_set)"},
+    {"subquery_exists", "UPDATE t SET remain = EXISTS (SELECT 1) WHERE a = 1", "not_ours(subquery_in_set)"},
+    {"subquery_table", "UPDATE t SET remain = (TABLE x) WHERE a = 1", "not_ours(subquery_in_set)"},
+    {"subquery_second_assignment", "UPDATE t SET version = version + 1, remain := (SELECT 1) WHERE a = 1",
+     "not_ours(subquery_in_set)"},
+    // Near misses: a subquery outside SET, or a SET value that fails for another reason.
+    {"subquery_after_failed_value", "UPDATE t SET remain = CASE WHEN a THEN 1 END WHERE a IN (SELECT 1)",
+     "not_ours(unsupported_syntax)"},
+    {"select_word_in_string", "UPDATE t SET remain = CASE WHEN a THEN '(SELECT 1)' END",
+     "not_ours(unsupported_syntax)"},
     {"subquery_where", "UPDATE t SET remain = 1 WHERE a IN (SELECT 1)", "not_ours(unsupported_syntax)"},
     {"function_in_where", "UPDATE t SET remain = 1 WHERE a = UPPER('x')", "not_ours(unsupported_syntax)"},
     {"missing_set", "UPDATE t remain = 1", "not_ours(unsupported_syntax)"},
@@ -352,13 +368,26 @@ const parse_case insert_cases[] = {
     {"qualified_columns", "INSERT INTO t (t.a) VALUES (1)", "INSERT table=t cols=[t.a] rows=[(lit:1)]"},
     // MariaDB 10.5+ (Django): the RETURNING clause is skipped over.
     {"returning", "INSERT INTO `t` (`a`) VALUES (1) RETURNING `t`.`id`", "INSERT table=`t` cols=[`a`] rows=[(lit:1)]"},
+    {"select_quoted_column", "INSERT INTO t (`select`) VALUES (1)", "INSERT table=t cols=[`select`] rows=[(lit:1)]"},
 };
 
 const parse_case not_ours_insert_cases[] = {
-    {"insert_select", "INSERT INTO t (a) SELECT 1", "not_ours(unsupported_syntax)"},
+    {"insert_select", "INSERT INTO t (a) SELECT 1", "not_ours(insert_select)"},
+    {"insert_select_no_columns", "INSERT INTO t SELECT * FROM s", "not_ours(insert_select)"},
+    {"insert_ignore_select", "INSERT IGNORE INTO t (a, b) SELECT a, b FROM s WHERE remain > 0",
+     "not_ours(insert_select)"},
+    {"replace_select", "REPLACE t (a) SELECT 1", "not_ours(insert_select)"},
+    {"insert_select_on_duplicate", "INSERT INTO t (a) SELECT 1 ON DUPLICATE KEY UPDATE a = 2",
+     "not_ours(insert_select)"},
+    {"insert_columns_then_parenthesized_select", "INSERT INTO t (a) (SELECT 1)", "not_ours(insert_select)"},
+    {"insert_with_select", "INSERT INTO t (a) WITH x AS (SELECT 1) SELECT * FROM x", "not_ours(insert_select)"},
+    {"insert_columns_table", "INSERT INTO t (a) TABLE x", "not_ours(insert_select)"},
+    {"insert_select_several_statements", "INSERT INTO t SELECT 1; SELECT 2", "not_ours(insert_select)"},
     {"returning_nothing", "INSERT INTO t (a) VALUES (1) RETURNING", "not_ours(unsupported_syntax)"},
-    {"insert_select_parenthesized", "INSERT INTO t (SELECT 1)", "not_ours(unsupported_syntax)"},
-    {"insert_table", "INSERT INTO t TABLE x", "not_ours(unsupported_syntax)"},
+    {"insert_select_parenthesized", "INSERT INTO t (SELECT 1)", "not_ours(insert_select)"},
+    {"insert_table", "INSERT INTO t TABLE x", "not_ours(insert_select)"},
+    // Near misses: a subquery inside VALUES is not INSERT ... SELECT; a quoted `select` is a column.
+    {"select_quoted_column_then_select", "INSERT INTO t (`select`) SELECT 1", "not_ours(insert_select)"},
     {"row_width_mismatch", "INSERT INTO t (a, b) VALUES (1)", "not_ours(unsupported_syntax)"},
     {"rows_of_different_width", "INSERT INTO t VALUES (1), (1, 2)", "not_ours(unsupported_syntax)"},
     {"subquery_value", "INSERT INTO t (a) VALUES ((SELECT 1))", "not_ours(unsupported_syntax)"},
@@ -542,6 +571,18 @@ TEST(parser, deep_nesting_is_not_ours_without_exhausting_the_stack) {
     EXPECT_EQ(parse("SELECT COUNT(" + item + ") FROM t", opts()).reason, not_ours_reason::none);
     // Within the limit, nesting is fine.
     EXPECT_TRUE(parse("SELECT " + std::string(60, '(') + "1" + std::string(60, ')'), opts()).ours());
+}
+
+TEST(parser, subquery_in_set_names_the_table_and_the_column) {
+    const auto st = parse(
+        "UPDATE shop.coupon_stock AS s SET s.note = 'x', s.remain = 100 - (SELECT COUNT(*) FROM o) "
+        "WHERE campaign_id = 7",
+        {});
+    ASSERT_EQ(st.reason, not_ours_reason::subquery_in_set);
+    EXPECT_EQ(st.text(st.not_ours_table.name.name), "coupon_stock");
+    EXPECT_EQ(st.text(st.not_ours_table.name.qualifier), "shop");
+    EXPECT_EQ(st.text(st.not_ours_table.alias), "s");
+    EXPECT_EQ(st.text(st.not_ours_column.span), "s.remain");
 }
 
 TEST(parser, placeholder_count_is_recorded) {

@@ -16,6 +16,8 @@ inline std::string reason_name(not_ours_reason r) {
         case not_ours_reason::unsupported_syntax: return "unsupported_syntax";
         case not_ours_reason::several_statements: return "several_statements";
         case not_ours_reason::sql_mode_unknown: return "sql_mode_unknown";
+        case not_ours_reason::insert_select: return "insert_select";
+        case not_ours_reason::subquery_in_set: return "subquery_in_set";
     }
     return "?";
 }
