@@ -85,6 +85,13 @@ namespace {
     }
 }
 
+// INSERT INTO claims (...) SELECT ... FROM stock WHERE counter > 0: which stock row each inserted
+// claim consumes is not known before it runs.
+constexpr std::string_view insert_select_reason =
+    "INSERT ... SELECT naming the rule's table: claimguard cannot tell which stock row each inserted claim "
+    "consumes; write the decrement (UPDATE stock SET c = c - 1 WHERE key = ? AND c >= 1) and then "
+    "INSERT ... VALUES (...)";
+
 // UPDATE stock SET counter = 100 - (SELECT COUNT(*) FROM claims ...): what it takes is not known
 // before it runs, and two of them at once each count the same claims.
 constexpr std::string_view counter_from_subquery_reason =
@@ -232,6 +239,7 @@ void match_not_ours(const parsed_statement& st, const rule_index& rules, const m
     if (only_reads(st)) return;
     std::string_view why = sql::not_ours_reason_text(st.reason);
     std::string_view code = not_ours_code(st.reason);
+    if (st.reason == sql::not_ours_reason::insert_select) why = insert_select_reason;
     if (sets_counter_from_subquery(st, rules, ctx)) {
         why = counter_from_subquery_reason;
         code = "counter_from_subquery";

@@ -14,10 +14,7 @@ std::string_view not_ours_reason_text(not_ours_reason r) noexcept {
         case not_ours_reason::other_statement: return "a kind of statement claimguard does not read";
         case not_ours_reason::unsupported_syntax: return "a shape claimguard does not read (join, subquery, OR, function in WHERE, ...)";
         case not_ours_reason::several_statements: return "several statements in one query";
-        case not_ours_reason::insert_select:
-            return "INSERT ... SELECT naming the rule's table: claimguard cannot tell which stock row each inserted "
-                   "claim consumes; write the decrement (UPDATE stock SET c = c - 1 WHERE key = ? AND c >= 1) and "
-                   "then INSERT ... VALUES (...)";
+        case not_ours_reason::insert_select: return "INSERT ... SELECT (the rows come from a query)";
         case not_ours_reason::subquery_in_set: return "a shape claimguard does not read (a column set from a subquery)";
         case not_ours_reason::sql_mode_unknown:
             return "the session's sql_mode is not known, and the text reads differently with ANSI_QUOTES";
