@@ -159,6 +159,40 @@ class SilentPaths(unittest.TestCase):
             self.assertEqual(ctx.exception.args[0], ER_CLAIMGUARD)
         self.assertEqual(self.stock()["remain"], 99)
 
+    def test_insert_select_and_counter_from_subquery_are_refused_with_advice(self):
+        # Issue "Refuse less": the two shapes get their own code and an ERR that says what to write.
+        self.set_stock(5)
+        before_insert = unmodeled(self.proxy, "insert_select")
+        before_counter = unmodeled(self.proxy, "counter_from_subquery")
+        with self.connect() as c, c.cursor() as cur:
+            with self.assertRaises(pymysql.MySQLError) as ctx:
+                cur.execute("INSERT INTO coupon_order (user_id, campaign_id) SELECT 1, campaign_id "
+                            f"FROM coupon_stock WHERE campaign_id = {CAMPAIGN} AND remain > 0")
+            self.assertEqual(ctx.exception.args[0], ER_CLAIMGUARD)
+            self.assertIn("refuses this statement", ctx.exception.args[1])
+            self.assertIn("INSERT ... SELECT", ctx.exception.args[1])
+            self.assertIn("UPDATE stock SET c = c - 1 WHERE key = ? AND c >= 1", ctx.exception.args[1])
+            self.assertIn("INSERT ... VALUES", ctx.exception.args[1])
+            with self.assertRaises(pymysql.MySQLError) as ctx:
+                cur.execute("INSERT IGNORE INTO coupon_order (user_id, campaign_id) (SELECT 2, 77)")
+            self.assertEqual(ctx.exception.args[0], ER_CLAIMGUARD)
+            with self.assertRaises(pymysql.MySQLError) as ctx:
+                cur.execute("UPDATE coupon_stock SET remain = 100 - (SELECT COUNT(*) FROM coupon_order "
+                            f"WHERE campaign_id = {CAMPAIGN}) WHERE campaign_id = {CAMPAIGN}")
+            self.assertEqual(ctx.exception.args[0], ER_CLAIMGUARD)
+            self.assertIn("recomputed from a subquery", ctx.exception.args[1])
+            self.assertIn("SET c = c - n WHERE key = ? AND c >= n", ctx.exception.args[1])
+            # What the advice says to write instead goes through: the decrement, then the claim.
+            self.assertEqual(cur.execute("UPDATE coupon_stock SET remain = remain - 1 "
+                                         f"WHERE campaign_id = {CAMPAIGN} AND remain >= 1"), 1)
+            # A user no other case claims for (the Redis lock of an earlier case's claim may live on).
+            cur.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (7301, {CAMPAIGN})")
+        facts = self.stock()
+        self.assertEqual((facts["remain"], facts["rows"]), (4, 1))
+        # One count per refused statement (under the first rule it names).
+        self.assertEqual(unmodeled(self.proxy, "insert_select"), before_insert + 2)
+        self.assertEqual(unmodeled(self.proxy, "counter_from_subquery"), before_counter + 1)
+
     def test_units_waiting_for_a_claim_are_a_metric(self):
         self.set_stock(10)
         with self.connect() as c, c.cursor() as cur:

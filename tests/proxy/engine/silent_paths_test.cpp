@@ -210,6 +210,37 @@ TEST(silent_paths, stock_row_upserts_get_the_policy) {
     EXPECT_FALSE(s.run("INSERT INTO coupon_stock (campaign_id, remain) VALUES (78, 100)").unmodeled);  // a new row only
 }
 
+// Issue "Refuse less": INSERT ... SELECT claims and counters recomputed from a subquery get the
+// policy under their own reason, with a note that says what to write instead.
+TEST(silent_paths, insert_select_and_counter_from_subquery_get_the_policy_with_advice) {
+    const char* insert_select =
+        "INSERT INTO coupon_order (user_id, campaign_id) SELECT 1, campaign_id FROM coupon_stock WHERE remain > 0";
+    const char* from_subquery =
+        "UPDATE coupon_stock SET remain = 100 - (SELECT COUNT(*) FROM coupon_order WHERE campaign_id = 77) "
+        "WHERE campaign_id = 77";
+    for (const auto variant : {variant_id::coupon, variant_id::forward_unmodeled}) {
+        session s(variant);
+        ASSERT_TRUE(s.ready()) << s.error();
+        const verdict expected = variant == variant_id::coupon ? verdict::refuse : verdict::forward;
+        auto d = s.run(insert_select);
+        EXPECT_TRUE(d.unmodeled);
+        EXPECT_EQ(d.what, expected);
+        EXPECT_EQ(d.reason, "insert_select");
+        EXPECT_NE(d.note.find("then INSERT ... VALUES (...)"), std::string_view::npos) << d.note;
+        d = s.run(from_subquery);
+        EXPECT_TRUE(d.unmodeled);
+        EXPECT_EQ(d.what, expected);
+        EXPECT_EQ(d.reason, "counter_from_subquery");
+        EXPECT_NE(d.note.find("relative change"), std::string_view::npos) << d.note;
+    }
+    // Near misses keep their verdicts: arithmetic without a subquery is an absolute write (a take).
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    EXPECT_FALSE(s.run("UPDATE coupon_stock SET remain = 100 - 3 WHERE campaign_id = 77").unmodeled);
+    EXPECT_EQ(s.run("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id IN (SELECT 77)").reason,
+              "unsupported_syntax");
+}
+
 // R11: SQL-level PREPARE of a write of a protected table gets the policy at PREPARE time.
 TEST(silent_paths, r11_sql_prepare_of_a_write_gets_the_policy) {
     session s(variant_id::coupon);
