@@ -181,7 +181,7 @@ bool parse_update(cursor& c, update_statement& out) {
         const std::uint32_t start = c.pos;
         if (!parse_assignment(c, out.assignments.emplace_back())) {
             c.pos = start;
-            note_subquery_assignment(c, out.table);
+            if (!multi_table) note_subquery_assignment(c, out.table);
             return false;
         }
     } while (c.accept_punct(","));

@@ -318,7 +318,10 @@ const parse_case not_ours_update_cases[] = {
     {"subquery_table", "UPDATE t SET remain = (TABLE x) WHERE a = 1", "not_ours(subquery_in_set)"},
     {"subquery_second_assignment", "UPDATE t SET version = version + 1, remain := (SELECT 1) WHERE a = 1",
      "not_ours(subquery_in_set)"},
-    // Near misses: a subquery outside SET, or a SET value that fails for another reason.
+    // Near misses: a multi-table UPDATE (which table's column?), a subquery outside SET, or a SET
+    // value that fails for another reason.
+    {"subquery_value_multi_table", "UPDATE t JOIN x ON x.a = t.a SET t.remain = (SELECT 1) WHERE t.a = 1",
+     "not_ours(unsupported_syntax)"},
     {"subquery_after_failed_value", "UPDATE t SET remain = CASE WHEN a THEN 1 END WHERE a IN (SELECT 1)",
      "not_ours(unsupported_syntax)"},
     {"select_word_in_string", "UPDATE t SET remain = CASE WHEN a THEN '(SELECT 1)' END",
