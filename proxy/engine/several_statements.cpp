@@ -30,6 +30,16 @@ bool changes_reading(std::string_view first_word, std::string_view statement) {
                                           icontains(statement, "character") || icontains(statement, "charset"));
 }
 
+// Words that open a compound statement (BEGIN NOT ATOMIC ... END, a routine, trigger or event body,
+// IF/CASE/LOOP/WHILE/REPEAT/FOR blocks): their inner `;` do not end a statement, the server reads the
+// whole block as one. A split here would cut it apart.
+bool opens_compound(std::string_view word) {
+    for (std::string_view w : {"CREATE", "ALTER", "IF", "CASE", "LOOP", "WHILE", "REPEAT", "FOR", "DECLARE", "END",
+                               "ELSE", "ELSEIF", "WHEN", "UNTIL", "DO", "LEAVE", "ITERATE", "RETURN"})
+        if (iequals(word, w)) return true;
+    return false;
+}
+
 }  // namespace
 
 std::vector<std::string_view> split_statements(std::string_view text, const sql::lexer_options& options) {
@@ -39,7 +49,8 @@ std::vector<std::string_view> split_statements(std::string_view text, const sql:
     bool significant = false;      // the current statement has a token that is not trivia
     bool first_word_seen = false;  // its first word was looked at
     std::string_view first_word;
-    int versioned = 0;  // inside /*! ... */
+    std::size_t words = 0;  // significant tokens of the current statement so far
+    int versioned = 0;      // inside /*! ... */
     for (;;) {
         const auto t = lex.next();
         if (t.kind == sql::token_kind::end) break;
@@ -52,14 +63,22 @@ std::vector<std::string_view> split_statements(std::string_view text, const sql:
             if (changes_reading(first_word, out.back())) return {};
             start = t.end_offset();
             significant = first_word_seen = false;
+            words = 0;
             continue;
         }
         if (sql::is_trivia(t.kind)) continue;
         significant = true;
+        const auto word = t.text(text);
+        ++words;
         if (!first_word_seen) {
             first_word_seen = true;
-            first_word = t.text(text);
+            first_word = word;
             if (iequals(first_word, "LOAD")) return {};  // LOAD DATA LOCAL: the client sends a file
+            if (opens_compound(first_word)) return {};
+        } else if (iequals(word, "BEGIN") || (words == 2 && iequals(first_word, "BEGIN") && iequals(word, "NOT"))) {
+            return {};  // a block: BEGIN NOT ATOMIC, or BEGIN after a label or inside a routine's definition
+        } else if (words == 2 && t.kind == sql::token_kind::punct && word == ":") {
+            return {};  // label: BEGIN / LOOP / WHILE ...
         }
     }
     if (lex.unterminated_version()) return {};

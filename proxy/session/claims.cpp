@@ -133,7 +133,11 @@ awaitable<session::intercepted> session::intercept_query(const proto::packet_spa
     // Several statements, when the server splits them (CLIENT_MULTI_STATEMENTS): each one in turn. Split
     // after the reading above, which asked the server for its sql_mode if it was not known (where a
     // string ends depends on it).
-    if (packet.frames == 1 && multi_statements() && sql.find(';') != std::string_view::npos) {
+    // A query that names no protected table goes as it is, as one, whatever it holds (compound
+    // statements, procedure bodies). One that names one is split even when its first word is a session
+    // word (START TRANSACTION; UPDATE ...; COMMIT), so every statement in it is decided.
+    if (packet.frames == 1 && multi_statements() && sql.find(';') != std::string_view::npos &&
+        (step != engine::recognition::forward || engine_inputs().index.filter().names_protected(sql))) {
         if (auto statements = engine::split_statements(sql, connection_state_.lexer()); !statements.empty())
             co_return co_await intercept_several(packet, statements);
     }

@@ -39,5 +39,20 @@ TEST(several_statements, not_split) {
               (parts{"SET @a = 1", " SELECT @a", " SET NAMES utf8mb4"}));
 }
 
+// Found by the peer suite (mtr main tests through claimguard, 12 tests): a compound statement's inner `;`
+// do not end a statement; the server reads the block as one. Cut apart, each piece was a syntax error.
+TEST(several_statements, never_inside_a_compound_statement) {
+    EXPECT_TRUE(split("BEGIN NOT ATOMIC\nDECLARE a VARCHAR(30);\nSET a = CAST('xxx' AS CHAR(1));\nEND").empty());
+    EXPECT_TRUE(split("BEGIN NOT ATOMIC SELECT 1; END; SELECT 2").empty());
+    EXPECT_TRUE(split("SELECT 1; BEGIN NOT ATOMIC SELECT 1; END").empty());
+    EXPECT_TRUE(split("CREATE PROCEDURE p() BEGIN SELECT 1; SELECT 2; END").empty());
+    EXPECT_TRUE(split("lbl: BEGIN NOT ATOMIC SELECT 1; END lbl").empty());
+    EXPECT_TRUE(split("IF @a THEN SELECT 1; END IF").empty());
+    EXPECT_TRUE(split("WHILE @a > 0 DO SET @a = @a - 1; END WHILE").empty());
+    EXPECT_TRUE(split("CREATE TRIGGER t BEFORE INSERT ON o FOR EACH ROW BEGIN SET @x = 1; SET @y = 2; END").empty());
+    // A transaction's BEGIN is a statement of its own.
+    EXPECT_EQ(split("BEGIN; UPDATE t SET a = 1; COMMIT"), (parts{"BEGIN", " UPDATE t SET a = 1", " COMMIT"}));
+}
+
 }  // namespace
 }  // namespace claimguard::engine
