@@ -12,7 +12,7 @@
 #include "proxy/inject/inject_cli.hpp"
 #include "proxy/schema/check_cli.hpp"
 #include "proxy/session/server.hpp"
-#include "proxy/shutdown_client.hpp"
+#include "proxy/control_client.hpp"
 #include "rules/cli/rules_cli.hpp"
 
 #ifndef CLAIMGUARD_VERSION
@@ -177,6 +177,22 @@ int main(int argc, char** argv) {
         ->type_name("DURATION")
         ->capture_default_str();
 
+    std::string override_control = shutdown_control;
+    std::string override_timeout = "5s";
+    std::string override_mode;
+    auto* override_cmd = app.add_subcommand(
+        "mode-override", "The kill switch: make every rule of a running claimguard observe (observe), or let the "
+                         "rules files decide again (off), without a reload or a restart");
+    override_cmd->add_option("MODE", override_mode, "observe or off")
+        ->required()
+        ->check(CLI::IsMember({"observe", "off"}));
+    override_cmd->add_option("--control", override_control, "Its control endpoint (host:port, [v6]:port)")
+        ->type_name("HOST:PORT")
+        ->capture_default_str();
+    override_cmd->add_option("--timeout", override_timeout, "Connect, send and read the answer within this")
+        ->type_name("DURATION")
+        ->capture_default_str();
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -207,6 +223,17 @@ int main(int argc, char** argv) {
             return usage_error;
         }
         return shutdown_command(shutdown_control, timeout, std::cout, std::cerr);
+    }
+    if (*override_cmd) {
+        std::chrono::milliseconds timeout;
+        try {
+            timeout = config::parse_duration(override_timeout);
+        } catch (const std::exception& e) {
+            std::cerr << "claimguard mode-override: --timeout: " << e.what() << "\n";
+            return usage_error;
+        }
+        return control_post("mode-override", override_control, "/-/mode-override/" + override_mode, timeout,
+                            std::cout, std::cerr);
     }
     if (*check_cmd) return schema::run_check(check_opts, std::cout, std::cerr);
     if (*inject_cmd) return inject::run_inject(inject_opts);

@@ -42,6 +42,7 @@ struct proxy_options {
     std::vector<std::string> rules_files;  // empty (and no rules_dir): a plain relay, no claim engine
     std::string rules_dir;                 // every *.yaml/*.yml in it (a mounted ConfigMap)
     bool watch_rules = true;               // reload when the files or the directory change
+    bool observe_override = false;         // the kill switch: every rule observes (mode_override: observe)
     // The claim rules' Redis first filter (issue 12): one Redis, or a cluster's seed nodes.
     std::vector<endpoint> redis;                  // empty: none
     std::chrono::milliseconds redis_timeout{50};  // the Redis step of a claim, then fail open

@@ -130,6 +130,12 @@ std::vector<setting> make_settings() {
         "watch_rules", "Reload the rules when their files or directory change",
         [](o& x, std::string_view v) { x.watch_rules = parse_bool(v); },
         [](const o& x) { return std::string(x.watch_rules ? "true" : "false"); });
+    add(
+        "mode_override",
+        "observe: every rule observes, whatever the rules files say (the kill switch; also POST "
+        "/-/mode-override/observe on the control endpoint); off: the files decide",
+        [](o& x, std::string_view v) { x.observe_override = one_of(v, {"off", "observe"}) == "observe"; },
+        [](const o& x) { return std::string(x.observe_override ? "observe" : "off"); });
     // --- Redis (issue 12): kept together ---------------------------------------------------------
     add(
         "redis",
@@ -311,6 +317,7 @@ const std::map<std::string_view, presentation>& presentations() {
         {"rules", {"PATH", "Rules"}},
         {"rules_dir", {"DIR", "Rules"}},
         {"watch_rules", {"BOOL", "Rules"}},
+        {"mode_override", {"off|observe", "Rules"}},
         {"audit_log", {"-|off|PATH", "Logging"}},
         {"redis", {"HOST:PORT[,...]|off", "Redis"}},
         {"redis_timeout", {"DURATION", "Redis"}},

@@ -65,7 +65,7 @@ void scope_key(decision& d, std::string_view written_schema, const rules::table_
 rules::mode mode_of(const rules::rule_set& rules, const rules::stock_rule* s, const rules::claim_rule* c) {
     if (c) return rules.effective_mode(*c);
     if (s) return rules.effective_mode(*s);
-    return rules.default_mode;
+    return rules.observe_override ? rules::mode::observe : rules.default_mode;
 }
 
 // A write the rule cannot follow: the rule's policy decides, in every mode a line and a metric.

@@ -23,6 +23,8 @@ inline constexpr std::string_view annotation_cpu_limit = "claimguard.io/cpu-limi
 inline constexpr std::string_view annotation_memory_request = "claimguard.io/memory-request";
 inline constexpr std::string_view annotation_memory_limit = "claimguard.io/memory-limit";
 inline constexpr std::string_view annotation_log_level = "claimguard.io/log-level";  // trace ... error
+// "observe": the sidecar starts with --mode-override observe (the kill switch for new pods); "off": the default.
+inline constexpr std::string_view annotation_mode_override = "claimguard.io/mode-override";
 // native or plain: the kind of sidecar, whatever the cluster's version says (native needs >= 1.29,
 // or 1.28 with the SidecarContainers feature gate).
 inline constexpr std::string_view annotation_sidecar_mode = "claimguard.io/sidecar-mode";

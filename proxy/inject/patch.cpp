@@ -247,6 +247,11 @@ std::optional<std::string> apply_overrides(const json& annotations, injection_co
         c.extra_args.emplace_back("--log-level");
         c.extra_args.push_back(*v);
     }
+    if (auto v = text(annotation_mode_override)) {
+        if (*v != "observe" && *v != "off") return bad(annotation_mode_override, *v, "observe or off");
+        c.extra_args.emplace_back("--mode-override");
+        c.extra_args.push_back(*v);
+    }
     if (auto v = text(annotation_extra_args)) {
         const json args = json::parse(*v, nullptr, false);
         if (!args.is_array() || !std::all_of(args.begin(), args.end(), [](const json& a) { return a.is_string(); }))

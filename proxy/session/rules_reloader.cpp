@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -29,6 +30,7 @@ struct reload_metrics {
     admin::family<admin::counter>& reloads;
     admin::gauge& stock_rules;
     admin::gauge& claim_rules;
+    admin::gauge& mode_override;
     admin::family<admin::gauge>& info;
 
     static reload_metrics& get() {
@@ -41,6 +43,9 @@ struct reload_metrics {
             r.counter_family("claimguard_rules_reloads_total", "Rules (re)loads by result", {"result"}),
             r.add_gauge("claimguard_rules_stock", "Stock rules active"),
             r.add_gauge("claimguard_rules_claim", "Claim rules active"),
+            r.add_gauge("claimguard_mode_override",
+                        "1 while the mode override (the kill switch) makes every rule observe, whatever the rules "
+                        "files say"),
             r.gauge_family("claimguard_rules_info",
                            "The rules in use; the value is always 1 (version: the rules' hash, as in /rules and the "
                            "audit log)",
@@ -71,8 +76,7 @@ std::pair<bool, std::string> rules_reloader::reload(std::string_view trigger) {
     auto& m = reload_metrics::get();
     auto paths = engine::rules_paths(files_, dir_);
     auto loaded = engine::load_rules_files(paths);
-    if (paths.empty()) loaded.errors.push_back({{dir_, 0, 0}, "no rules files (*.yaml, *.yml) found"});
-    if (!loaded.rules || paths.empty()) {
+    if (!loaded.rules) {
         std::string all;
         for (const auto& e : loaded.errors) {
             auto line = fmt::format("{}:{}:{}: {}", e.pos.file, e.pos.line, e.pos.column, e.message);
@@ -112,12 +116,29 @@ std::pair<bool, std::string> rules_reloader::reload(std::string_view trigger) {
         code = std::move(vetting.database_code);
         keys = std::move(vetting.key_compare);
     }
+    loaded.rules->observe_override = observe_override_;
     auto snapshot =
         std::make_shared<engine::rules_snapshot>(std::move(*loaded.rules), std::move(code), std::move(keys));
     snapshot->files = paths;
-    auto summary = fmt::format("rules {}: {} stock rules, {} claim rules (version {})", trigger,
+    auto summary = fmt::format("rules {}: {} stock rules, {} claim rules (version {}){}", trigger,
                                snapshot->rules.stocks.size(), snapshot->rules.claims.size(),
-                               snapshot->rules.version_hash);
+                               snapshot->rules.version_hash,
+                               paths.empty() ? "; no rules files: every statement is relayed unchanged"
+                               : observe_override_ ? "; mode override: every rule observes"
+                                                   : "");
+    publish(std::move(snapshot));
+    loaded_at_ = unix_now();
+    m.last_successful.set(1);
+    m.last_success_time.set(loaded_at_);
+    m.reloads.with("success").inc();
+    if (paths.empty()) spdlog::warn("{}", summary);
+    else spdlog::info("{}", summary);
+    if (applied_) applied_();
+    return {true, summary};
+}
+
+void rules_reloader::publish(std::shared_ptr<engine::rules_snapshot> snapshot) {
+    auto& m = reload_metrics::get();
     m.stock_rules.set(static_cast<std::int64_t>(snapshot->rules.stocks.size()));
     m.claim_rules.set(static_cast<std::int64_t>(snapshot->rules.claims.size()));
     m.info.clear();
@@ -126,14 +147,28 @@ std::pair<bool, std::string> rules_reloader::reload(std::string_view trigger) {
               snapshot->rules.default_mode == rules::mode::enforce ? "enforce" : "observe")
         .set(1);
     claim_counter_tables::get().install(snapshot);  // its rules' metric children, before sessions see it
+    m.mode_override.set(snapshot->rules.observe_override ? 1 : 0);
     holder_.replace(std::move(snapshot));  // commands in flight keep the snapshot they started with
-    loaded_at_ = unix_now();
-    m.last_successful.set(1);
-    m.last_success_time.set(loaded_at_);
-    m.reloads.with("success").inc();
-    spdlog::info("{}", summary);
-    if (applied_) applied_();
-    return {true, summary};
+}
+
+bool rules_reloader::set_observe_override(bool on, std::string_view trigger) {
+    if (on == observe_override_) return false;
+    observe_override_ = on;
+    if (auto current = holder_.current()) {
+        rules::rule_set next = current->rules;
+        next.observe_override = on;
+        auto snapshot = std::make_shared<engine::rules_snapshot>(std::move(next), current->database_code,
+                                                                 current->key_compare);
+        snapshot->files = current->files;
+        publish(std::move(snapshot));
+    }
+    if (on)
+        spdlog::warn("mode override ({}): every rule observes (statements are forwarded as written, audited "
+                     "and counted); the rules files are unchanged",
+                     trigger);
+    else
+        spdlog::warn("mode override ({}) lifted: the rules files' modes apply again", trigger);
+    return true;
 }
 
 std::string rules_reloader::describe() const {
@@ -148,6 +183,7 @@ std::string rules_reloader::describe() const {
     j["files"] = current->files;
     j["loaded_at"] = loaded_at_;
     j["default_mode"] = current->rules.default_mode == rules::mode::enforce ? "enforce" : "observe";
+    j["mode_override"] = current->rules.observe_override ? nlohmann::json("observe") : nlohmann::json();
     auto& stocks = j["stock_rules"] = nlohmann::json::array();
     for (const auto& s : current->rules.stocks) {
         // How the database compares each key column (empty: not known yet; byte for byte).
@@ -196,15 +232,36 @@ void rules_reloader::watch() {
     read_events();
 }
 
+bool rules_reloader::concerns_rules(std::string_view name) const {
+    if (name == "..data") return true;  // a ConfigMap update: kubelet swaps this symlink in one rename
+    for (const auto& f : files_)
+        if (std::filesystem::path(f).filename() == name) return true;
+    // What rules_paths() reads from the directory: *.yaml and *.yml, hidden entries skipped.
+    if (dir_.empty() || name.empty() || name.front() == '.') return false;
+    return name.ends_with(".yaml") || name.ends_with(".yml");
+}
+
 void rules_reloader::read_events() {
-    inotify_->async_read_some(asio::buffer(events_), [this](boost::system::error_code ec, std::size_t) {
+    inotify_->async_read_some(asio::buffer(events_), [this](boost::system::error_code ec, std::size_t n) {
         if (ec) return;  // closed at shutdown
-        // Any change in a watched directory: coalesce, then reload (a reload with an
-        // unchanged hash is harmless).
-        debounce_.expires_after(reload_debounce);
-        debounce_.async_wait([this](boost::system::error_code wait_ec) {
-            if (!wait_ec) (void)reload("reload (file change)");
-        });
+        // inotify delivers whole events: walk them, reload only for a file that can change the rules.
+        bool relevant = false;
+        for (std::size_t at = 0; at + sizeof(inotify_event) <= n;) {
+            inotify_event head{};
+            std::memcpy(&head, events_.data() + at, sizeof head);
+            const auto* name = events_.data() + at + sizeof head;
+            const std::string_view file(name, ::strnlen(name, head.len));
+            if ((head.mask & IN_Q_OVERFLOW) != 0 || concerns_rules(file)) relevant = true;
+            at += sizeof head + head.len;
+        }
+        if (relevant) {
+            // Editors and kubelet write in several steps: coalesce, then reload (a reload of
+            // unchanged files is harmless).
+            debounce_.expires_after(reload_debounce);
+            debounce_.async_wait([this](boost::system::error_code wait_ec) {
+                if (!wait_ec) (void)reload("reload (file change)");
+            });
+        }
         read_events();
     });
 }

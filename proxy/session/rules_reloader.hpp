@@ -36,6 +36,11 @@ public:
 
     // Loads the rules (start-up or reload). {true, summary} or {false, every error}.
     std::pair<bool, std::string> reload(std::string_view trigger);
+    // The kill switch: with `on`, every rule observes whatever the files say, from the next command
+    // on (a new snapshot of the same rules); off, the files' modes again. Kept across reloads.
+    // False when nothing changed.
+    bool set_observe_override(bool on, std::string_view trigger);
+    [[nodiscard]] bool observe_override() const { return observe_override_; }
     // Starts watching the files' directories; changes trigger a reload after a short debounce.
     void watch();
     // The active rules for GET /rules (JSON).
@@ -48,6 +53,11 @@ public:
 
 private:
     void read_events();
+    // Whether an inotify event's file name can change the rules (a rules file, a named file, a
+    // ConfigMap's ..data swap): editors' swap files and unrelated files do not reload.
+    [[nodiscard]] bool concerns_rules(std::string_view name) const;
+    // Installs `next` (metrics, counters, the holder) and logs `summary`.
+    void publish(std::shared_ptr<engine::rules_snapshot> next);
 
     boost::asio::io_context& io_;
     engine::rules_holder& holder_;
@@ -59,6 +69,7 @@ private:
     std::int64_t loaded_at_ = 0;  // unix seconds of the last successful load
     rules_vetter vet_;
     std::function<void()> applied_;
+    bool observe_override_ = false;
 };
 
 }  // namespace claimguard::session

@@ -345,6 +345,7 @@ int run_server(const config::proxy_options& options) {
                     return schema->vet(next, previous);
                 },
                 [&schema] { schema->wake(); });
+        if (options.observe_override) (void)reloader->set_observe_override(true, "mode_override: observe");
         if (!reloader->reload("load").first) {
             spdlog::critical("the rules are not valid: not starting (check them with claimguard validate)");
             return 2;
@@ -437,6 +438,17 @@ int run_server(const config::proxy_options& options) {
                 control_srv->add_post_handler("/-/reload", [&] {
                     auto [ok, text] = reloader->reload("reload (POST /-/reload)");
                     return std::pair<int, std::string>{ok ? 200 : 400, text};
+                });
+                // The kill switch, effective from the next command of every connection.
+                control_srv->add_post_handler("/-/mode-override/observe", [&] {
+                    const bool changed = reloader->set_observe_override(true, "POST /-/mode-override/observe");
+                    return std::pair<int, std::string>{
+                        200, changed ? "mode override: every rule observes" : "mode override: already observing"};
+                });
+                control_srv->add_post_handler("/-/mode-override/off", [&] {
+                    const bool changed = reloader->set_observe_override(false, "POST /-/mode-override/off");
+                    return std::pair<int, std::string>{200, changed ? "mode override lifted: the rules files decide"
+                                                                    : "mode override: already off"};
                 });
             }
         }

@@ -92,10 +92,10 @@ rule_set build_rule_set(detail::parsed_rules& parsed, const std::vector<rules_so
     for (auto& c : parsed.claims)
         set.claims.push_back(std::move(c.rule));
     std::uint64_t h = fnv1a_offset_basis;
+    // The content only, file by file in load order: `claimguard lint` on a DBA's copy of the files
+    // shows the version a sidecar reports for the same text, wherever each is mounted.
     for (const auto& source : sources) {
         const auto size = std::to_string(source.text.size());
-        h = fnv1a64(source.file, h);
-        h = fnv1a64(std::string_view("\0", 1), h);
         h = fnv1a64(size, h);
         h = fnv1a64(std::string_view("\0", 1), h);
         h = fnv1a64(source.text, h);

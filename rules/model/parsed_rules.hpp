@@ -38,6 +38,12 @@ struct parsed_rules {
     std::vector<parsed_stock> stocks;
     std::vector<parsed_claim> claims;
     std::vector<std::string> trusted_users;
+    // rule_modes: (an overlay file): a rule's mode set apart from the rule, where written.
+    struct rule_mode_override {
+        located_name rule;
+        mode value = mode::enforce;
+    };
+    std::vector<rule_mode_override> rule_modes;
 };
 
 // Reads one parsed YAML document into `out`, reporting problems within a file and within a rule.

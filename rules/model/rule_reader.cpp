@@ -541,12 +541,36 @@ void read_trusted_users(yaml_file& file, const field& f, parsed_rules& out) {
     }
 }
 
+// rule_modes: {name: enforce|observe, ...}: an overlay that sets rules' modes without editing the
+// rules (a second ConfigMap key, a file the DBA drops next to the rules). Names are checked against
+// every file's rules in validate_rules.
+void read_rule_modes(yaml_file& file, const field& f, parsed_rules& out) {
+    if (f.value.IsNull()) return;
+    if (!f.value.IsMap()) {
+        file.error(f.value_mark(), "rule_modes is a mapping of rule names to enforce or observe (coupon_stock: "
+                                   "observe), not " + std::string(describe_node(f.value)));
+        return;
+    }
+    for (const auto& entry : f.value) {
+        const YAML::Node key = entry.first;
+        if (!key.IsScalar() || key.Scalar().empty()) {
+            file.error(key.Mark(), "rule_modes holds rule names, not " + std::string(describe_node(key)));
+            continue;
+        }
+        const field one{key.Scalar(), key.Mark(), entry.second};
+        const auto m = read_mode(file, one);
+        if (!m) continue;
+        out.rule_modes.push_back({{key.Scalar(), file.pos(key.Mark())}, *m});
+    }
+}
+
 // The fields of the rules file, in the order of the "unknown field" list; read in the order written (below).
 constexpr field_spec<parsed_rules> top_fields[] = {
     {"default_mode", read_default_mode},
     {"stock_rules", read_stock_rules},
     {"claim_rules", read_claim_rules},
     {"trusted_users", read_trusted_users},
+    {"rule_modes", read_rule_modes},
 };
 
 template <class T, std::size_t N>

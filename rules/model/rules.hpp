@@ -154,11 +154,18 @@ struct rule_set {
     std::vector<claim_rule> claims;
     // Database users whose statements no rule touches (restocks, DBA work): forwarded unchanged.
     std::vector<std::string> trusted_users;
-    std::string version_hash;  // hex digest of the source files, shown by /rules
+    std::string version_hash;  // hex digest of the source files' content, shown by /rules and lint
+    // The kill switch (serve --mode-override observe, its environment variable, POST /-/mode-override):
+    // every rule observes, whatever the files say. Set by the proxy, never read from a file.
+    bool observe_override = false;
 
     [[nodiscard]] const stock_rule* find_stock(std::string_view name) const;
-    [[nodiscard]] mode effective_mode(const stock_rule& r) const { return r.rule_mode.value_or(default_mode); }
-    [[nodiscard]] mode effective_mode(const claim_rule& r) const { return r.rule_mode.value_or(default_mode); }
+    [[nodiscard]] mode effective_mode(const stock_rule& r) const {
+        return observe_override ? mode::observe : r.rule_mode.value_or(default_mode);
+    }
+    [[nodiscard]] mode effective_mode(const claim_rule& r) const {
+        return observe_override ? mode::observe : r.rule_mode.value_or(default_mode);
+    }
     [[nodiscard]] bool is_trusted(std::string_view user) const;
 };
 

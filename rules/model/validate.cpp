@@ -1,6 +1,7 @@
 // Internal: checks across rules and files (names, tables, consumes, column mappings, Redis key templates).
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "rules/model/key_template.hpp"
 #include "rules/model/parsed_rules.hpp"
@@ -224,12 +225,43 @@ void check_consumes(parsed_rules& rules, diagnostics& diags) {
     }
 }
 
+// rule_modes: each name is a rule of some file; one rule is given one mode; the overlay's mode
+// replaces the rule's own `mode:`.
+void apply_rule_modes(parsed_rules& rules, diagnostics& diags) {
+    std::map<std::string_view, const parsed_rules::rule_mode_override*> seen;
+    for (const auto& o : rules.rule_modes) {
+        std::optional<mode>* target = nullptr;
+        for (auto& s : rules.stocks)
+            if (s.rule.name == o.rule.name) target = &s.rule.rule_mode;
+        for (auto& c : rules.claims)
+            if (c.rule.name == o.rule.name) target = &c.rule.rule_mode;
+        if (target == nullptr) {
+            std::vector<std::string> names;
+            for (const auto& s : rules.stocks) names.push_back(s.rule.name);
+            for (const auto& c : rules.claims) names.push_back(c.rule.name);
+            diags.add(o.rule.pos, "rule_modes names " + quoted(o.rule.name) + ", which is no rule of these files" +
+                                      (names.empty() ? std::string() : " (rules: " + join_names(names) + ")"));
+            continue;
+        }
+        const auto [it, inserted] = seen.emplace(o.rule.name, &o);
+        if (!inserted && it->second->value != o.value) {
+            diags.add(o.rule.pos, "rule_modes sets " + quoted(o.rule.name) + " to " +
+                                      (o.value == mode::enforce ? "enforce" : "observe") + " here but to " +
+                                      (it->second->value == mode::enforce ? "enforce" : "observe") + " at " +
+                                      where(it->second->rule.pos));
+            continue;
+        }
+        *target = o.value;
+    }
+}
+
 }  // namespace
 
 void validate_rules(parsed_rules& rules, diagnostics& diags) {
     check_unique_names(rules, diags);
     check_unique_tables(rules, diags);
     check_consumes(rules, diags);
+    apply_rule_modes(rules, diags);
 }
 
 // The hash tag of the keys a template expands to, assuming column values hold no braces: Redis

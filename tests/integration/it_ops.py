@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import unittest
 import urllib.error
 import urllib.request
@@ -238,6 +239,125 @@ class Ops(unittest.TestCase):
         self.assertNotEqual(after["version"], before["version"])
         self.assertEqual(metric(proxy.admin_port, "claimguard_rules_last_reload_successful"), 1)
         self.assert_queries_work(proxy)
+
+    # --- safe edits: the kill switch, overlays, the watcher, an empty set, the version ------------
+
+    def stock_table(self):
+        """coupon_stock with one campaign and nothing left (a take is refused in enforce)."""
+        db = self.database()
+        db.sql("CREATE TABLE IF NOT EXISTS coupon_stock (campaign_id INT PRIMARY KEY, remain INT NOT NULL, "
+               "version INT NOT NULL DEFAULT 0)", database=servers.DATABASE)
+        db.sql("REPLACE INTO coupon_stock VALUES (1, 0, 0)", database=servers.DATABASE)
+
+    def remain(self):
+        return int(self.database().sql("SELECT remain FROM coupon_stock WHERE campaign_id = 1",
+                                       database=servers.DATABASE).strip())
+
+    def take_one(self, conn):
+        """None when the decrement went through, else the error code."""
+        try:
+            self.query(conn, "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 1")
+            return None
+        except pymysql.err.MySQLError as e:
+            return e.args[0]
+
+    def test_kill_switch_puts_every_rule_in_observe_without_a_reload(self):
+        self.stock_table()
+        rules = self.rules_dir()
+        proxy = self.start_proxy("kill_switch", "--rules-dir", rules)
+        conn = self.connect(proxy)
+        self.assertEqual(self.take_one(conn), 1644, "enforce: sold out")
+        self.assertEqual(metric(proxy.admin_port, "claimguard_mode_override"), 0)
+        loads = reloads(proxy.admin_port)
+
+        r = run_cli("mode-override", "observe", "--control", f"{servers.HOST}:{proxy.control_port}")
+        self.assertEqual(r.returncode, 0, f"stdout {r.stdout!r} stderr {r.stderr!r}")
+        self.assertIn("every rule observes", r.stdout)
+        # The same connection's next command observes: forwarded as written (the counter goes below 0).
+        self.assertIsNone(self.take_one(conn))
+        self.assertEqual(self.remain(), -1)
+        info = rules_info(proxy.admin_port)
+        self.assertEqual(info["mode_override"], "observe")
+        self.assertEqual({s["mode"] for s in info["stock_rules"] + info["claim_rules"]}, {"observe"})
+        self.assertEqual(metric(proxy.admin_port, "claimguard_mode_override"), 1)
+        self.assertEqual(reloads(proxy.admin_port), loads, "the kill switch is not a reload")
+
+        # It survives a reload; a second "observe" changes nothing and says so.
+        self.assertEqual(http(proxy.control_port, "/-/reload", method="POST")[0], 200)
+        self.assertEqual(rules_info(proxy.admin_port)["mode_override"], "observe")
+        status, body = http(proxy.control_port, "/-/mode-override/observe", method="POST")
+        self.assertEqual((status, body), (200, "mode override: already observing"))
+        self.database().sql("UPDATE coupon_stock SET remain = 0", database=servers.DATABASE)
+        self.assertIsNone(self.take_one(conn))
+
+        r = run_cli("mode-override", "off", "--control", f"{servers.HOST}:{proxy.control_port}")
+        self.assertEqual(r.returncode, 0, f"stdout {r.stdout!r} stderr {r.stderr!r}")
+        self.database().sql("UPDATE coupon_stock SET remain = 0", database=servers.DATABASE)
+        self.assertEqual(self.take_one(conn), 1644, "enforce again")
+        self.assertEqual(self.remain(), 0)
+        self.assertIsNone(rules_info(proxy.admin_port)["mode_override"])
+        # The admin listener does not take it (control only); a bad mode is a usage error.
+        self.assertEqual(http(proxy.admin_port, "/-/mode-override/observe", method="POST")[0], 404)
+        self.assertEqual(run_cli("mode-override", "enforce").returncode, 2)
+
+    def test_kill_switch_at_start_up_from_the_environment(self):
+        self.stock_table()
+        rules = self.rules_dir()
+        os.environ["CLAIMGUARD_MODE_OVERRIDE"] = "observe"
+        try:
+            proxy = self.start_proxy("kill_switch_env", "--rules-dir", rules)
+        finally:
+            del os.environ["CLAIMGUARD_MODE_OVERRIDE"]
+        self.assertEqual(rules_info(proxy.admin_port)["mode_override"], "observe")
+        self.assertIsNone(self.take_one(self.connect(proxy)))
+        self.assertEqual(self.remain(), -1)
+
+    def test_watcher_ignores_other_files_and_an_overlay_sets_modes(self):
+        rules = self.rules_dir()
+        proxy = self.start_proxy("overlay", "--rules-dir", rules)
+        loads = reloads(proxy.admin_port)
+        for name in ("notes.txt", ".coupon.yaml.swp", "coupon.yaml~", "4913"):
+            write_file(os.path.join(rules, name), "not rules\n")
+        # The watcher debounces 300 ms: a reload would be counted well within this.
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            self.assertEqual(reloads(proxy.admin_port), loads, "an unrelated file reloaded the rules")
+            time.sleep(0.1)
+
+        before = rules_info(proxy.admin_port)
+        write_file(os.path.join(rules, "zz-modes.yaml"), "rule_modes:\n  coupon_stock: observe\n")
+        after = wait_for(lambda: (lambda i: i if i["version"] != before["version"] else None)(
+            rules_info(proxy.admin_port)), RELOAD_TIMEOUT_S, "overlay loaded")
+        self.assertEqual([s["mode"] for s in after["stock_rules"]], ["observe"])
+        self.assertEqual([c["mode"] for c in after["claim_rules"]], ["enforce"])
+
+        # An overlay naming no rule is refused at its line; the overlay before it stays.
+        write_file(os.path.join(rules, "zz-modes.yaml"), "rule_modes:\n  coupon_stok: observe\n")
+        status, body = http(proxy.control_port, "/-/reload", method="POST")
+        self.assertEqual(status, 400, body)
+        self.assertIn("zz-modes.yaml:2:3: rule_modes names 'coupon_stok'", body)
+        self.assertEqual(rules_info(proxy.admin_port)["version"], after["version"])
+
+    def test_empty_rules_dir_relays_and_rules_added_later_load(self):
+        rules = os.path.join(self.work, "empty_rules")
+        os.makedirs(rules)
+        proxy = self.start_proxy("empty_rules", "--rules-dir", rules)
+        self.assert_queries_work(proxy)
+        info = rules_info(proxy.admin_port)
+        self.assertEqual((info["stock_rules"], info["claim_rules"]), ([], []))
+        self.assertEqual(metric(proxy.admin_port, "claimguard_rules_last_reload_successful"), 1)
+        write_file(os.path.join(rules, "coupon.yaml"), coupon_rules())
+        wait_for(lambda: rules_info(proxy.admin_port)["stock_rules"], RELOAD_TIMEOUT_S, "rules added later loaded")
+
+    def test_lint_of_a_copy_shows_the_version_the_sidecar_reports(self):
+        rules = self.rules_dir()
+        proxy = self.start_proxy("version", "--rules-dir", rules)
+        copy = os.path.join(self.work, "dba_copy")
+        os.makedirs(copy)
+        shutil.copy(os.path.join(rules, "coupon.yaml"), os.path.join(copy, "my-coupon-rules.yaml"))
+        r = run_cli("lint", os.path.join(copy, "my-coupon-rules.yaml"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"(version {rules_info(proxy.admin_port)['version']})", r.stdout)
 
     # --- graceful shutdown -----------------------------------------------------------------------
 

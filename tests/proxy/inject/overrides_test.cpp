@@ -82,6 +82,15 @@ TEST(overrides, image_resources_log_level_and_extra_args) {
               (std::vector<std::string>{"--idle-timeout", "30s", "--log-level", "debug", "--max-connections", "64"}));
 }
 
+TEST(overrides, mode_override_starts_the_sidecar_observing) {
+    const auto r = inject(app_pod({{"claimguard.io/mode-override", "observe"}}), config_for(29));
+    ASSERT_TRUE(r.plan.inject) << r.plan.reason;
+    EXPECT_EQ(args_after(sidecar_of(r.pod)["args"], "--mode-override"), std::vector<std::string>{"observe"});
+    const auto off = inject(app_pod({{"claimguard.io/mode-override", "off"}}), config_for(29));
+    ASSERT_TRUE(off.plan.inject) << off.plan.reason;
+    EXPECT_EQ(args_after(sidecar_of(off.pod)["args"], "--mode-override"), std::vector<std::string>{"off"});
+}
+
 TEST(overrides, no_annotation_changes_nothing) {
     const auto c = config_for(29);
     const auto r = inject(app_pod(), c);
@@ -115,6 +124,7 @@ INSTANTIATE_TEST_SUITE_P(annotations, bad_overrides,
                                          bad_override{"claimguard.io/cpu-limit", "lots", "quantity"},
                                          bad_override{"claimguard.io/memory-request", "1GB", "quantity"},
                                          bad_override{"claimguard.io/log-level", "verbose", "trace, debug"},
+                                         bad_override{"claimguard.io/mode-override", "enforce", "observe or off"},
                                          bad_override{"claimguard.io/extra-args", "--x", "JSON array"},
                                          bad_override{"claimguard.io/extra-args", "[1]", "JSON array"},
                                          bad_override{"claimguard.io/sidecar-mode", "daemon", "native or plain"},

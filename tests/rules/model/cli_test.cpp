@@ -69,7 +69,7 @@ TEST_F(cli, lint_errors_go_to_err_with_file_line_column) {
     EXPECT_EQ(r.out, "");
     EXPECT_EQ(r.err, path + ":1:15: error: default_mode must be enforce or observe, not 'strict'\n" + path +
                          ":2:1: error: unknown field 'foo' in the rules file; its fields are: default_mode, "
-                         "stock_rules, claim_rules, trusted_users\n");
+                         "stock_rules, claim_rules, trusted_users, rule_modes\n");
 }
 
 TEST_F(cli, lint_several_files_form_one_set) {

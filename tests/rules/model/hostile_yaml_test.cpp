@@ -8,7 +8,7 @@ namespace claimguard::rules::test {
 namespace {
 
 const std::string nested_message = "the YAML is nested more than 64 levels deep here; a rules file needs no more than 5";
-const std::string top_fields = "its fields are: default_mode, stock_rules, claim_rules, trusted_users";
+const std::string top_fields = "its fields are: default_mode, stock_rules, claim_rules, trusted_users, rule_modes";
 
 std::string repeat(const std::string& s, int n) {
     std::string out;

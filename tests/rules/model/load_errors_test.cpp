@@ -39,7 +39,7 @@ const error_case top_level_cases[] = {
     {"unknown_top_field_with_hint", "default_mod: enforce\n",
      {"1:1: unknown field 'default_mod' in the rules file; did you mean 'default_mode'?"}},
     {"unknown_top_field_lists_fields", "version: 1\n",
-     {"1:1: unknown field 'version' in the rules file; its fields are: default_mode, stock_rules, claim_rules, trusted_users"}},
+     {"1:1: unknown field 'version' in the rules file; its fields are: default_mode, stock_rules, claim_rules, trusted_users, rule_modes"}},
     {"unknown_top_field_suffix_hint", "rules: []\n",
      {"1:1: unknown field 'rules' in the rules file; did you mean 'stock_rules'?"}},
     {"top_level_list", "- a\n- b\n",

@@ -44,9 +44,9 @@ const multi_case multi_cases[] = {
      {{"a.yaml", "default_mode: x\nfoo: 1\n"}, {"b.yaml", "bar: 2\n"}, {"c.yaml", "\t- x\n"}},
      {"a.yaml:1:15: error: default_mode must be enforce or observe, not 'x'",
       "a.yaml:2:1: error: unknown field 'foo' in the rules file; its fields are: default_mode, stock_rules, "
-      "claim_rules, trusted_users",
+      "claim_rules, trusted_users, rule_modes",
       "b.yaml:1:1: error: unknown field 'bar' in the rules file; its fields are: default_mode, stock_rules, "
-      "claim_rules, trusted_users",
+      "claim_rules, trusted_users, rule_modes",
       "c.yaml:1:1: error: a tab is used for indentation here; YAML indents with spaces only"}},
     {"a_broken_file_does_not_hide_the_others", {{"a.yaml", "stock_rules: [\n"}, {"b.yaml", "mode: x\n"}},
      {"a.yaml:2:1: error: this is not valid YAML: end of sequence flow not found",
@@ -100,6 +100,50 @@ TEST(multi_file_set, moving_text_between_files_changes_the_hash) {
     const auto two = load_rules({{"x.yaml", stock_file}, {"y.yaml", claim_file}});
     ASSERT_TRUE(one.rules && two.rules);
     EXPECT_NE(one.rules->version_hash, two.rules->version_hash);
+}
+
+TEST(multi_file_set, rule_modes_overlay_sets_a_rules_mode_from_another_file) {
+    const auto r = load_rules({{"a.yaml", stock_file}, {"b.yaml", claim_file},
+                               {"zz-modes.yaml", "rule_modes:\n  coupon_stock: observe\n"}});
+    ASSERT_TRUE(r.rules) << (r.errors.empty() ? "" : format_diagnostic(r.errors[0]));
+    EXPECT_EQ(r.rules->effective_mode(r.rules->stocks.at(0)), mode::observe);
+    EXPECT_EQ(r.rules->effective_mode(r.rules->claims.at(0)), mode::enforce);
+}
+
+TEST(multi_file_set, rule_modes_overlay_wins_over_the_rules_own_mode) {
+    const auto r = load_rules({{"a.yaml", stock_file + "    mode: observe\n"},
+                               {"modes.yaml", "rule_modes:\n  coupon_stock: enforce\n"}});
+    ASSERT_TRUE(r.rules) << (r.errors.empty() ? "" : format_diagnostic(r.errors[0]));
+    EXPECT_EQ(r.rules->effective_mode(r.rules->stocks.at(0)), mode::enforce);
+}
+
+TEST(multi_file_set, rule_modes_errors_are_located) {
+    const auto unknown = load_rules({{"a.yaml", stock_file}, {"modes.yaml", "rule_modes:\n  coupon_stok: observe\n"}});
+    EXPECT_EQ(formatted(unknown), std::vector<std::string>{
+                                      "modes.yaml:2:3: error: rule_modes names 'coupon_stok', which is no rule of "
+                                      "these files (rules: coupon_stock)"});
+    const auto conflicting =
+        load_rules({{"a.yaml", stock_file + "rule_modes:\n  coupon_stock: observe\n"},
+                    {"modes.yaml", "rule_modes:\n  coupon_stock: enforce\n"}});
+    EXPECT_EQ(formatted(conflicting),
+              std::vector<std::string>{"modes.yaml:2:3: error: rule_modes sets 'coupon_stock' to enforce here but to "
+                                       "observe at a.yaml:7:3"});
+    const auto bad_mode = load_rules({{"a.yaml", stock_file}, {"modes.yaml", "rule_modes:\n  coupon_stock: off\n"}});
+    ASSERT_EQ(bad_mode.errors.size(), 1u);
+    EXPECT_NE(format_diagnostic(bad_mode.errors[0]).find("modes.yaml:2:17: error: coupon_stock must be enforce or observe"),
+              std::string::npos)
+        << format_diagnostic(bad_mode.errors[0]);
+    const auto list = load_rules({{"a.yaml", stock_file}, {"modes.yaml", "rule_modes: [coupon_stock]\n"}});
+    ASSERT_EQ(list.errors.size(), 1u);
+    EXPECT_NE(format_diagnostic(list.errors[0]).find("rule_modes is a mapping"), std::string::npos);
+}
+
+TEST(multi_file_set, no_files_is_an_empty_rule_set) {
+    // A rules directory emptied on purpose: the proxy relays every statement unchanged.
+    const auto r = load_rules({});
+    ASSERT_TRUE(r.rules);
+    EXPECT_TRUE(r.rules->stocks.empty());
+    EXPECT_TRUE(r.rules->claims.empty());
 }
 
 TEST(multi_file_set, too_many_files) {

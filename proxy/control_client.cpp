@@ -1,5 +1,5 @@
-// The shutdown client on Beast: IPv4, IPv6 ([::1]:9091) and host names, one deadline for it all.
-#include "proxy/shutdown_client.hpp"
+// The control client on Beast: IPv4, IPv6 ([::1]:9091) and host names, one deadline for it all.
+#include "proxy/control_client.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -18,13 +18,13 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 
-int shutdown_command(const std::string& address, std::chrono::milliseconds timeout, std::ostream& out,
-                     std::ostream& err) {
+int control_post(std::string_view command, const std::string& address, std::string_view path,
+                 std::chrono::milliseconds timeout, std::ostream& out, std::ostream& err, std::string_view said) {
     config::endpoint ep;
     try {
         ep = config::parse_endpoint(address);
     } catch (const std::exception& e) {
-        err << "claimguard shutdown: " << e.what() << "\n";
+        err << "claimguard " << command << ": " << e.what() << "\n";
         return 2;
     }
     asio::io_context io;
@@ -38,7 +38,7 @@ int shutdown_command(const std::string& address, std::chrono::milliseconds timeo
             stream.expires_after(timeout);
             auto endpoints = co_await resolver.async_resolve(ep.host, std::to_string(ep.port), asio::use_awaitable);
             co_await stream.async_connect(endpoints, asio::use_awaitable);
-            http::request<http::empty_body> request(http::verb::post, "/quitquitquit", 11);
+            http::request<http::empty_body> request(http::verb::post, std::string(path), 11);
             const bool v6 = ep.host.find(':') != std::string::npos;
             request.set(http::field::host, (v6 ? "[" + ep.host + "]" : ep.host) + ":" + std::to_string(ep.port));
             request.set(http::field::connection, "close");
@@ -55,18 +55,18 @@ int shutdown_command(const std::string& address, std::chrono::milliseconds timeo
         try {
             std::rethrow_exception(failure);
         } catch (const boost::system::system_error& e) {
-            err << "claimguard shutdown: cannot reach the control endpoint at " << address << ": "
+            err << "claimguard " << command << ": cannot reach the control endpoint at " << address << ": "
                 << (e.code() == asio::error::operation_aborted ? std::string("timed out") : e.code().message()) << "\n";
         } catch (const std::exception& e) {
-            err << "claimguard shutdown: cannot reach the control endpoint at " << address << ": " << e.what() << "\n";
+            err << "claimguard " << command << ": cannot reach the control endpoint at " << address << ": " << e.what() << "\n";
         }
         return 1;
     }
     if (answer.result() == http::status::ok) {
-        out << "claimguard is shutting down\n";
+        out << (said.empty() ? std::string_view(answer.body()) : said) << "\n";
         return 0;
     }
-    err << "claimguard shutdown: " << address << " answered " << answer.result_int() << " " << answer.reason() << ": "
+    err << "claimguard " << command << ": " << address << " answered " << answer.result_int() << " " << answer.reason() << ": "
         << answer.body() << "\n";
     return 1;
 }
