@@ -192,7 +192,9 @@ std::vector<setting> make_settings() {
         [](const o& x) { return x.redis_tls_server_name; });
     // --- end of Redis -------------------------------------------------------------------------------
     add(
-        "audit_log", "Audit log of interventions: '-' (stderr), 'off', or a file",
+        "audit_log",
+        "Audit log of interventions: '-' (standard output; the text log stays on standard error), 'off', or a "
+        "file (reopened on SIGUSR1)",
         [](o& x, std::string_view v) { x.audit_log = v; }, [](const o& x) { return x.audit_log; });
     add(
         "max_connections", "Client connections at once; beyond, ERR 1040",

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <unistd.h>
 
 namespace claimguard::session {
 
@@ -14,13 +15,17 @@ namespace sql = rules::sql;
 audit_log::audit_log(const std::string& path, std::size_t max_pending_bytes, std::function<void()> on_drop)
     : max_pending_bytes_(max_pending_bytes), on_drop_(std::move(on_drop)) {
     if (path == "off") return;
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) == 0) host_ = name;
     if (path.empty() || path == "-") {
-        file_ = stderr;
+        file_ = stdout;  // its own stream: the text log is on standard error
     } else {
         file_ = std::fopen(path.c_str(), "a");
         if (!file_) throw std::runtime_error("cannot open the audit log " + path);
         owned_ = true;
+        path_ = path;
     }
+    enabled_ = true;
     writer_ = std::thread([this] { run_writer(); });
 }
 
@@ -53,7 +58,12 @@ std::string audit_line(const audit_event& e) {
     auto& keys = j["keys"] = nlohmann::json::object();
     for (const auto& [k, v] : e.keys) keys[k] = v;
     j["digest"] = e.digest;
+    if (!e.statement.empty()) j["statement"] = e.statement;
     if (!e.note.empty()) j["note"] = e.note;
+    if (!e.rules_version.empty()) j["rules_version"] = e.rules_version;
+    if (!e.host.empty()) j["host"] = e.host;
+    if (!e.database.empty()) j["database"] = e.database;
+    if (e.backend_thread != 0) j["backend_thread"] = e.backend_thread;
     // Values come from SQL text and may hold any bytes: never fail on invalid UTF-8.
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -84,6 +94,15 @@ void audit_log::write(const audit_event& e) {
     if (wake) wake_.notify_one();
 }
 
+void audit_log::reopen() {
+    if (!owned_) return;
+    {
+        std::lock_guard lock(mutex_);
+        reopen_ = true;
+    }
+    wake_.notify_one();
+}
+
 std::uint64_t audit_log::batches() const {
     std::lock_guard lock(mutex_);
     return batches_;
@@ -98,7 +117,22 @@ void audit_log::run_writer() {
     std::string batch;
     std::unique_lock lock(mutex_);
     for (;;) {
-        wake_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+        wake_.wait(lock, [&] { return stopping_ || reopen_ || !pending_.empty(); });
+        if (reopen_) {
+            reopen_ = false;
+            lock.unlock();
+            // The old file (renamed by logrotate) gets nothing more; a new one by the same name is
+            // created. If that fails the old one stays: lines are never lost to a failed reopen.
+            if (std::FILE* fresh = std::fopen(path_.c_str(), "a")) {
+                std::fclose(file_);
+                file_ = fresh;
+            } else {
+                std::fprintf(stderr, "claimguard: cannot reopen the audit log %s; still writing the old file\n",
+                             path_.c_str());
+            }
+            lock.lock();
+            continue;
+        }
         if (pending_.empty() && stopping_) return;
         // Linger for more lines of this batch (not at shutdown, not when the batch is full).
         wake_.wait_for(lock, batch_linger, [&] { return stopping_ || pending_.size() >= batch_wake_bytes; });
@@ -110,6 +144,29 @@ void audit_log::run_writer() {
         std::fflush(file_);
         lock.lock();
     }
+}
+
+std::string normalized_statement(const sql::parsed_statement& st, std::size_t max_bytes) {
+    std::string out;
+    std::size_t previous_end = std::string_view::npos;
+    for (const auto& t : st.tokens) {
+        const bool literal = t.kind == sql::token_kind::string || t.kind == sql::token_kind::hex_string ||
+                             t.kind == sql::token_kind::hex_number || t.kind == sql::token_kind::bit_string ||
+                             t.kind == sql::token_kind::bit_number || t.kind == sql::token_kind::integer ||
+                             t.kind == sql::token_kind::decimal || t.kind == sql::token_kind::real ||
+                             t.kind == sql::token_kind::placeholder;
+        const auto text = literal ? std::string_view("?") : t.text(st.sql);
+        // Tokens that touched in the text touch here; a gap (space, comment) becomes one space.
+        const bool gap = previous_end != std::string_view::npos && t.offset > previous_end;
+        if (out.size() + (gap ? 1 : 0) + text.size() > max_bytes) {
+            out += "...";
+            return out;
+        }
+        if (gap) out += ' ';
+        out += text;
+        previous_end = t.end_offset();
+    }
+    return out;
 }
 
 std::string statement_digest(const sql::parsed_statement& st) {

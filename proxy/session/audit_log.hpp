@@ -36,7 +36,12 @@ struct audit_event {
     std::string_view action;  // rewritten, exhausted, blocked, duplicate-redis, duplicate-db, compensated, would-rewrite, ...
     std::vector<std::pair<std::string, std::string>> keys;  // rule column -> value
     std::string_view digest;
+    std::string_view statement;      // normalized: literals as ?, comments dropped (normalized_statement)
     std::string_view note;
+    std::string_view rules_version;  // the rules the command was handled under
+    std::string_view host;           // this sidecar (its host name: the pod's name in Kubernetes)
+    std::string_view database;       // the session's current database, when known
+    std::uint32_t backend_thread = 0;  // the database's id of the session's connection (0: none)
 };
 
 // One audit line as JSON (no newline). Values may hold any bytes: invalid UTF-8 is replaced.
@@ -51,7 +56,8 @@ public:
     // A batch this large is written at once, without waiting for the linger to end.
     static constexpr std::size_t batch_wake_bytes = 64 * 1024;
 
-    // "-" or "": standard error; "off": nothing; else a file opened for appending.
+    // "-" or "": standard output (the text log stays on standard error); "off": nothing; else a
+    // file opened for appending, reopened by reopen() (logrotate's postrotate: SIGUSR1).
     // `on_drop` is called (on the caller's thread) for every line dropped because the queue was full.
     explicit audit_log(const std::string& path, std::size_t max_pending_bytes = default_max_pending_bytes,
                        std::function<void()> on_drop = {});
@@ -61,7 +67,12 @@ public:
     audit_log& operator=(const audit_log&) = delete;
 
     void write(const audit_event& e);
-    [[nodiscard]] bool enabled() const { return file_ != nullptr; }
+    // Reopens the file by its path before the next batch (after logrotate moved it away); a file
+    // that cannot be opened then keeps the old one and says so on standard error. Thread-safe.
+    void reopen();
+    [[nodiscard]] bool enabled() const { return enabled_; }
+    // This host's name (gethostname), for the lines' "host".
+    [[nodiscard]] const std::string& host() const { return host_; }
     [[nodiscard]] std::uint64_t dropped() const;
     // Batches written so far (each one write to the file).
     [[nodiscard]] std::uint64_t batches() const;
@@ -69,8 +80,12 @@ public:
 private:
     void run_writer();
 
-    std::FILE* file_ = nullptr;
+    std::FILE* file_ = nullptr;  // changed by the writer thread only (after construction)
+    bool enabled_ = false;
     bool owned_ = false;
+    std::string path_;
+    std::string host_;
+    bool reopen_ = false;  // guarded by mutex_
     const std::size_t max_pending_bytes_;
     std::function<void()> on_drop_;
 
@@ -86,5 +101,12 @@ private:
 // A statement's digest: hex FNV-1a of its significant tokens with every literal
 // replaced by "?" (so the same shape with other values has the same digest).
 std::string statement_digest(const rules::sql::parsed_statement& st);
+
+// The statement as the audit log shows it: its tokens as written, every literal and placeholder
+// replaced by "?", comments dropped, each run of white space one space; cut at max_bytes (then
+// ending in "..."). Never a value: what the app sent stays out of the log, as its password does.
+inline constexpr std::size_t max_audit_statement_bytes = 1024;
+[[nodiscard]] std::string normalized_statement(const rules::sql::parsed_statement& st,
+                                               std::size_t max_bytes = max_audit_statement_bytes);
 
 }  // namespace claimguard::session

@@ -40,6 +40,8 @@ void write_audit(audit_log* audit, const orphan& o, std::string_view action, std
     e.action = action;
     e.keys.emplace_back("thread_id", std::to_string(o.thread_id));
     e.note = note;
+    e.host = audit->host();
+    e.backend_thread = o.thread_id;
     audit->write(e);
 }
 

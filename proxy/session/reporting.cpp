@@ -100,8 +100,14 @@ void session::report_deferred(const std::vector<std::pair<engine::event, engine:
         for (std::size_t i = 0; i < t.key.size() && i < t.key_columns.size(); ++i)
             a.keys.emplace_back(t.key_columns[i], t.key[i]);
         std::string digest;
-        if (st) digest = statement_digest(*st);
+        std::string statement;
+        if (st) {
+            digest = statement_digest(*st);
+            statement = normalized_statement(*st);
+        }
         a.digest = digest;
+        a.statement = statement;
+        fill_audit_context(a);
         ctx_.audit->write(a);
     }
 }
@@ -133,8 +139,18 @@ void session::audit(const engine::decision& d, std::string_view action, const sq
         for (std::size_t i = 0; i < d.idempotency.size() && i < d.claim->idempotency_columns.size(); ++i)
             e.keys.emplace_back(d.claim->idempotency_columns[i], d.idempotency[i]);
     auto digest = statement_digest(st);
+    auto statement = normalized_statement(st);
     e.digest = digest;
+    e.statement = statement;
+    fill_audit_context(e);
     ctx_.audit->write(e);
+}
+
+void session::fill_audit_context(audit_event& e) const {
+    if (command_.snapshot) e.rules_version = command_.snapshot->rules.version_hash;
+    e.host = ctx_.audit->host();
+    e.database = memory_.database;
+    e.backend_thread = backend_.thread_id();
 }
 
 void session::report_admission(const std::vector<engine::admission_note>& notes, const engine::decision& d,

@@ -154,6 +154,8 @@ awaitable<void> sweep_ledger(server_state& state) {
             e.session = t.session;
             e.rule = t.rule;
             e.action = "unclaimed-take";
+            e.host = state.audit->host();
+            if (snapshot) e.rules_version = snapshot->rules.version_hash;
             const std::string note = std::to_string(t.units) + " unit(s) taken " + std::to_string(t.age.count()) +
                                      " s ago that no claim used: they stay taken";
             e.note = note;
@@ -471,12 +473,19 @@ int run_server(const config::proxy_options& options) {
     asio::co_spawn(main_ctx, sweep_ledger(state), asio::detached);
     if (schema) schema->start();
 
+    // SIGUSR1: reopen the audit log file (logrotate's postrotate), as nginx and haproxy do.
     asio::signal_set signals(main_ctx, SIGINT, SIGTERM, SIGHUP);
+    signals.add(SIGUSR1);
     std::function<void(const boost::system::error_code&, int)> on_signal = [&](const boost::system::error_code& ec,
                                                                              int signo) {
         if (ec) return;
         if (signo == SIGHUP) {
             if (reloader) (void)reloader->reload("reload (SIGHUP)");
+        } else if (signo == SIGUSR1) {
+            if (state.audit) {
+                state.audit->reopen();
+                spdlog::info("audit log reopened (SIGUSR1)");
+            }
         } else if (state.health.shutting_down) {
             shutdown.now();
         } else {

@@ -36,6 +36,8 @@
 
 namespace claimguard::session {
 
+struct audit_event;
+
 using asio::ip::tcp;
 
 class session : public std::enable_shared_from_this<session> {
@@ -146,6 +148,8 @@ private:
     awaitable<std::optional<engine::recognition>> look_up_columns(engine::recognised_statement& rs,
                                                                   engine::recognition step);
     void audit(const engine::decision& d, std::string_view action, const rules::sql::parsed_statement& st);
+    // The line's context: the rules version, this host, the session's database and backend thread.
+    void fill_audit_context(audit_event& e) const;
     void forget_statements();
     // A command that carries a prepared statement's rows outside COM_STMT_EXECUTE's values
     // (COM_STMT_BULK_EXECUTE, an execute with COM_STMT_SEND_LONG_DATA parameters): when the

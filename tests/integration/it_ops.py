@@ -11,6 +11,7 @@ import os
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -358,6 +359,39 @@ class Ops(unittest.TestCase):
         r = run_cli("lint", os.path.join(copy, "my-coupon-rules.yaml"))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn(f"(version {rules_info(proxy.admin_port)['version']})", r.stdout)
+
+    def test_audit_lines_carry_their_context_and_the_file_reopens_on_sigusr1(self):
+        self.stock_table()
+        rules = self.rules_dir()
+        audit = os.path.join(self.work, "audit-context.jsonl")
+        proxy = self.start_proxy("audit_context", "--rules-dir", rules, "--audit-log", audit)
+        conn = self.connect(proxy)
+        thread = self.query(conn, "SELECT CONNECTION_ID()")[0][0]
+        self.assertEqual(self.take_one(conn), 1644)
+
+        def lines(path):
+            if not os.path.exists(path):
+                return []
+            with open(path, encoding="utf-8") as f:
+                return [json.loads(line) for line in f if line.strip()]
+        line = wait_for(lambda: next((l for l in lines(audit) if l["action"] == "exhausted"), None),
+                        ANSWER_TIMEOUT_S, "the exhausted audit line")
+        self.assertEqual(line["statement"], "UPDATE coupon_stock SET remain = remain - ? WHERE campaign_id = ?")
+        self.assertEqual(line["rules_version"], rules_info(proxy.admin_port)["version"])
+        self.assertEqual(line["host"], socket.gethostname())
+        self.assertEqual(line["database"], servers.DATABASE)
+        self.assertEqual(line["backend_thread"], thread)
+        self.assertEqual(line["keys"], {"campaign_id": "1"})
+
+        # logrotate: move the file away, SIGUSR1, the next line goes to a new file by the same name.
+        os.rename(audit, audit + ".1")
+        proxy.proc.send_signal(signal.SIGUSR1)
+        wait_for(lambda: os.path.exists(audit), ANSWER_TIMEOUT_S, "the audit log reopened")
+        self.assertEqual(self.take_one(conn), 1644)
+        wait_for(lambda: any(l["action"] == "exhausted" for l in lines(audit)), ANSWER_TIMEOUT_S,
+                 "a line in the new file")
+        self.assertEqual(len([l for l in lines(audit + ".1") if l["action"] == "exhausted"]), 1)
+        self.assertIsNone(proxy.proc.poll())
 
     # --- graceful shutdown -----------------------------------------------------------------------
 

@@ -179,5 +179,62 @@ TEST(audit_log, digest_ignores_literal_values_but_not_the_shape) {
     EXPECT_EQ(a.size(), 16u);
 }
 
+TEST(audit_log, normalized_statement_shows_the_shape_without_values) {
+    auto shown = [](std::string_view sql, std::size_t max = max_audit_statement_bytes) {
+        return normalized_statement(rules::sql::parse(sql, {}), max);
+    };
+    EXPECT_EQ(shown("UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 'SALE-7'"),
+              "UPDATE coupon_stock SET remain = ? WHERE campaign_id = ?");
+    EXPECT_EQ(shown("INSERT INTO coupon_order(user_id,campaign_id)\n  VALUES (?, 0x1F) /* from the app */"),
+              "INSERT INTO coupon_order(user_id,campaign_id) VALUES (?, ?)");
+    EXPECT_EQ(shown("select  remain from `coupon_stock` -- the read\n where campaign_id=-7.5e3"),
+              "select remain from `coupon_stock` where campaign_id=-?");
+    const auto cut = shown("UPDATE coupon_stock SET remain = 1 WHERE campaign_id = 2", 20);
+    EXPECT_EQ(cut, "UPDATE coupon_stock...");
+}
+
+TEST(audit_log, a_line_carries_its_context_when_given) {
+    auto e = event(3, "rewritten");
+    auto bare = nlohmann::json::parse(audit_line(e));
+    for (const char* absent : {"statement", "rules_version", "host", "database", "backend_thread"})
+        EXPECT_FALSE(bare.contains(absent)) << absent;
+    e.statement = "UPDATE coupon_stock SET remain = ? WHERE campaign_id = ?";
+    e.rules_version = "0e1159df282be433";
+    e.host = "api-0";
+    e.database = "shop";
+    e.backend_thread = 1187;
+    auto full = nlohmann::json::parse(audit_line(e));
+    EXPECT_EQ(full.at("statement"), e.statement);
+    EXPECT_EQ(full.at("rules_version"), "0e1159df282be433");
+    EXPECT_EQ(full.at("host"), "api-0");
+    EXPECT_EQ(full.at("database"), "shop");
+    EXPECT_EQ(full.at("backend_thread"), 1187);
+}
+
+TEST(audit_log, reopen_starts_a_new_file_after_logrotate_moved_the_old_one) {
+    const auto path = temp_file("rotate.jsonl");
+    const auto rotated = fs::path(path.string() + ".1");
+    fs::remove(rotated);
+    {
+        audit_log log(path.string());
+        EXPECT_FALSE(log.host().empty());
+        log.write(event(1, "rewritten"));
+        // Wait for the line to reach the file before moving it, as logrotate finds it.
+        for (int i = 0; i < 500 && read_lines(path).empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        fs::rename(path, rotated);
+        log.write(event(2, "rewritten"));  // may reach the old file (it is still open) or the new one
+        log.reopen();
+        for (int i = 0; i < 500 && !fs::exists(path); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        log.write(event(3, "exhausted"));
+    }
+    const auto old_lines = read_lines(rotated);
+    const auto new_lines = read_lines(path);
+    ASSERT_GE(old_lines.size(), 1u);
+    ASSERT_GE(new_lines.size(), 1u);
+    EXPECT_EQ(old_lines.front().at("session"), 1);
+    EXPECT_EQ(new_lines.back().at("session"), 3);
+    EXPECT_EQ(old_lines.size() + new_lines.size(), 3u);  // nothing lost, nothing twice
+}
+
 }  // namespace
 }  // namespace claimguard::session
