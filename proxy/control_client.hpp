@@ -17,9 +17,4 @@ int control_post(std::string_view command, const std::string& address, std::stri
                  std::chrono::milliseconds timeout, std::ostream& out, std::ostream& err,
                  std::string_view said = {});
 
-inline int shutdown_command(const std::string& address, std::chrono::milliseconds timeout, std::ostream& out,
-                            std::ostream& err) {
-    return control_post("shutdown", address, "/quitquitquit", timeout, out, err, "claimguard is shutting down");
-}
-
 }  // namespace claimguard

@@ -214,27 +214,23 @@ int main(int argc, char** argv) {
     if (*lint_cmd) return rules_cli::lint(lint_files, std::cout, std::cerr);
     if (*ddl_cmd) return rules_cli::ddl(ddl_files, std::cout, std::cerr);
     if (*explain_cmd) return engine::explain_command(explain_rules, explain_read, explain_sql, std::cout, std::cerr);
-    if (*shutdown_cmd) {
+    // The control endpoint's clients: --timeout is a duration with its unit.
+    const auto post_to_control = [](std::string_view command, const std::string& control, const std::string& path,
+                                    const std::string& timeout_text) {
         std::chrono::milliseconds timeout;
         try {
-            timeout = config::parse_duration(shutdown_timeout);
+            timeout = config::parse_duration(timeout_text);
         } catch (const std::exception& e) {
-            std::cerr << "claimguard shutdown: --timeout: " << e.what() << "\n";
+            std::cerr << "claimguard " << command << ": --timeout: " << e.what() << "\n";
             return usage_error;
         }
-        return shutdown_command(shutdown_control, timeout, std::cout, std::cerr);
-    }
-    if (*override_cmd) {
-        std::chrono::milliseconds timeout;
-        try {
-            timeout = config::parse_duration(override_timeout);
-        } catch (const std::exception& e) {
-            std::cerr << "claimguard mode-override: --timeout: " << e.what() << "\n";
-            return usage_error;
-        }
-        return control_post("mode-override", override_control, "/-/mode-override/" + override_mode, timeout,
-                            std::cout, std::cerr);
-    }
+        return control_post(command, control, path, timeout, std::cout, std::cerr,
+                            command == "shutdown" ? "claimguard is shutting down" : "");
+    };
+    if (*shutdown_cmd) return post_to_control("shutdown", shutdown_control, "/quitquitquit", shutdown_timeout);
+    if (*override_cmd)
+        return post_to_control("mode-override", override_control, "/-/mode-override/" + override_mode,
+                               override_timeout);
     if (*check_cmd) return schema::run_check(check_opts, std::cout, std::cerr);
     if (*inject_cmd) return inject::run_inject(inject_opts);
     return 2;
