@@ -151,13 +151,19 @@ int main(int argc, char** argv) {
     auto* ddl_cmd = app.add_subcommand("ddl", "Print the UNIQUE indexes that back each claim rule");
     ddl_cmd->add_option("RULES", ddl_files, "Rules files or directories")->type_name("PATH|DIR")->required();
 
-    std::vector<std::string> explain_rules;
-    std::optional<std::string> explain_read;
-    std::string explain_sql;
-    auto* explain_cmd = app.add_subcommand("explain", "Show what claimguard would do with a statement");
-    explain_cmd->add_option("--rules", explain_rules, "Rules files")->required();
-    explain_cmd->add_option("--read", explain_read, "Counter value this session read before");
-    explain_cmd->add_option("SQL", explain_sql, "The statement")->required();
+    engine::explain_request explain_req;
+    auto* explain_cmd = app.add_subcommand("explain", "Show what claimguard would do with a statement, or with each "
+                                                      "statement of a file");
+    explain_cmd->add_option("--rules", explain_req.rules_paths, "Rules files")->required();
+    explain_cmd->add_option("--read", explain_req.read_value, "Counter value this session read before");
+    explain_cmd->add_option("--user", explain_req.user, "The database user sending it (trusted users pass untouched)");
+    auto* explain_file = explain_cmd->add_option("--file", explain_req.file,
+                                                 "A file of statements separated by ';' (- for standard input): one "
+                                                 "summary row each");
+    explain_cmd->add_option("--format", explain_req.format, "With --file: table or json")
+        ->check(CLI::IsMember({"table", "json"}))
+        ->capture_default_str();
+    explain_cmd->add_option("SQL", explain_req.sql, "The statement")->excludes(explain_file);
 
     schema::check_options check_opts;
     auto* check_cmd = schema::add_check_command(app, check_opts);
@@ -213,7 +219,7 @@ int main(int argc, char** argv) {
     if (*validate_cmd) return validate_command(validate_flags, print_config);
     if (*lint_cmd) return rules_cli::lint(lint_files, std::cout, std::cerr);
     if (*ddl_cmd) return rules_cli::ddl(ddl_files, std::cout, std::cerr);
-    if (*explain_cmd) return engine::explain_command(explain_rules, explain_read, explain_sql, std::cout, std::cerr);
+    if (*explain_cmd) return engine::explain_command(explain_req, std::cout, std::cerr);
     // The control endpoint's clients: --timeout is a duration with its unit.
     const auto post_to_control = [](std::string_view command, const std::string& control, const std::string& path,
                                     const std::string& timeout_text) {

@@ -151,6 +151,12 @@ bool explain(const match::rule_index& rules, std::string_view sql, const match::
         return true;
     }
     if (d.stock || d.claim) out << "mode: enforce\n";
+    if (d.stock && d.stock->admission && (d.what == verdict::take || d.what == verdict::track_decrement)) {
+        const auto& a = *d.stock->admission;
+        out << "admission: at most " << a.max_in_flight << " decrement(s) of this key in flight on this sidecar; "
+            << "the rest wait in line (at most " << a.max_queue << ", each at most " << a.queue_timeout.count()
+            << "ms, then ERR 1205)\n";
+    }
     if (d.what == verdict::remember_read && d.stock && d.stock->read_cache) {
         read_situation situation;
         situation.observe = rules.rules().effective_mode(*d.stock) == rules::mode::observe;

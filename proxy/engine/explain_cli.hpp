@@ -1,4 +1,6 @@
-// `claimguard explain --rules R [--read VALUE] SQL`: the command around the engine's dry run.
+// `claimguard explain`: the command around the engine's dry run. One statement in full
+// (`explain --rules R [--read VALUE] [--user U] SQL`), or many in a summary table or JSON
+// (`explain --rules R --file F [--user U] [--format table|json]`).
 #pragma once
 
 #include <optional>
@@ -8,9 +10,21 @@
 
 namespace claimguard::engine {
 
-// 0 after printing the dry run; 1 when the rules are invalid, 2 when a file cannot be read or
-// --read is not an integer (each reported on `err`).
-int explain_command(const std::vector<std::string>& rules_paths, const std::optional<std::string>& read_value,
-                    const std::string& sql, std::ostream& out, std::ostream& err);
+struct explain_request {
+    std::vector<std::string> rules_paths;
+    std::optional<std::string> read_value;  // one statement: the counter the session read before
+    std::optional<std::string> user;        // the database user sending it (trusted users pass untouched)
+    std::string sql;                        // one statement, or
+    std::string file;                       // a file of statements separated by ';' ("-": standard input)
+    std::string format = "table";           // many statements: table or json
+};
+
+// 0 after printing; 1 when the rules are invalid or a dry run is incomplete, 2 when a file cannot be
+// read or an option is malformed (each reported on `err`).
+int explain_command(const explain_request& request, std::ostream& out, std::ostream& err);
+
+// The statements of a script: split at ';' outside strings, quoted names and comments; empty
+// statements dropped. (No DELIMITER: a routine's body is cut at its inner ';'.)
+[[nodiscard]] std::vector<std::string> split_script(const std::string& text);
 
 }  // namespace claimguard::engine

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "proxy/engine/explain_cli.hpp"
@@ -28,9 +29,16 @@ protected:
     }
 
     int run(const std::vector<std::string>& rules, std::optional<std::string> read, const std::string& sql) {
+        explain_request r;
+        r.rules_paths = rules;
+        r.read_value = std::move(read);
+        r.sql = sql;
+        return run(r);
+    }
+    int run(const explain_request& r) {
         out_.str("");
         err_.str("");
-        return explain_command(rules, read, sql, out_, err_);
+        return explain_command(r, out_, err_);
     }
 
     std::filesystem::path dir_;
@@ -110,6 +118,88 @@ TEST_F(explain_cli, statement_no_rule_touches) {
     const auto rules = write("coupon.yaml", coupon_rules);
     EXPECT_EQ(run({rules}, std::nullopt, "SELECT * FROM users"), 0);
     EXPECT_NE(out_.str().find("decision: forward\n"), std::string::npos) << out_.str();
+}
+
+TEST_F(explain_cli, a_file_of_statements_gives_one_row_each) {
+    const auto rules = write("coupon.yaml", std::string(coupon_rules) + "trusted_users: [stock_admin]\n");
+    const auto file = write("app.sql",
+                            "-- what the app sends; a ';' inside a string or a comment ends nothing\n"
+                            "SELECT remain FROM coupon_stock WHERE campaign_id = 7;\n"
+                            "UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7;\n"
+                            "INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 'a;b');\n"
+                            "TRUNCATE coupon_stock /* ; */;\n\n;\n"
+                            "SELECT 1");
+    explain_request r;
+    r.rules_paths = {rules};
+    r.file = file;
+    r.format = "json";
+    ASSERT_EQ(run(r), 0) << err_.str();
+    const auto rows = nlohmann::json::parse(out_.str());
+    ASSERT_EQ(rows.size(), 5u) << out_.str();
+    EXPECT_EQ(rows[0]["decision"], "remember_read");
+    EXPECT_EQ(rows[1]["decision"], "take");
+    EXPECT_EQ(rows[1]["rule"], "coupon_stock");
+    EXPECT_EQ(rows[1]["units"], 1);
+    EXPECT_EQ(rows[1]["mode"], "enforce");
+    EXPECT_EQ(rows[2]["decision"], "claim");
+    EXPECT_EQ(rows[2]["statement"], "INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 'a;b')");
+    EXPECT_EQ(rows[3]["unmodeled"], "other_statement");
+    EXPECT_EQ(rows[3]["decision"], "refuse");
+    EXPECT_TRUE(rows[4]["rule"].is_null());
+
+    // The same as a table, and as a trusted user: every row forwarded.
+    r.format = "table";
+    ASSERT_EQ(run(r), 0) << err_.str();
+    EXPECT_NE(out_.str().find("coupon_stock         enforce  take             1      -"), std::string::npos)
+        << out_.str();
+    EXPECT_NE(out_.str().find("5 statement(s)"), std::string::npos);
+    r.user = "stock_admin";
+    r.format = "json";
+    ASSERT_EQ(run(r), 0) << err_.str();
+    for (const auto& row : nlohmann::json::parse(out_.str())) EXPECT_EQ(row["decision"], "forward");
+    r.user = "app";
+    ASSERT_EQ(run(r), 0) << err_.str();
+    EXPECT_EQ(nlohmann::json::parse(out_.str())[1]["decision"], "take");
+}
+
+TEST_F(explain_cli, one_statement_as_a_trusted_user_and_with_admission) {
+    const auto rules = write("coupon.yaml", std::string(coupon_rules) + "trusted_users: [stock_admin]\n");
+    explain_request r;
+    r.rules_paths = {rules};
+    r.sql = "UPDATE coupon_stock SET remain = remain + 100 WHERE campaign_id = 7";
+    r.user = "stock_admin";
+    ASSERT_EQ(run(r), 0) << err_.str();
+    EXPECT_EQ(out_.str(), "user stock_admin is in trusted_users: the statement is forwarded unchanged, never audited "
+                          "or counted\n");
+    std::string with_admission = coupon_rules;
+    with_admission.replace(with_admission.find("    floor: 0\n"), 13,
+                           "    floor: 0\n    admission:\n      max_in_flight: 2\n      queue_timeout: 500ms\n");
+    explain_request a;
+    a.rules_paths = {write("admission.yaml", with_admission)};
+    a.sql = "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7 AND remain > 0";
+    ASSERT_EQ(run(a), 0) << err_.str();
+    EXPECT_NE(out_.str().find("admission: at most 2 decrement(s) of this key in flight on this sidecar; the rest wait "
+                              "in line (at most 10000, each at most 500ms, then ERR 1205)"),
+              std::string::npos)
+        << out_.str();
+}
+
+TEST_F(explain_cli, file_and_statement_together_or_a_missing_file_are_usage_errors) {
+    const auto rules = write("coupon.yaml", coupon_rules);
+    explain_request r;
+    r.rules_paths = {rules};
+    r.sql = "SELECT 1";
+    r.file = (dir_ / "missing.sql").string();
+    EXPECT_EQ(run(r), 2);
+    r.sql.clear();
+    EXPECT_EQ(run(r), 2);
+    EXPECT_NE(err_.str().find("cannot read"), std::string::npos) << err_.str();
+}
+
+TEST(explain_script, splits_at_semicolons_outside_strings_and_comments) {
+    EXPECT_EQ(split_script("SELECT 1; SELECT ';'/*;*/ ;\n-- ;\n ; ;SELECT 2"),
+              (std::vector<std::string>{"SELECT 1", "SELECT ';'/*;*/", "SELECT 2"}));
+    EXPECT_TRUE(split_script(" ;\n").empty());
 }
 
 }  // namespace
