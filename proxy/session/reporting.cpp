@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "audit_log.hpp"
+#include "statement_digests.hpp"
 #include "claim_metrics.hpp"
 #include "proxy/engine/catalogue.hpp"
 #include "session_impl.hpp"
@@ -124,7 +125,12 @@ void session::report_dropped(std::vector<engine::deferred_take> dropped, bool co
 
 void session::audit(const engine::decision& d, std::string_view action, const sqlns::parsed_statement& st) {
     spdlog::debug("session {}: rule {}: {} ({})", id_, rule_name(d), action, d.note);
-    if (!ctx_.audit || !ctx_.audit->enabled()) return;
+    const bool to_log = ctx_.audit && ctx_.audit->enabled();
+    if (!to_log && !ctx_.digests) return;
+    auto digest = statement_digest(st);
+    auto statement = normalized_statement(st);
+    if (ctx_.digests) ctx_.digests->record(rule_name(d), digest, statement, action);
+    if (!to_log) return;
     audit_event e;
     e.session = id_;
     e.client = client_.peer();
@@ -138,8 +144,6 @@ void session::audit(const engine::decision& d, std::string_view action, const sq
     if (d.claim)
         for (std::size_t i = 0; i < d.idempotency.size() && i < d.claim->idempotency_columns.size(); ++i)
             e.keys.emplace_back(d.claim->idempotency_columns[i], d.idempotency[i]);
-    auto digest = statement_digest(st);
-    auto statement = normalized_statement(st);
     e.digest = digest;
     e.statement = statement;
     fill_audit_context(e);

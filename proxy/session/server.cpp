@@ -31,6 +31,7 @@
 #include "proxy/guards/redis_guard.hpp"
 #include "proxy/config/settings.hpp"
 #include "audit_log.hpp"
+#include "statement_digests.hpp"
 #include "logging.hpp"
 #include "rules_reloader.hpp"
 #include "schema_watch.hpp"
@@ -68,6 +69,7 @@ struct server_state {
     engine::read_cache read_cache;  // counter reads answered by the sidecar (stock rule read_cache)
     engine::admission_gate admission;  // per-key admission queues (stock rule admission:), across the sessions
     std::unique_ptr<audit_log> audit;
+    statement_digests digests;  // the shapes audited (GET /digests)
     std::vector<std::unique_ptr<guards::redis_guard>> redis;  // one per I/O thread
     session_context session_ctx;
 };
@@ -368,6 +370,7 @@ int run_server(const config::proxy_options& options) {
             return 1;
         }
         state.session_ctx.audit = state.audit.get();
+        state.session_ctx.digests = &state.digests;
         if (!options.redis.empty()) {
             guards::redis_options ropts;
             try {
@@ -422,6 +425,10 @@ int run_server(const config::proxy_options& options) {
                 admin_srv->add_get_handler("/rules", [&] {
                     return std::pair<int, std::string>{200, reloader->describe()};
                 });
+            // What the rules acted on (or would have, in observe), by statement shape.
+            admin_srv->add_get_handler("/digests", [&] { return std::pair<int, std::string>{200, state.digests.json()}; });
+            admin_srv->add_get_handler("/digests.txt",
+                                       [&] { return std::pair<int, std::string>{200, state.digests.text()}; });
         }
         // The control listener (issue 22): what changes the sidecar, loopback only by default.
         if (options.control_enabled) {

@@ -29,6 +29,7 @@ class redis_guard;
 namespace claimguard::session {
 
 class audit_log;
+class statement_digests;
 
 // Shared, read-only for sessions (except the counters, which are atomic).
 struct session_context {
@@ -42,6 +43,7 @@ struct session_context {
     engine::take_ledger* ledger = nullptr;  // set with rules: committed takes shared by the sidecar's sessions
     engine::read_cache* read_cache = nullptr;  // set with rules: counter reads answered by the sidecar (read_cache)
     engine::admission_gate* admission = nullptr;  // set with rules: per-key admission queues of the sidecar
+    statement_digests* digests = nullptr;  // set with rules: the shapes audited, for GET /digests
 };
 
 // A client connection: TCP (listen) or a unix socket (listen_unix), one session code for both.

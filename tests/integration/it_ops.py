@@ -393,6 +393,30 @@ class Ops(unittest.TestCase):
         self.assertEqual(len([l for l in lines(audit + ".1") if l["action"] == "exhausted"]), 1)
         self.assertIsNone(proxy.proc.poll())
 
+    def test_digests_show_each_shape_and_what_enforce_does_in_both_modes(self):
+        self.stock_table()
+        rules = self.rules_dir()
+        proxy = self.start_proxy("digests", "--rules-dir", rules, "--audit-log", "off")
+        conn = self.connect(proxy)
+        self.assertEqual(self.take_one(conn), 1644)
+        with self.assertRaises(pymysql.err.MySQLError):  # sold out
+            self.query(conn, "UPDATE coupon_stock SET remain = remain - 2 WHERE campaign_id = 1")
+        self.assertEqual(http(proxy.control_port, "/-/mode-override/observe", method="POST")[0], 200)
+        self.assertIsNone(self.take_one(conn))
+        status, body = http(proxy.admin_port, "/digests")
+        self.assertEqual(status, 200, body)
+        shapes = json.loads(body)["shapes"]
+        update = [s for s in shapes if s["statement"] ==
+                  "UPDATE coupon_stock SET remain = remain - ? WHERE campaign_id = ?"]
+        self.assertEqual(len(update), 1, shapes)
+        self.assertEqual(update[0]["rule"], "coupon_stock")
+        self.assertEqual(update[0]["count"], 3)
+        self.assertEqual(update[0]["actions"]["exhausted"]["enforced"], 2, update[0])
+        self.assertEqual(sum(a["observed"] for a in update[0]["actions"].values()), 1, update[0])
+        status, text = http(proxy.admin_port, "/digests.txt")
+        self.assertEqual(status, 200)
+        self.assertIn("UPDATE coupon_stock SET remain = remain - ? WHERE campaign_id = ?", text)
+
     # --- graceful shutdown -----------------------------------------------------------------------
 
     def check_graceful_shutdown(self, name, trigger):
