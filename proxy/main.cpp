@@ -148,6 +148,12 @@ int main(int argc, char** argv) {
         ->required();
 
     std::vector<std::string> ddl_files;
+    std::vector<std::string> suggest_files;
+    auto* suggest_cmd = app.add_subcommand(
+        "suggest", "Draft a rules file from what the app sent: a general log or a .sql script of its statements");
+    suggest_cmd->add_option("LOG", suggest_files, "General log or script files (- for standard input)")
+        ->type_name("PATH")
+        ->required();
     auto* ddl_cmd = app.add_subcommand("ddl", "Print the UNIQUE indexes that back each claim rule");
     ddl_cmd->add_option("RULES", ddl_files, "Rules files or directories")->type_name("PATH|DIR")->required();
 
@@ -219,6 +225,7 @@ int main(int argc, char** argv) {
     if (*validate_cmd) return validate_command(validate_flags, print_config);
     if (*lint_cmd) return rules_cli::lint(lint_files, std::cout, std::cerr);
     if (*ddl_cmd) return rules_cli::ddl(ddl_files, std::cout, std::cerr);
+    if (*suggest_cmd) return rules_cli::suggest(suggest_files, std::cout, std::cerr);
     if (*explain_cmd) return engine::explain_command(explain_req, std::cout, std::cerr);
     // The control endpoint's clients: --timeout is a duration with its unit.
     const auto post_to_control = [](std::string_view command, const std::string& control, const std::string& path,

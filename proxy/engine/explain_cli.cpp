@@ -19,7 +19,7 @@
 #include "rules/match/rule_index.hpp"
 #include "rules/model/limits.hpp"
 #include "rules/model/rules.hpp"
-#include "rules/sql/lexer.hpp"
+#include "rules/sql/script.hpp"
 
 namespace claimguard::engine {
 namespace {
@@ -105,38 +105,6 @@ void print_json(const std::vector<summary>& rows, std::ostream& out) {
 
 }  // namespace
 
-std::vector<std::string> split_script(const std::string& text) {
-    std::vector<std::string> out;
-    rules::sql::lexer lex(text, {});
-    std::size_t start = 0;
-    bool significant = false;
-    int versioned = 0;  // inside /*! ... */, where a ';' does not end the statement
-    const auto flush = [&](std::size_t end) {
-        if (significant) {
-            auto stmt = text.substr(start, end - start);
-            const auto first = stmt.find_first_not_of(" \t\r\n");
-            const auto last = stmt.find_last_not_of(" \t\r\n");
-            out.push_back(stmt.substr(first, last - first + 1));
-        }
-        significant = false;
-    };
-    for (;;) {
-        const auto t = lex.next();
-        if (t.kind == rules::sql::token_kind::end) break;
-        if (t.kind == rules::sql::token_kind::version_open) ++versioned;
-        if (t.kind == rules::sql::token_kind::version_close) --versioned;
-        if (t.kind == rules::sql::token_kind::punct && t.text(text) == ";" && versioned == 0) {
-            flush(t.offset);
-            start = t.end_offset();
-            continue;
-        }
-        if (t.kind == rules::sql::token_kind::invalid) significant = true;  // shown as written; the row says why
-        if (!rules::sql::is_trivia(t.kind)) significant = true;
-    }
-    flush(text.size());
-    return out;
-}
-
 int explain_command(const explain_request& request, std::ostream& out, std::ostream& err) {
     match::explain_options options;
     if (request.read_value) {
@@ -187,7 +155,7 @@ int explain_command(const explain_request& request, std::ostream& out, std::ostr
         text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     }
     std::vector<summary> rows;
-    for (const auto& statement : split_script(text)) rows.push_back(summarize(index, statement, trusted));
+    for (const auto& statement : rules::sql::split_script(text)) rows.push_back(summarize(index, statement, trusted));
     if (request.format == "json")
         print_json(rows, out);
     else

@@ -23,8 +23,4 @@ struct explain_request {
 // read or an option is malformed (each reported on `err`).
 int explain_command(const explain_request& request, std::ostream& out, std::ostream& err);
 
-// The statements of a script: split at ';' outside strings, quoted names and comments; empty
-// statements dropped. (No DELIMITER: a routine's body is cut at its inner ';'.)
-[[nodiscard]] std::vector<std::string> split_script(const std::string& text);
-
 }  // namespace claimguard::engine

@@ -15,4 +15,9 @@ int lint(const std::vector<std::string>& paths, std::ostream& out, std::ostream&
 // `claimguard ddl RULES...`: the UNIQUE indexes backing each claim rule.
 int ddl(const std::vector<std::string>& paths, std::ostream& out, std::ostream& err);
 
+// `claimguard suggest LOG...`: a draft rules file (YAML, every guess explained in comments) from a
+// general log or a script of the app's statements ("-": standard input). 0 after printing it, 1 when
+// no statement was found, 2 when a file cannot be read.
+int suggest(const std::vector<std::string>& paths, std::ostream& out, std::ostream& err);
+
 }  // namespace claimguard::rules_cli

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "proxy/engine/explain_cli.hpp"
+#include "rules/sql/script.hpp"
 
 namespace claimguard::engine {
 namespace {
@@ -197,6 +198,7 @@ TEST_F(explain_cli, file_and_statement_together_or_a_missing_file_are_usage_erro
 }
 
 TEST(explain_script, splits_at_semicolons_outside_strings_and_comments) {
+    using rules::sql::split_script;
     EXPECT_EQ(split_script("SELECT 1; SELECT ';'/*;*/ ;\n-- ;\n ; ;SELECT 2"),
               (std::vector<std::string>{"SELECT 1", "SELECT ';'/*;*/", "SELECT 2"}));
     EXPECT_TRUE(split_script(" ;\n").empty());

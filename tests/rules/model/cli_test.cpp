@@ -186,5 +186,78 @@ TEST_F(cli, ddl_of_the_example_matches_the_checked_in_migration) {
     EXPECT_EQ(r.out, migration.str());
 }
 
+// A MariaDB general log of the incident's flow on three connections (one statement over two lines,
+// a user id equal to the campaign id on one of them: the mapping goes by votes).
+const std::string incident_general_log =
+    "/usr/sbin/mariadbd, Version: 10.11.6-MariaDB-0+deb12u1-log (Debian 12). started with:\n"
+    "Tcp port: 3306  Unix socket: /run/mysqld/mysqld.sock\n"
+    "Time\t\t    Id Command\tArgument\n"
+    "241204 12:30:01\t     5 Connect\tapp@localhost on shop using TCP/IP\n"
+    "\t\t     5 Query\tSELECT remain FROM coupon_stock WHERE campaign_id = 7\n"
+    "\t\t     6 Query\tSELECT remain FROM coupon_stock WHERE campaign_id = 7\n"
+    "\t\t     5 Query\tUPDATE coupon_stock SET remain = 99, version = version + 1 WHERE campaign_id = 7\n"
+    "\t\t     6 Query\tUPDATE coupon_stock SET remain = 98, version = version + 1 WHERE campaign_id = 7\n"
+    "\t\t     5 Query\tINSERT INTO coupon_order (user_id, campaign_id, created_at)\n"
+    "VALUES (42, 7, NOW())\n"
+    "241204 12:30:02\t     6 Query\tINSERT INTO coupon_order (user_id, campaign_id, created_at) VALUES (7, 7, NOW())\n"
+    "\t\t     7 Query\tSELECT remain FROM coupon_stock WHERE campaign_id = 8\n"
+    "\t\t     7 Query\tUPDATE coupon_stock SET remain = 3, version = version + 1 WHERE campaign_id = 8\n"
+    "\t\t     7 Query\tINSERT INTO coupon_order (user_id, campaign_id, created_at) VALUES (8, 8, NOW())\n"
+    "\t\t     5 Quit\t\n";
+
+TEST_F(cli, suggest_drafts_the_incidents_rules_from_a_general_log_and_the_draft_lints) {
+    const auto r = run(suggest, {write("general.log", incident_general_log)});
+    ASSERT_EQ(r.rc, 0) << r.err;
+    const auto loaded = rules::load_rules({{"draft.yaml", r.out}});
+    ASSERT_TRUE(loaded.rules) << (loaded.errors.empty() ? "" : rules::format_diagnostic(loaded.errors[0])) << r.out;
+    const auto& set = *loaded.rules;
+    EXPECT_EQ(set.default_mode, rules::mode::observe);
+    ASSERT_EQ(set.stocks.size(), 1u) << r.out;
+    EXPECT_EQ(set.stocks[0].table.name, "coupon_stock");
+    EXPECT_EQ(set.stocks[0].key_columns, std::vector<std::string>{"campaign_id"});
+    EXPECT_EQ(set.stocks[0].counter_column, "remain");
+    EXPECT_EQ(set.stocks[0].version_column, std::optional<std::string>("version"));
+    ASSERT_EQ(set.claims.size(), 1u) << r.out;
+    EXPECT_EQ(set.claims[0].table.name, "coupon_order");
+    EXPECT_EQ(set.claims[0].idempotency_columns, (std::vector<std::string>{"user_id", "campaign_id"}));
+    EXPECT_EQ(set.claims[0].stock_key_mapping,
+              (std::vector<std::pair<std::string, std::string>>{{"campaign_id", "campaign_id"}}));
+    EXPECT_NE(r.out.find("# coupon_stock: 3 write(s) of remain: 3 after reading it on the same connection"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("held the value of coupon_stock.campaign_id in 3 of 3 INSERT(s)"), std::string::npos)
+        << r.out;
+}
+
+TEST_F(cli, suggest_reads_a_script_with_relative_decrements_and_other_names) {
+    const auto script = write("app.sql",
+                              "UPDATE shop.sku_stock SET qty = qty - 2 WHERE sku = 'A-1' AND warehouse = 3;\n"
+                              "INSERT INTO shop.sku_order (buyer, item, wh, note) VALUES ('u1', 'A-1', 3, NULL);\n"
+                              "UPDATE shop.sku_stock SET qty = qty - 2 WHERE sku = 'B-7' AND warehouse = 1;\n"
+                              "INSERT INTO shop.sku_order (buyer, item, wh, note) VALUES ('u2', 'B-7', 1, 'gift');\n");
+    const auto r = run(suggest, {script});
+    ASSERT_EQ(r.rc, 0) << r.err;
+    const auto loaded = rules::load_rules({{"draft.yaml", r.out}});
+    ASSERT_TRUE(loaded.rules) << (loaded.errors.empty() ? "" : rules::format_diagnostic(loaded.errors[0])) << r.out;
+    ASSERT_EQ(loaded.rules->stocks.size(), 1u) << r.out;
+    const auto& stock = loaded.rules->stocks[0];
+    EXPECT_EQ(stock.table.schema, "shop");
+    EXPECT_EQ(stock.key_columns, (std::vector<std::string>{"sku", "warehouse"}));
+    EXPECT_EQ(stock.counter_column, "qty");
+    EXPECT_EQ(stock.units, 2);
+    ASSERT_EQ(loaded.rules->claims.size(), 1u) << r.out;
+    EXPECT_EQ(loaded.rules->claims[0].stock_key_mapping,
+              (std::vector<std::pair<std::string, std::string>>{{"item", "sku"}, {"wh", "warehouse"}}));
+}
+
+TEST_F(cli, suggest_says_when_it_finds_nothing) {
+    const auto nothing = run(suggest, {write("reads.sql", "SELECT 1; SELECT name FROM users WHERE id = 3;")});
+    ASSERT_EQ(nothing.rc, 0) << nothing.err;
+    EXPECT_NE(nothing.out.find("No stock table found"), std::string::npos) << nothing.out;
+    EXPECT_TRUE(rules::load_rules({{"draft.yaml", nothing.out}}).rules.has_value());
+    EXPECT_EQ(run(suggest, {write("empty.sql", "  \n")}).rc, 1);
+    EXPECT_EQ(run(suggest, {(dir_ / "missing.log").string()}).rc, 2);
+}
+
 }  // namespace
 }  // namespace claimguard::rules_cli

@@ -1,0 +1,392 @@
+// `claimguard suggest LOG...`: drafts a rules file from what an app sent (a MariaDB/MySQL general
+// log, or a .sql script of its statements). It reads the statements of each connection in order
+// and looks for the shapes a rule protects:
+// - a stock table: a write of a counter column that the same connection read just before (the
+//   incident's SELECT remain -> UPDATE ... SET remain = <literal>), or a relative decrement
+//   (SET remain = remain - 1); its key columns are the write's WHERE equalities;
+// - a claim table: an INSERT that follows such a write on the same connection; the column that
+//   holds the stock key's value maps the claim to its stock (`consumes`); the INSERT's columns given
+//   values are the proposed idempotency columns.
+// Every guess is written as a YAML comment with its evidence. The draft starts in observe.
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "rules/cli/rules_cli.hpp"
+#include "rules/model/rules.hpp"
+#include "rules/sql/parser.hpp"
+#include "rules/sql/script.hpp"
+#include "rules/sql/values.hpp"
+
+namespace claimguard::rules_cli {
+namespace {
+
+namespace sql = rules::sql;
+
+struct logged_statement {
+    std::string connection;  // the general log's thread id; one connection for a script
+    std::string text;
+};
+
+// Commands of the general log whose argument is a statement the server ran.
+bool runs_a_statement(std::string_view command) { return command == "Query" || command == "Execute"; }
+
+// A general log (`Time Id Command Argument`, MariaDB and MySQL 5.x/8.0 formats), or a script.
+std::vector<logged_statement> read_statements(const std::string& text, bool& general_log) {
+    static const std::regex entry(
+        R"(^(?:\d{6}\s+\d{1,2}:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?)?\s+(\d+)\s+)"
+        R"((Query|Execute|Prepare|Connect|Quit|Init DB|Close stmt|Field List|Statistics|Ping|Reset stmt|Change user|)"
+        R"(Set option|Long Data|Fetch|Daemon|Binlog Dump|Refresh|Shutdown|Processlist|Kill|Debug))"
+        R"((?:\t(.*))?$)");
+    std::vector<logged_statement> out;
+    std::istringstream in(text);
+    std::string line;
+    bool continuing = false;  // the previous entry was a statement that may go on over more lines
+    general_log = false;
+    std::vector<std::string> lines;
+    while (std::getline(in, line)) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        lines.push_back(line);
+    }
+    for (const auto& l : lines) {
+        std::smatch m;
+        if (std::regex_match(l, m, entry)) {
+            general_log = true;
+            continuing = runs_a_statement(m[2].str());
+            if (continuing) out.push_back({m[1].str(), m[3].str()});
+            continue;
+        }
+        // A statement over several lines continues until the next entry; the log's own header
+        // lines (written again after a restart or FLUSH LOGS) end it.
+        const bool header = l.starts_with("Time ") || l.starts_with("Tcp port:") || l.find(", Version: ") != std::string::npos;
+        if (header) continuing = false;
+        else if (continuing) out.back().text += "\n" + l;
+    }
+    if (general_log) return out;
+    for (auto& s : sql::split_script(text)) out.push_back({"script", std::move(s)});
+    return out;
+}
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (auto& c : out)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+    return out;
+}
+
+std::string name_of(const sql::parsed_statement& st, const sql::name_ref& n) {
+    return sql::unquote_identifier(st.text(n.name));
+}
+
+std::string table_of(const sql::parsed_statement& st, const sql::table_ref& t) {
+    const auto table = name_of(st, t.name);
+    return t.name.qualifier == sql::no_token ? table : sql::unquote_identifier(st.text(t.name.qualifier)) + "." + table;
+}
+
+bool is_value(const sql::operand& o) {
+    return o.kind == sql::operand_kind::literal || o.kind == sql::operand_kind::placeholder;
+}
+
+// The WHERE's `column = value` conditions (lowercased column -> value as written); false when it has
+// anything else (a range, an OR the parser did not read, ...).
+bool equalities(const sql::parsed_statement& st, const sql::where_clause& w, std::map<std::string, std::string>& out) {
+    if (!w.present) return false;
+    for (const auto& p : w.predicates) {
+        if (p.kind != sql::predicate_kind::compare || p.op != sql::compare_op::eq || !is_value(p.value)) continue;
+        out[lower(name_of(st, p.column))] = std::string(st.text(p.value.span));
+    }
+    return !out.empty();
+}
+
+// One stock write seen: enough to vote for a rule's shape and to map the claim that follows.
+struct stock_write {
+    std::string table;
+    std::vector<std::string> key;  // sorted, lowercased
+    std::string counter;
+    std::string version;             // a column bumped by 1 in the same write
+    std::optional<std::int64_t> units;  // a relative decrement's literal amount
+    bool after_read = false;
+    std::map<std::string, std::string> key_values;  // column -> value as written
+    std::string example;
+};
+
+struct stock_votes {
+    std::map<std::tuple<std::vector<std::string>, std::string>, std::size_t> shapes;  // (key, counter) -> count
+    std::map<std::string, std::size_t> versions;
+    std::map<std::int64_t, std::size_t> units;
+    std::size_t after_read = 0;
+    std::size_t relative = 0;
+    std::string example_read;
+    std::string example_write;
+};
+
+struct claim_votes {
+    std::size_t count = 0;
+    std::map<std::string, std::map<std::string, std::size_t>> mapping;  // stock key column -> claim column -> votes
+    std::map<std::vector<std::string>, std::size_t> columns;            // the INSERT's valued columns
+    std::string example;
+};
+
+class analysis {
+public:
+    void add(const logged_statement& s) {
+        const auto st = sql::parse(s.text, {});
+        auto& conn = connections_[s.connection];
+        ++statements_;
+        if (st.kind == sql::statement_kind::select) {
+            const auto& sel = std::get<sql::select_statement>(st.body);
+            if (!sel.has_from) return;
+            read r;
+            r.table = table_of(st, sel.table);
+            for (const auto& item : sel.items) {
+                if (item.kind == sql::select_item_kind::star) r.all = true;
+                if (item.kind == sql::select_item_kind::column) r.columns.insert(lower(name_of(st, item.column)));
+            }
+            r.text = s.text;
+            conn.last_read[lower(r.table)] = std::move(r);
+        } else if (st.kind == sql::statement_kind::update) {
+            const auto& up = std::get<sql::update_statement>(st.body);
+            if (!up.joined.empty()) return;
+            std::map<std::string, std::string> where;
+            if (!equalities(st, up.where, where)) return;
+            stock_write w;
+            w.table = table_of(st, up.table);
+            const auto read_it = conn.last_read.find(lower(w.table));
+            for (const auto& a : up.assignments) {
+                const auto column = lower(name_of(st, a.column));
+                if (a.kind == sql::assignment_kind::relative && lower(name_of(st, a.base)) == column) {
+                    if (a.sign == '+' && st.text(a.value.span) == "1" && where.count(column) == 0 && w.version.empty()) {
+                        w.version = column;  // version = version + 1 (a decrement of 1 is `-`)
+                        continue;
+                    }
+                    if (a.sign == '-') {
+                        w.counter = column;
+                        if (a.value.kind == sql::operand_kind::literal) {
+                            try {
+                                w.units = std::stoll(std::string(st.text(a.value.span)));
+                            } catch (const std::exception&) {
+                            }
+                        }
+                    }
+                } else if (a.kind == sql::assignment_kind::value && read_it != conn.last_read.end() &&
+                           (read_it->second.all || read_it->second.columns.count(column) > 0) && w.counter.empty()) {
+                    w.counter = column;
+                    w.after_read = true;
+                }
+            }
+            if (w.counter.empty()) return;
+            where.erase(w.version);  // an optimistic lock's `AND version = 3` is not part of the key
+            for (const auto& [k, v] : where) w.key.push_back(k);
+            w.key_values = where;
+            w.example = s.text;
+            auto& votes = stocks_[w.table];
+            ++votes.shapes[{w.key, w.counter}];
+            if (!w.version.empty()) ++votes.versions[w.version];
+            if (w.units) ++votes.units[*w.units];
+            if (w.after_read) {
+                ++votes.after_read;
+                if (votes.example_read.empty() && read_it != conn.last_read.end()) votes.example_read = read_it->second.text;
+            } else {
+                ++votes.relative;
+            }
+            if (votes.example_write.empty()) votes.example_write = s.text;
+            conn.last_write = std::move(w);
+        } else if (st.kind == sql::statement_kind::insert) {
+            const auto& ins = std::get<sql::insert_statement>(st.body);
+            if (!conn.last_write || !ins.has_column_list || ins.row_count() == 0) return;
+            const auto table = table_of(st, ins.table);
+            if (lower(table) == lower(conn.last_write->table)) return;
+            auto& votes = claims_[{table, conn.last_write->table}];
+            ++votes.count;
+            if (votes.example.empty()) votes.example = s.text;
+            std::vector<std::string> valued;
+            for (std::size_t c = 0; c < ins.columns.size() && c < ins.row_width; ++c) {
+                const auto& value = ins.values[c];
+                const auto column = name_of(st, ins.columns[c]);
+                if (!is_value(value) || lower(column) == "id") continue;
+                valued.push_back(column);
+                for (const auto& [key, key_value] : conn.last_write->key_values)
+                    if (st.text(value.span) == key_value) ++votes.mapping[key][column];
+            }
+            ++votes.columns[valued];
+            conn.last_write.reset();  // one claim per write
+        } else if (st.kind == sql::statement_kind::transaction) {
+            // A transaction's end does not end the flow: a pooled app reads in one and writes in the next.
+        }
+    }
+
+    void print(std::ostream& out, const std::vector<std::string>& files) const {
+        out << "# Drafted by `claimguard suggest` from " << statements_ << " statement(s) on " << connections_.size()
+            << " connection(s)";
+        if (!files.empty()) {
+            out << " (";
+            for (std::size_t i = 0; i < files.size(); ++i) out << (i ? ", " : "") << files[i];
+            out << ")";
+        }
+        out << ".\n# Each guess says why. Review them, then: claimguard lint THIS_FILE; claimguard ddl THIS_FILE (the\n"
+               "# UNIQUE index each claim rule needs); claimguard check --rules THIS_FILE ... against the database.\n"
+               "# It starts in observe: nothing changes on the wire until default_mode is enforce.\n"
+               "default_mode: observe\n";
+        std::map<std::string, std::string> stock_names;  // table -> rule name
+        std::map<std::string, std::vector<std::string>> stock_keys;
+        if (stocks_.empty()) {
+            out << "\n# No stock table found: no write of a column read just before on the same connection, and no\n"
+                   "# relative decrement (SET c = c - n). Is the log of the app's claim path?\n";
+        } else {
+            out << "\nstock_rules:\n";
+        }
+        std::set<std::string> names;
+        for (const auto& [table, v] : stocks_) {
+            const auto best = std::max_element(v.shapes.begin(), v.shapes.end(),
+                                               [](const auto& a, const auto& b) { return a.second < b.second; });
+            const auto& [key, counter] = best->first;
+            const auto name = unique_name(table, names);
+            stock_names[table] = name;
+            stock_keys[table] = key;
+            const auto writes = v.after_read + v.relative;
+            out << "  # " << table << ": " << writes << " write(s) of " << counter << ": " << v.after_read
+                << " after reading it on the same connection (the race a rule closes), " << v.relative
+                << " relative decrement(s)\n";
+            if (!v.example_read.empty()) out << "  #   read:  " << one_line(v.example_read) << "\n";
+            out << "  #   write: " << one_line(v.example_write) << "\n";
+            out << "  #   key_columns: the equalities of those writes' WHERE";
+            if (v.shapes.size() > 1) out << " (" << best->second << " of " << writes << " writes; others differ)";
+            out << "\n";
+            std::int64_t units = 1;
+            if (!v.units.empty()) {
+                units = std::max_element(v.units.begin(), v.units.end(),
+                                         [](const auto& a, const auto& b) { return a.second < b.second; })
+                            ->first;
+                out << "  #   units: " << units << ", the amount of the relative decrements\n";
+            } else {
+                out << "  #   units: 1 assumed (the writes are absolute: what one claim takes is not in the log; check)\n";
+            }
+            std::string version;
+            if (!v.versions.empty()) {
+                version = std::max_element(v.versions.begin(), v.versions.end(),
+                                           [](const auto& a, const auto& b) { return a.second < b.second; })
+                              ->first;
+                out << "  #   version_column: the writes bump " << version << " by 1 (an optimistic lock)\n";
+            }
+            out << "  - name: " << name << "\n    table: " << table << "\n    key_columns: [" << join(key)
+                << "]\n    counter_column: " << counter << "\n    units: " << units << "\n";
+            if (!version.empty()) out << "    version_column: " << version << "\n";
+        }
+        bool claims_header = false;
+        std::set<std::string> claim_tables;
+        for (const auto& [tables, v] : claims_) {
+            const auto& [table, stock_table] = tables;
+            if (stock_names.count(stock_table) == 0 || claim_tables.count(lower(table)) > 0) continue;
+            claim_tables.insert(lower(table));  // one claim rule per table: the most common stock first below
+            if (!claims_header) {
+                out << "\nclaim_rules:\n";
+                claims_header = true;
+            }
+            const auto columns = std::max_element(v.columns.begin(), v.columns.end(),
+                                                  [](const auto& a, const auto& b) { return a.second < b.second; })
+                                     ->first;
+            out << "  # " << table << ": " << v.count << " INSERT(s) right after a write of " << stock_table
+                << " on the same connection\n  #   e.g. " << one_line(v.example) << "\n";
+            std::vector<std::pair<std::string, std::string>> mapping;  // claim column -> stock key column
+            for (const auto& key : stock_keys.at(stock_table)) {
+                const auto it = v.mapping.find(key);
+                if (it == v.mapping.end()) {
+                    out << "  #   consumes: no column of the INSERT held the value of " << stock_table << "." << key
+                        << "; the same name is assumed\n";
+                    mapping.emplace_back(key, key);
+                    continue;
+                }
+                const auto best = std::max_element(it->second.begin(), it->second.end(),
+                                                   [](const auto& a, const auto& b) { return a.second < b.second; });
+                out << "  #   consumes: " << table << "." << best->first << " held the value of " << stock_table << "."
+                    << key << " in " << best->second << " of " << v.count << " INSERT(s)\n";
+                mapping.emplace_back(best->first, key);
+            }
+            out << "  #   idempotency_columns: the INSERT's columns given values: one claim per such tuple. Keep\n"
+                   "  #   only those that name the claimer and what is claimed (not a request id or a time); the\n"
+                   "  #   database must hold a UNIQUE index on them (`claimguard ddl` prints it)\n";
+            out << "  - name: " << unique_name(table, names) << "\n    table: " << table << "\n    idempotency_columns: ["
+                << join(columns) << "]\n    consumes:\n      rule: " << stock_names.at(stock_table)
+                << "\n      columns:\n";
+            for (const auto& [claim_column, key] : mapping) out << "        " << claim_column << ": " << key << "\n";
+        }
+    }
+
+private:
+    struct read {
+        std::string table;
+        std::set<std::string> columns;
+        bool all = false;
+        std::string text;
+    };
+    struct connection {
+        std::map<std::string, read> last_read;  // by lowercased table
+        std::optional<stock_write> last_write;
+    };
+
+    static std::string join(const std::vector<std::string>& v) {
+        std::string out;
+        for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+        return out;
+    }
+    static std::string one_line(std::string s) {
+        for (auto& c : s)
+            if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+        return s.size() > 160 ? s.substr(0, 157) + "..." : s;
+    }
+    // A rule name from the table (letters, digits, _ - .), unique in this draft.
+    static std::string unique_name(const std::string& table, std::set<std::string>& names) {
+        std::string base;
+        for (char c : table)
+            base += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
+        if (base.size() > 60) base.resize(60);
+        auto name = base;
+        for (int i = 2; !names.insert(name).second; ++i) name = base + "_" + std::to_string(i);
+        return name;
+    }
+
+    std::size_t statements_ = 0;
+    std::map<std::string, connection> connections_;
+    std::map<std::string, stock_votes> stocks_;
+    std::map<std::tuple<std::string, std::string>, claim_votes> claims_;  // (claim table, stock table)
+};
+
+}  // namespace
+
+int suggest(const std::vector<std::string>& paths, std::ostream& out, std::ostream& err) {
+    analysis a;
+    std::size_t read = 0;
+    for (const auto& path : paths) {
+        std::string text;
+        if (path == "-") {
+            text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+        } else {
+            std::ifstream in(path, std::ios::binary);
+            if (!in) {
+                err << "claimguard suggest: cannot read " << path << "\n";
+                return 2;
+            }
+            text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        }
+        bool general_log = false;
+        for (const auto& s : read_statements(text, general_log)) {
+            a.add(s);
+            ++read;
+        }
+    }
+    if (read == 0) {
+        err << "claimguard suggest: no statement found in " << (paths.size() == 1 ? paths[0] : "the files") << "\n";
+        return 1;
+    }
+    a.print(out, paths);
+    return 0;
+}
+
+}  // namespace claimguard::rules_cli
