@@ -417,6 +417,59 @@ class Ops(unittest.TestCase):
         self.assertEqual(status, 200)
         self.assertIn("UPDATE coupon_stock SET remain = remain - ? WHERE campaign_id = ?", text)
 
+    def test_suggest_drafts_rules_from_a_real_general_log_that_lint_and_check_accept(self):
+        db = self.database()
+        db.sql("CREATE TABLE IF NOT EXISTS sg_stock (campaign_id INT PRIMARY KEY, remain INT NOT NULL, "
+               "version INT NOT NULL DEFAULT 0); "
+               "CREATE TABLE IF NOT EXISTS sg_order (id INT AUTO_INCREMENT PRIMARY KEY, user_id INT NOT NULL, "
+               "campaign_id INT NOT NULL, created_at DATETIME NOT NULL); "
+               "REPLACE INTO sg_stock VALUES (1, 100, 0), (2, 100, 0)", database=servers.DATABASE)
+        log = os.path.join(self.work, "general.log")
+        db.sql(f"SET GLOBAL general_log_file = '{log}'; SET GLOBAL general_log = ON")
+        try:
+            # The incident's naive flow, as the legacy service sends it, on three pooled connections.
+            conns = [pymysql.connect(host=servers.HOST, port=db.port, user=servers.NATIVE_USER,
+                                     password=servers.NATIVE_PASSWORD, database=servers.DATABASE,
+                                     autocommit=True) for _ in range(3)]
+            for user in range(12):
+                conn, campaign = conns[user % 3], 1 + user % 2
+                with conn.cursor() as cur:
+                    cur.execute("SELECT remain FROM sg_stock WHERE campaign_id = %s", (campaign,))
+                    remain = cur.fetchone()[0]
+                    cur.execute("UPDATE sg_stock SET remain = %s, version = version + 1 WHERE campaign_id = %s",
+                                (remain - 1, campaign))
+                    cur.execute("INSERT INTO sg_order (user_id, campaign_id, created_at) VALUES (%s, %s, NOW())",
+                                (100 + user, campaign))
+            for c in conns:
+                c.close()
+        finally:
+            db.sql("SET GLOBAL general_log = OFF")
+        r = run_cli("suggest", log)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        draft = os.path.join(self.work, "draft.yaml")
+        write_file(draft, r.stdout)
+        self.assertIn("key_columns: [campaign_id]", r.stdout)
+        self.assertIn("counter_column: remain", r.stdout)
+        self.assertIn("version_column: version", r.stdout)
+        self.assertIn("idempotency_columns: [user_id, campaign_id]", r.stdout)
+        self.assertIn("campaign_id: campaign_id", r.stdout)
+        lint = run_cli("lint", draft)
+        self.assertEqual(lint.returncode, 0, lint.stderr + r.stdout)
+        # check: the claim rule's UNIQUE index is missing until `claimguard ddl`'s is applied.
+        check_args = ("check", "--rules", draft, "--backend", f"{servers.HOST}:{db.port}",
+                      "--user", servers.NATIVE_USER, "--database", servers.DATABASE)
+        os.environ["CLAIMGUARD_CHECK_PASSWORD"] = servers.NATIVE_PASSWORD
+        try:
+            before = run_cli(*check_args)
+            self.assertEqual(before.returncode, 1, before.stdout + before.stderr)
+            ddl = run_cli("ddl", draft)
+            self.assertEqual(ddl.returncode, 0, ddl.stderr)
+            db.sql(ddl.stdout, database=servers.DATABASE)
+            after = run_cli(*check_args)
+            self.assertEqual(after.returncode, 0, after.stdout + after.stderr)
+        finally:
+            del os.environ["CLAIMGUARD_CHECK_PASSWORD"]
+
     # --- graceful shutdown -----------------------------------------------------------------------
 
     def check_graceful_shutdown(self, name, trigger):
