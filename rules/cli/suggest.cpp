@@ -105,24 +105,37 @@ bool equalities(const sql::parsed_statement& st, const sql::where_clause& w, std
     return !out.empty();
 }
 
-// One stock write seen: enough to vote for a rule's shape and to map the claim that follows.
+// A literal integer operand's value (negative included).
+std::optional<std::int64_t> integer(const sql::parsed_statement& st, const sql::operand& o) {
+    if (o.kind != sql::operand_kind::literal) return std::nullopt;
+    const auto text = std::string(st.text(o.span));
+    try {
+        std::size_t used = 0;
+        const auto v = std::stoll(text, &used);
+        if (used == text.size()) return v;
+    } catch (const std::exception&) {
+    }
+    return std::nullopt;
+}
+
+// One write of a table with a WHERE of equalities: what it set, and the key it named.
 struct stock_write {
     std::string table;
-    std::vector<std::string> key;  // sorted, lowercased
-    std::string counter;
-    std::string version;             // a column bumped by 1 in the same write
-    std::optional<std::int64_t> units;  // a relative decrement's literal amount
-    bool after_read = false;
-    std::map<std::string, std::string> key_values;  // column -> value as written
-    std::string example;
+    std::map<std::string, std::string> key_values;  // WHERE column (lowercased) -> value as written
 };
 
+// What the writes of one table say, column by column, over the whole log.
 struct stock_votes {
-    std::map<std::tuple<std::vector<std::string>, std::string>, std::size_t> shapes;  // (key, counter) -> count
-    std::map<std::string, std::size_t> versions;
-    std::map<std::int64_t, std::size_t> units;
-    std::size_t after_read = 0;
-    std::size_t relative = 0;
+    std::size_t writes = 0;
+    std::size_t after_read = 0;  // writes of a column the same connection read just before
+    std::map<std::vector<std::string>, std::size_t> keys;  // WHERE equality columns not also set -> count
+    std::map<std::string, std::size_t> decrements;  // column -> writes that lowered it (relative, or a
+                                                    // smaller literal than the key's last one)
+    std::map<std::string, std::size_t> bumps;       // column -> writes that raised it by 1 or locked on it
+                                                    // (SET v = v + 1; SET v = 4 WHERE ... v = 3; a larger literal)
+    std::map<std::int64_t, std::size_t> units;      // a relative decrement's literal amount
+    std::map<std::tuple<std::string, std::string>, std::int64_t> last;  // (key values, column) -> last literal
+    std::map<std::string, std::size_t> read_and_set;  // column set after being read (the fallback counter)
     std::string example_read;
     std::string example_write;
 };
@@ -156,48 +169,55 @@ public:
             if (!up.joined.empty()) return;
             std::map<std::string, std::string> where;
             if (!equalities(st, up.where, where)) return;
-            stock_write w;
-            w.table = table_of(st, up.table);
-            const auto read_it = conn.last_read.find(lower(w.table));
+            const auto table = table_of(st, up.table);
+            auto& votes = stocks_[table];
+            const auto read_it = conn.last_read.find(lower(table));
+            const bool read_before = read_it != conn.last_read.end();
+            std::set<std::string> set_columns;
+            for (const auto& a : up.assignments) set_columns.insert(lower(name_of(st, a.column)));
+            std::string key_text;  // the key's values, to follow one row's literals across writes
+            std::vector<std::string> key;
+            for (const auto& [column, value] : where)
+                if (set_columns.count(column) == 0) {
+                    key.push_back(column);
+                    key_text += value + '\x1f';
+                }
+            bool counted_read = false;
             for (const auto& a : up.assignments) {
                 const auto column = lower(name_of(st, a.column));
                 if (a.kind == sql::assignment_kind::relative && lower(name_of(st, a.base)) == column) {
-                    if (a.sign == '+' && st.text(a.value.span) == "1" && where.count(column) == 0 && w.version.empty()) {
-                        w.version = column;  // version = version + 1 (a decrement of 1 is `-`)
-                        continue;
-                    }
+                    const auto amount = integer(st, a.value);
                     if (a.sign == '-') {
-                        w.counter = column;
-                        if (a.value.kind == sql::operand_kind::literal) {
-                            try {
-                                w.units = std::stoll(std::string(st.text(a.value.span)));
-                            } catch (const std::exception&) {
-                            }
-                        }
+                        ++votes.decrements[column];
+                        if (amount) ++votes.units[*amount];
+                    } else if (amount == 1) {
+                        ++votes.bumps[column];
                     }
-                } else if (a.kind == sql::assignment_kind::value && read_it != conn.last_read.end() &&
-                           (read_it->second.all || read_it->second.columns.count(column) > 0) && w.counter.empty()) {
-                    w.counter = column;
-                    w.after_read = true;
+                    continue;
+                }
+                if (where.count(column) > 0) ++votes.bumps[column];  // SET v = 4 WHERE ... AND v = 3
+                if (a.kind != sql::assignment_kind::value) continue;
+                if (read_before && (read_it->second.all || read_it->second.columns.count(column) > 0)) {
+                    ++votes.read_and_set[column];
+                    counted_read = true;
+                }
+                if (const auto v = integer(st, a.value)) {
+                    auto [it, first] = votes.last.try_emplace({key_text, column}, *v);
+                    if (!first) {
+                        if (*v < it->second) ++votes.decrements[column];
+                        if (*v > it->second) ++votes.bumps[column];
+                        it->second = *v;
+                    }
                 }
             }
-            if (w.counter.empty()) return;
-            where.erase(w.version);  // an optimistic lock's `AND version = 3` is not part of the key
-            for (const auto& [k, v] : where) w.key.push_back(k);
-            w.key_values = where;
-            w.example = s.text;
-            auto& votes = stocks_[w.table];
-            ++votes.shapes[{w.key, w.counter}];
-            if (!w.version.empty()) ++votes.versions[w.version];
-            if (w.units) ++votes.units[*w.units];
-            if (w.after_read) {
+            ++votes.writes;
+            if (counted_read) {
                 ++votes.after_read;
-                if (votes.example_read.empty() && read_it != conn.last_read.end()) votes.example_read = read_it->second.text;
-            } else {
-                ++votes.relative;
+                if (votes.example_read.empty()) votes.example_read = read_it->second.text;
             }
+            if (!key.empty()) ++votes.keys[key];
             if (votes.example_write.empty()) votes.example_write = s.text;
-            conn.last_write = std::move(w);
+            conn.last_write = stock_write{table, where};
         } else if (st.kind == sql::statement_kind::insert) {
             const auto& ins = std::get<sql::insert_statement>(st.body);
             if (!conn.last_write || !ins.has_column_list || ins.row_count() == 0) return;
@@ -236,49 +256,68 @@ public:
                "default_mode: observe\n";
         std::map<std::string, std::string> stock_names;  // table -> rule name
         std::map<std::string, std::vector<std::string>> stock_keys;
-        if (stocks_.empty()) {
-            out << "\n# No stock table found: no write of a column read just before on the same connection, and no\n"
-                   "# relative decrement (SET c = c - n). Is the log of the app's claim path?\n";
-        } else {
-            out << "\nstock_rules:\n";
-        }
+        // The key with the most votes (not `except`), and its votes; {} and 0 when none has any.
+        const auto most = [](const auto& counts, const auto& except) {
+            typename std::decay_t<decltype(counts)>::key_type best{};
+            std::size_t votes = 0;
+            for (const auto& [column, n] : counts)
+                if (n > votes && column != except) {
+                    best = column;
+                    votes = n;
+                }
+            return std::pair{best, votes};
+        };
         std::set<std::string> names;
+        std::vector<std::string> not_proposed;
+        bool stock_header = false;
         for (const auto& [table, v] : stocks_) {
-            const auto best = std::max_element(v.shapes.begin(), v.shapes.end(),
-                                               [](const auto& a, const auto& b) { return a.second < b.second; });
-            const auto& [key, counter] = best->first;
+            const auto [counter, lowered] = most(v.decrements, std::string());
+            if (counter.empty()) {
+                if (!v.read_and_set.empty()) not_proposed.push_back(table);
+                continue;
+            }
+            const auto [version, raised] = most(v.bumps, counter);
+            std::vector<std::string> key;
+            std::size_t key_votes = 0;
+            for (const auto& [k, n] : v.keys)
+                if (n > key_votes) {
+                    key = k;
+                    key_votes = n;
+                }
+            std::erase(key, version);
+            if (key.empty()) continue;
+            if (!stock_header) {
+                out << "\nstock_rules:\n";
+                stock_header = true;
+            }
             const auto name = unique_name(table, names);
             stock_names[table] = name;
             stock_keys[table] = key;
-            const auto writes = v.after_read + v.relative;
-            out << "  # " << table << ": " << writes << " write(s) of " << counter << ": " << v.after_read
-                << " after reading it on the same connection (the race a rule closes), " << v.relative
-                << " relative decrement(s)\n";
+            out << "  # " << table << ": " << v.writes << " write(s) with a WHERE of equalities; " << lowered
+                << " lowered " << counter << " (the counter), " << v.after_read
+                << " wrote a column the same connection had just read (the race a rule closes)\n";
             if (!v.example_read.empty()) out << "  #   read:  " << one_line(v.example_read) << "\n";
             out << "  #   write: " << one_line(v.example_write) << "\n";
-            out << "  #   key_columns: the equalities of those writes' WHERE";
-            if (v.shapes.size() > 1) out << " (" << best->second << " of " << writes << " writes; others differ)";
-            out << "\n";
+            out << "  #   key_columns: the WHERE's equalities in " << key_votes << " of " << v.writes << " write(s)\n";
             std::int64_t units = 1;
-            if (!v.units.empty()) {
-                units = std::max_element(v.units.begin(), v.units.end(),
-                                         [](const auto& a, const auto& b) { return a.second < b.second; })
-                            ->first;
-                out << "  #   units: " << units << ", the amount of the relative decrements\n";
+            if (const auto [amount, n] = most(v.units, std::int64_t{0}); n > 0) {
+                units = amount;
+                out << "  #   units: " << units << ", the amount of " << n << " relative decrement(s)\n";
             } else {
                 out << "  #   units: 1 assumed (the writes are absolute: what one claim takes is not in the log; check)\n";
             }
-            std::string version;
-            if (!v.versions.empty()) {
-                version = std::max_element(v.versions.begin(), v.versions.end(),
-                                           [](const auto& a, const auto& b) { return a.second < b.second; })
-                              ->first;
-                out << "  #   version_column: the writes bump " << version << " by 1 (an optimistic lock)\n";
-            }
+            if (!version.empty())
+                out << "  #   version_column: " << raised << " write(s) raised " << version
+                    << " or compared it in the WHERE (an optimistic lock)\n";
             out << "  - name: " << name << "\n    table: " << table << "\n    key_columns: [" << join(key)
                 << "]\n    counter_column: " << counter << "\n    units: " << units << "\n";
             if (!version.empty()) out << "    version_column: " << version << "\n";
         }
+        if (!stock_header)
+            out << "\n# No stock table found: no column that writes lowered (SET c = c - n, or a smaller value than\n"
+                   "# the row's last write). Is the log of the app's claim path, with more than one claim per key?\n";
+        if (!not_proposed.empty())
+            out << "\n# Written after a read but never lowered, so not proposed as stock: " << join(not_proposed) << "\n";
         bool claims_header = false;
         std::set<std::string> claim_tables;
         for (const auto& [tables, v] : claims_) {

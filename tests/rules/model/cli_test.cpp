@@ -222,7 +222,8 @@ TEST_F(cli, suggest_drafts_the_incidents_rules_from_a_general_log_and_the_draft_
     EXPECT_EQ(set.claims[0].idempotency_columns, (std::vector<std::string>{"user_id", "campaign_id"}));
     EXPECT_EQ(set.claims[0].stock_key_mapping,
               (std::vector<std::pair<std::string, std::string>>{{"campaign_id", "campaign_id"}}));
-    EXPECT_NE(r.out.find("# coupon_stock: 3 write(s) of remain: 3 after reading it on the same connection"),
+    EXPECT_NE(r.out.find("# coupon_stock: 3 write(s) with a WHERE of equalities; 1 lowered remain (the counter), 3 "
+                         "wrote a column the same connection had just read"),
               std::string::npos)
         << r.out;
     EXPECT_NE(r.out.find("held the value of coupon_stock.campaign_id in 3 of 3 INSERT(s)"), std::string::npos)
@@ -248,6 +249,33 @@ TEST_F(cli, suggest_reads_a_script_with_relative_decrements_and_other_names) {
     ASSERT_EQ(loaded.rules->claims.size(), 1u) << r.out;
     EXPECT_EQ(loaded.rules->claims[0].stock_key_mapping,
               (std::vector<std::pair<std::string, std::string>>{{"item", "sku"}, {"wh", "warehouse"}}));
+}
+
+TEST_F(cli, suggest_finds_the_counter_among_a_full_row_save_and_an_optimistic_lock) {
+    // Hibernate @Version (the version set and compared) and Django's save() (every column written).
+    const auto script = write("orm.sql",
+                              "select s.campaign_id, s.name, s.remain, s.version from coupon_stock s where "
+                              "s.campaign_id=1;\n"
+                              "update coupon_stock set name='Sale', remain=99, version=4 where campaign_id=1 and "
+                              "version=3;\n"
+                              "insert into coupon_order (user_id, campaign_id) values (10, 1);\n"
+                              "select * from coupon_stock where campaign_id=1;\n"
+                              "update coupon_stock set name='Sale', remain=98, version=5 where campaign_id=1 and "
+                              "version=4;\n"
+                              "insert into coupon_order (user_id, campaign_id) values (11, 1);\n"
+                              "SELECT `profile`.`id`, `profile`.`nick` FROM `profile` WHERE `profile`.`id` = 10;\n"
+                              "UPDATE `profile` SET `nick` = 'bob' WHERE `profile`.`id` = 10;\n");
+    const auto r = run(suggest, {script});
+    ASSERT_EQ(r.rc, 0) << r.err;
+    const auto loaded = rules::load_rules({{"draft.yaml", r.out}});
+    ASSERT_TRUE(loaded.rules) << (loaded.errors.empty() ? "" : rules::format_diagnostic(loaded.errors[0])) << r.out;
+    ASSERT_EQ(loaded.rules->stocks.size(), 1u) << r.out;
+    const auto& stock = loaded.rules->stocks[0];
+    EXPECT_EQ(stock.key_columns, std::vector<std::string>{"campaign_id"}) << r.out;
+    EXPECT_EQ(stock.counter_column, "remain") << r.out;
+    EXPECT_EQ(stock.version_column, std::optional<std::string>("version")) << r.out;
+    EXPECT_EQ(loaded.rules->claims.size(), 1u) << r.out;
+    EXPECT_NE(r.out.find("never lowered, so not proposed as stock: profile"), std::string::npos) << r.out;
 }
 
 TEST_F(cli, suggest_says_when_it_finds_nothing) {
