@@ -6,7 +6,7 @@
 //   (SET remain = remain - 1); its key columns are the write's WHERE equalities;
 // - a claim table: an INSERT that follows such a write on the same connection; the column that
 //   holds the stock key's value maps the claim to its stock (`consumes`); the INSERT's columns given
-//   values are the proposed idempotency columns.
+//   values (not times) are the proposed idempotency columns.
 // Every guess is written as a YAML comment with its evidence. The draft starts in observe.
 #include <algorithm>
 #include <cctype>
@@ -103,6 +103,13 @@ bool equalities(const sql::parsed_statement& st, const sql::where_clause& w, std
         out[lower(name_of(st, p.column))] = std::string(st.text(p.value.span));
     }
     return !out.empty();
+}
+
+// '2026-12-04 13:38:07.639', '2026-12-04', '13:38:07': a time the app (an ORM) sends with the row, never part
+// of what makes a claim unique.
+bool looks_like_a_time(std::string_view literal) {
+    static const std::regex time(R"('(\d{4}-\d\d-\d\d([ T]\d\d:\d\d(:\d\d(\.\d+)?)?)?|\d\d:\d\d:\d\d(\.\d+)?)')");
+    return std::regex_match(literal.begin(), literal.end(), time);
 }
 
 // A literal integer operand's value (negative included).
@@ -230,7 +237,7 @@ public:
             for (std::size_t c = 0; c < ins.columns.size() && c < ins.row_width; ++c) {
                 const auto& value = ins.values[c];
                 const auto column = name_of(st, ins.columns[c]);
-                if (!is_value(value) || lower(column) == "id") continue;
+                if (!is_value(value) || lower(column) == "id" || looks_like_a_time(st.text(value.span))) continue;
                 valued.push_back(column);
                 for (const auto& [key, key_value] : conn.last_write->key_values)
                     if (st.text(value.span) == key_value) ++votes.mapping[key][column];

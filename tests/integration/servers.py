@@ -157,6 +157,18 @@ def http_get(port, path, timeout_s=2.0):
         return 0, ""
 
 
+def http_post(port, path, timeout_s=2.0):
+    """(status, body) of POST http://127.0.0.1:port/path with an empty body; status 0 when nothing answers."""
+    req = urllib.request.Request(f"http://{HOST}:{port}{path}", data=b"", method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as r:
+            return r.status, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+    except (OSError, urllib.error.URLError):
+        return 0, ""
+
+
 class MariaDB:
     """A private mariadbd in DIR (data, socket, logs), as root, on a free 127.0.0.1 port."""
 

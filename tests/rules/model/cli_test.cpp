@@ -258,7 +258,8 @@ TEST_F(cli, suggest_finds_the_counter_among_a_full_row_save_and_an_optimistic_lo
                               "s.campaign_id=1;\n"
                               "update coupon_stock set name='Sale', remain=99, version=4 where campaign_id=1 and "
                               "version=3;\n"
-                              "insert into coupon_order (user_id, campaign_id) values (10, 1);\n"
+                              "insert into coupon_order (user_id, campaign_id, created_at) values (10, 1, "
+                              "'2026-12-04 13:38:07.639');\n"
                               "select * from coupon_stock where campaign_id=1;\n"
                               "update coupon_stock set name='Sale', remain=98, version=5 where campaign_id=1 and "
                               "version=4;\n"
@@ -274,7 +275,9 @@ TEST_F(cli, suggest_finds_the_counter_among_a_full_row_save_and_an_optimistic_lo
     EXPECT_EQ(stock.key_columns, std::vector<std::string>{"campaign_id"}) << r.out;
     EXPECT_EQ(stock.counter_column, "remain") << r.out;
     EXPECT_EQ(stock.version_column, std::optional<std::string>("version")) << r.out;
-    EXPECT_EQ(loaded.rules->claims.size(), 1u) << r.out;
+    ASSERT_EQ(loaded.rules->claims.size(), 1u) << r.out;
+    EXPECT_EQ(loaded.rules->claims[0].idempotency_columns, (std::vector<std::string>{"user_id", "campaign_id"}))
+        << r.out;  // the ORM's timestamp is not part of the claim
     EXPECT_NE(r.out.find("never lowered, so not proposed as stock: profile"), std::string::npos) << r.out;
 }
 
