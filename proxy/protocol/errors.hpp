@@ -19,6 +19,7 @@ enum class errc {
     empty_packet,          // a command packet with no payload
     bad_value,             // a value does not match its declared type (binary protocol)
     missing_param_types,   // COM_STMT_EXECUTE reuses parameter types no earlier execute bound
+    too_many_rows,         // a COM_STMT_BULK_EXECUTE carries more rows than the caller reads
 };
 
 const boost::system::error_category& protocol_category() noexcept;

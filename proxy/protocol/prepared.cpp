@@ -122,6 +122,71 @@ boost::system::error_code serialize(const stmt_execute& e, byte_buffer& out) {
     return {};
 }
 
+result<stmt_bulk_execute> parse_stmt_bulk_execute(bytes_view payload, const execute_context& context,
+                                                  std::size_t max_rows) {
+    reader r(payload);
+    stmt_bulk_execute e;
+    if (!expect_command(r, com::stmt_bulk_execute)) return r.error();
+    e.statement_id = r.u32();
+    e.flags = r.u16();
+    if (!r.ok()) return r.error();
+    const std::size_t n = context.param_count;
+    // Without parameters a row takes no bytes: how many rows the packet means cannot be read.
+    if (n == 0) return errc::unexpected_packet;
+    if ((e.flags & bulk_flag::send_types_to_server) != 0) {
+        if (r.remaining() < 2 * n) return errc::truncated;  // before allocating for a hostile count
+        e.param_types.reserve(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            const auto type = static_cast<field_type>(r.u8());
+            const auto flag = r.u8();
+            e.param_types.push_back({type, (flag & param_unsigned_flag) != 0});
+        }
+    } else {
+        if (context.previous_types.size() != n) return errc::missing_param_types;
+        e.param_types.assign(context.previous_types.begin(), context.previous_types.end());
+    }
+    // Every parameter of a row takes at least its indicator byte: the packet bounds the rows, and
+    // max_rows bounds what is held.
+    while (r.ok() && !r.empty()) {
+        if (e.values.size() / n >= max_rows) return errc::too_many_rows;
+        for (std::size_t i = 0; i < n && r.ok(); ++i) {
+            const auto indicator = r.u8();
+            if (!r.ok()) break;
+            if (indicator > static_cast<std::uint8_t>(bulk_indicator::ignore)) return errc::unexpected_packet;
+            e.indicators.push_back(static_cast<bulk_indicator>(indicator));
+            if (e.indicators.back() == bulk_indicator::none)
+                e.values.push_back(read_binary_value(r, e.param_types[i]));
+            else
+                e.values.emplace_back(std::monostate{});
+        }
+    }
+    if (!r.ok()) return r.error();  // truncated: the packet ends inside a row
+    return e;
+}
+
+boost::system::error_code serialize(const stmt_bulk_execute& e, byte_buffer& out) {
+    const std::size_t n = e.param_types.size();
+    if (e.values.size() != e.indicators.size() || (n == 0 && !e.values.empty()) || (n != 0 && e.values.size() % n != 0))
+        return errc::bad_value;
+    writer w(out);
+    w.u8(com::stmt_bulk_execute);
+    w.u32(e.statement_id);
+    w.u16(e.flags);
+    if ((e.flags & bulk_flag::send_types_to_server) != 0) {
+        for (const auto& t : e.param_types) {
+            w.u8(static_cast<std::uint8_t>(t.type));
+            w.u8(t.is_unsigned ? param_unsigned_flag : 0);
+        }
+    }
+    for (std::size_t k = 0; k < e.values.size(); ++k) {
+        w.u8(static_cast<std::uint8_t>(e.indicators[k]));
+        // A NULL-typed parameter's value takes no bytes.
+        if (e.indicators[k] != bulk_indicator::none || e.param_types[k % n].type == field_type::null) continue;
+        if (auto ec = write_binary_value(out, e.param_types[k % n], e.values[k])) return ec;
+    }
+    return {};
+}
+
 result<stmt_close> parse_stmt_close(bytes_view payload) {
     reader r(payload);
     if (!expect_command(r, com::stmt_close)) return r.error();

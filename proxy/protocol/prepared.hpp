@@ -58,6 +58,45 @@ struct stmt_execute {
 // fit its type.
 [[nodiscard]] boost::system::error_code serialize(const stmt_execute& e, byte_buffer& out);
 
+// COM_STMT_BULK_EXECUTE (MariaDB's array binding: Connector/C STMT_ATTR_ARRAY_SIZE, Connector/J
+// useBulkStmts, the Node connector's batch()): one statement run once per row of values, in one
+// command. Layout: 0xFA, statement id<4>, bulk flags<2>, the parameter types (2 bytes each) when
+// send_types_to_server, then rows until the end of the packet, each parameter an indicator byte and,
+// for bulk_indicator::none, its value.
+namespace bulk_flag {
+inline constexpr std::uint16_t send_unit_results = 64;      // a result set of per-row results (MariaDB 11.5+)
+inline constexpr std::uint16_t send_types_to_server = 128;  // the parameter types follow the flags
+}  // namespace bulk_flag
+enum class bulk_indicator : std::uint8_t {
+    none = 0,      // a value follows
+    null = 1,      // NULL
+    default_ = 2,  // the column's DEFAULT
+    ignore = 3,    // DEFAULT for an INSERT, the column left as it is for an UPDATE
+};
+struct stmt_bulk_execute {
+    std::uint32_t statement_id = 0;
+    std::uint16_t flags = 0;
+    std::vector<value_type> param_types;  // in force: from the packet when send_types_to_server, else the context's
+    // Row after row, param_count values each: values[row * param_count + i] is parameter i of that row
+    // (std::monostate unless its indicator is none), and indicators the same way.
+    std::vector<binary_value> values;
+    std::vector<bulk_indicator> indicators;
+    [[nodiscard]] std::size_t rows(std::size_t param_count) const {
+        return param_count == 0 ? 0 : values.size() / param_count;
+    }
+};
+// Decodes a bulk execute of a statement with context.param_count parameters (long data does not
+// apply: a bulk carries every value). errc::unexpected_packet for a statement without parameters
+// (no row can be told from the next) or an unknown indicator; errc::truncated when it ends inside a row;
+// errc::missing_param_types when the packet has no types and the context none either;
+// errc::too_many_rows past `max_rows`, before the values are held. Views in `values` point into the
+// payload.
+[[nodiscard]] result<stmt_bulk_execute> parse_stmt_bulk_execute(bytes_view payload, const execute_context& context,
+                                                                std::size_t max_rows);
+// The packet again (types written when flags say so); errc::bad_value when sizes differ or a value
+// does not fit its type.
+[[nodiscard]] boost::system::error_code serialize(const stmt_bulk_execute& e, byte_buffer& out);
+
 // COM_STMT_CLOSE and COM_STMT_RESET: the command byte and a statement id.
 struct stmt_close {
     std::uint32_t statement_id = 0;

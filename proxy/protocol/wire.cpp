@@ -22,6 +22,7 @@ public:
         case errc::bad_value: return "value does not match its column or parameter type";
         case errc::missing_param_types:
             return "statement executed without parameter types and none were bound before";
+        case errc::too_many_rows: return "bulk execute with more rows than the proxy reads";
         }
         return "unknown protocol error";
     }

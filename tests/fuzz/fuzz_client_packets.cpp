@@ -1,5 +1,5 @@
 // libFuzzer target: everything the proxy decodes from a client (frames, handshake
-// response, command packets, COM_STMT_EXECUTE with any parameter count/types).
+// response, command packets, COM_STMT_EXECUTE and COM_STMT_BULK_EXECUTE with any parameter count/types).
 //
 // Input: byte 0 picks the decoder (mode below), the rest feeds it. Properties checked:
 // no crash or sanitizer report; encoders accept whatever the decoders return; the
@@ -90,6 +90,25 @@ void fuzz_command(cg::bytes_view p) {
     exact_round_trip<cg::stmt_send_long_data>(p, cg::parse_stmt_send_long_data);
 }
 
+// COM_STMT_BULK_EXECUTE with the same parameters (a bulk carries no long data): whole rows, and a
+// canonical encoding.
+void fuzz_bulk_execute(cg::bytes_view payload, cg::execute_context ctx) {
+    constexpr std::size_t max_rows = 1024;
+    ctx.long_data_params = {};
+    auto b = cg::parse_stmt_bulk_execute(payload, ctx, max_rows);
+    if (!b) return;
+    check(b->values.size() == b->indicators.size() && b->param_types.size() == ctx.param_count);
+    check(b->rows(ctx.param_count) <= max_rows && b->rows(ctx.param_count) * ctx.param_count == b->values.size());
+    cg::byte_buffer once;
+    check(!cg::serialize(*b, once));
+    ctx.previous_types = b->param_types;
+    auto b2 = cg::parse_stmt_bulk_execute(once, ctx, max_rows);
+    check(static_cast<bool>(b2));
+    cg::byte_buffer twice;
+    check(!cg::serialize(*b2, twice));
+    check(once == twice);
+}
+
 // Input after the mode byte: u16 param count, option byte, type seed, payload.
 void fuzz_execute(cg::bytes_view in) {
     if (in.size() < 4) return;
@@ -119,6 +138,7 @@ void fuzz_execute(cg::bytes_view in) {
     ctx.param_count = params;
     ctx.previous_types = previous;
     ctx.long_data_params = long_data;
+    fuzz_bulk_execute(payload, ctx);
     auto e = cg::parse_stmt_execute(payload, ctx);
     if (!e) return;
     check(e->params.size() == params && e->param_types.size() == params);

@@ -197,6 +197,91 @@ TEST(stmt_execute, serialize_refuses_mismatched_types) {
     EXPECT_EQ(serialize(e, out), make_error_code(errc::bad_value));
 }
 
+// Two COM_STMT_BULK_EXECUTE packets libmariadb 3.3 sent for INSERT INTO k VALUES (?,?,?) with
+// STMT_ATTR_ARRAY_SIZE 3 (captured between it and MariaDB 10.11): first with the types, then, the
+// same bind executed again, without them (the server keeps the first bulk's types).
+constexpr std::string_view libmariadb_bulk_with_types =
+    "fa 10000000 8000 0300 fe00 0300 "
+    "00 07000000 00 02 6162 00 07000000 "
+    "00 08000000 00 01 63 01 "
+    "00 09000000 00 00 02";
+constexpr std::string_view libmariadb_bulk_without_types =
+    "fa 10000000 0000 "
+    "00 07000000 00 02 6162 00 07000000 "
+    "00 08000000 00 01 63 01 "
+    "00 09000000 00 00 02";
+
+TEST(stmt_bulk_execute, libmariadb_three_rows_with_indicators) {
+    const auto p = hex(libmariadb_bulk_with_types);
+    auto e = parse_stmt_bulk_execute(p, context(3), 100);
+    ASSERT_TRUE(e) << e.error().message();
+    EXPECT_EQ(e->statement_id, 16u);
+    EXPECT_EQ(e->flags, bulk_flag::send_types_to_server);
+    const std::vector<value_type> types = {
+        {field_type::long_, false}, {field_type::string, false}, {field_type::long_, false}};
+    EXPECT_EQ(e->param_types, types);
+    ASSERT_EQ(e->rows(3), 3u);
+    expected_values v;
+    v.i(7).s("ab").i(7).i(8).s("c").null().i(9).s("").null();
+    expect_values(e->values, v.values);
+    const std::vector<bulk_indicator> indicators = {
+        bulk_indicator::none, bulk_indicator::none, bulk_indicator::none, bulk_indicator::none,    bulk_indicator::none,
+        bulk_indicator::null, bulk_indicator::none, bulk_indicator::none, bulk_indicator::default_};
+    EXPECT_EQ(e->indicators, indicators);
+    byte_buffer out;
+    ASSERT_FALSE(serialize(*e, out));
+    EXPECT_EQ(to_hex(out), to_hex(p));
+
+    // Without types: the ones the statement's earlier execute (or bulk) bound.
+    const auto again = hex(libmariadb_bulk_without_types);
+    EXPECT_EQ(parse_stmt_bulk_execute(again, context(3), 100).error(), make_error_code(errc::missing_param_types));
+    auto a = parse_stmt_bulk_execute(again, context(3, types), 100);
+    ASSERT_TRUE(a) << a.error().message();
+    EXPECT_EQ(a->param_types, types);
+    EXPECT_EQ(a->indicators, indicators);
+    expect_values(a->values, v.values);
+    out.clear();
+    ASSERT_FALSE(serialize(*a, out));
+    EXPECT_EQ(to_hex(out), to_hex(again));
+}
+
+TEST(stmt_bulk_execute, row_limit_and_empty_bulk) {
+    const auto p = hex(libmariadb_bulk_with_types);
+    EXPECT_TRUE(parse_stmt_bulk_execute(p, context(3), 3));
+    EXPECT_EQ(parse_stmt_bulk_execute(p, context(3), 2).error(), make_error_code(errc::too_many_rows));
+    // No rows at all: nothing to run, nothing held.
+    auto none = parse_stmt_bulk_execute(hex("fa 01000000 8000 0300"), context(1), 10);
+    ASSERT_TRUE(none);
+    EXPECT_EQ(none->rows(1), 0u);
+    // A NULL-typed parameter with indicator none takes no bytes: one byte per row, still bounded.
+    auto nulls = parse_stmt_bulk_execute(hex("fa 01000000 8000 0600 00 00 00"), context(1), 10);
+    ASSERT_TRUE(nulls);
+    EXPECT_EQ(nulls->rows(1), 3u);
+    byte_buffer out;
+    ASSERT_FALSE(serialize(*nulls, out));
+    EXPECT_EQ(to_hex(out), to_hex(hex("fa 01000000 8000 0600 00 00 00")));
+}
+
+TEST(stmt_bulk_execute, malformed) {
+    const bad_execute cases[] = {
+        {"wrong command", "17 01000000 8000 0300 00 01000000", 1, errc::unexpected_packet},
+        {"flags truncated", "fa 01000000 80", 1, errc::truncated},
+        {"no parameters", "fa 01000000 8000", 0, errc::unexpected_packet},
+        {"hostile param count", "fa 01000000 8000 0300", 65535, errc::truncated},
+        {"unknown indicator", "fa 01000000 8000 0300 04", 1, errc::unexpected_packet},
+        {"value missing", "fa 01000000 8000 0300 00 0100", 1, errc::truncated},
+        {"string past end", "fa 01000000 8000 fd00 00 05 61", 1, errc::length_past_end},
+        {"ends inside a row", "fa 01000000 8000 0300 0300 00 01000000", 2, errc::truncated},
+        {"unknown type", "fa 01000000 8000 1200 00 00", 1, errc::bad_value},
+        {"empty", "", 1, errc::truncated},
+    };
+    for (const auto& c : cases) {
+        auto e = parse_stmt_bulk_execute(hex(c.bytes), context(c.params), 100);
+        ASSERT_FALSE(e) << c.name;
+        EXPECT_EQ(e.error(), make_error_code(c.error)) << c.name;
+    }
+}
+
 TEST(prepare_ok, two_params_three_columns) {
     const auto fs = frames(mariadb::prepare_2_params_3_columns_eof);
     auto p = parse_prepare_ok(fs[1].payload);
