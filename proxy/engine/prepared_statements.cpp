@@ -69,9 +69,9 @@ std::optional<decision> decide_unread_rows(const prepared_statement& ps, unread_
             facts = rules::match::as_unmodeled(
                 ps.statement.facts,
                 "COM_STMT_BULK_EXECUTE (MariaDB's array binding: Connector/J useBulkStmts, the MariaDB Node "
-                "connector's batch) of a statement that writes the rule's table is not modelled; send the batch as "
-                "one multi-row INSERT (Connector/J: useBulkStmts=false, rewriteBatchedStatements=true) or one "
-                "execute per row",
+                "connector's batch) of a statement that writes the rule's table is modelled only for a plain or "
+                "IGNORE claim INSERT (one claim per row); send this batch as one multi-row INSERT (Connector/J: "
+                "useBulkStmts=false, rewriteBatchedStatements=true) or one execute per row",
                 "bulk_execute");
             break;
         case unread_rows::long_data_execute:

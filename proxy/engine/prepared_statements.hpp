@@ -46,7 +46,7 @@ struct prepared_statement {
 // A command that carries a prepared statement's rows where the engine cannot read them.
 enum class unread_rows : std::uint8_t {
     large_execute,      // a COM_STMT_EXECUTE of 16 MiB or more
-    bulk_execute,       // COM_STMT_BULK_EXECUTE (MariaDB's array binding: many rows in one command)
+    bulk_execute,       // COM_STMT_BULK_EXECUTE (MariaDB's array binding) other than a claim INSERT's (bulk_claims.hpp)
     long_data_execute,  // an execute whose values came by COM_STMT_SEND_LONG_DATA
 };
 // The decision for such a command: the unmodeled policy of the rules whose protected tables the

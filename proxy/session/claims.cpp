@@ -8,6 +8,7 @@
 #include "claim_metrics.hpp"
 #include "proxy/admin/metrics.hpp"
 #include "proxy/engine/bound_values.hpp"
+#include "proxy/engine/bulk_claims.hpp"
 #include "proxy/engine/read_shape.hpp"
 #include "proxy/engine/several_statements.hpp"
 #include "proxy/guards/redis_guard.hpp"
@@ -48,7 +49,9 @@ awaitable<session::intercepted> session::intercept(const proto::packet_span& pac
     // read statements past its limit, and the policy of the rules it names applies); an execute that
     // large is not read for its values.
     const bool large = packet.frames != 1;
-    if (large && command != com::query && command != com::stmt_prepare && command != com::stmt_execute)
+    // (A bulk execute that large is refused like an execute: its rows are not read.)
+    if (large && command != com::query && command != com::stmt_prepare && command != com::stmt_execute &&
+        command != com::stmt_bulk_execute)
         co_return intercepted::forward;
     if (large || command == com::query || command == com::stmt_prepare) {
         command_.snapshot = engine::current_on_this_thread(*ctx_.rules);  // no lock unless reloaded
@@ -72,8 +75,8 @@ awaitable<session::intercepted> session::intercept(const proto::packet_span& pac
             auto id = proto::peek_statement_id(payload);
             auto* ps = id ? prepared_.find(*id) : nullptr;
             if (!ps) co_return intercepted::forward;
-            const auto why = large ? engine::unread_rows::large_execute : engine::unread_rows::bulk_execute;
-            co_return co_await unmodeled_execute(*ps, packet, command, why);
+            if (!large && command == com::stmt_bulk_execute) co_return co_await intercept_bulk_execute(*ps, packet);
+            co_return co_await unmodeled_execute(*ps, packet, command, engine::unread_rows::large_execute);
         }
         case com::set_option:
             // MYSQL_OPTION_MULTI_STATEMENTS_ON (0) / _OFF (1): whether the server splits a query at `;`.
@@ -222,6 +225,55 @@ awaitable<session::intercepted> session::intercept_execute(const proto::packet_s
         result = co_await client_.write(reply->raw) ? intercepted::handled : intercepted::failed;
     }
     if (result == intercepted::forward || command_.forwarded_statement) ps.reached_server(*exec, !patched.empty());
+    co_return result;
+}
+
+awaitable<session::intercepted> session::intercept_bulk_execute(engine::prepared_statement& ps,
+                                                                const proto::packet_span& packet) {
+    proto::execute_context ectx{ps.params, ps.types, {}};
+    auto bulk = proto::parse_stmt_bulk_execute(packet.first_payload, ectx, engine::max_bulk_claim_rows);
+    // Per-row results (SEND_UNIT_RESULTS, MariaDB 11.5+) answer with a result set the claim rows do not read.
+    std::optional<match::match_result> facts;
+    if (bulk && (bulk->flags & proto::bulk_flag::send_unit_results) == 0 && ps.snapshot)
+        facts = engine::bulk_claim_facts(ps.statement.facts, ps.params, bulk->rows(ps.params));
+    if (!facts)
+        co_return co_await unmodeled_execute(ps, packet, com::stmt_bulk_execute, engine::unread_rows::bulk_execute);
+    // The server keeps a bulk's types for the statement's next bulk or execute (libmariadb sends them once).
+    const bool types_sent = (bulk->flags & proto::bulk_flag::send_types_to_server) != 0;
+    if (types_sent) ps.types = bulk->param_types;
+    // Each value with its type, laid end to end as the values are: a give-back binds a row's key.
+    std::vector<proto::value_type> types;
+    types.reserve(bulk->values.size());
+    for (std::size_t k = 0; k < bulk->values.size(); ++k) types.push_back(bulk->param_types[k % ps.params]);
+    // A bulk without types the server never saw (the one that carried them was answered by the sidecar)
+    // goes with them, as an execute does (prepared_statement::frames_for_server).
+    proto::byte_buffer patched;
+    std::uint8_t last_seq = packet.last_seq;
+    if (!types_sent && !ps.server_has_types) {
+        auto with_types = *bulk;
+        with_types.flags |= proto::bulk_flag::send_types_to_server;
+        proto::byte_buffer payload;
+        if (!proto::serialize(with_types, payload)) {
+            std::uint8_t seq = packet.first_seq;
+            proto::write_packet(patched, seq, payload);
+            last_seq = static_cast<std::uint8_t>(seq - 1);
+        }
+    }
+    const proto::bytes_view bytes =
+        patched.empty() ? client_.in().readable().first(packet.raw_size) : proto::bytes_view(patched);
+    command_.snapshot = ps.snapshot;
+    auto d = connection_state_.decide_statement(ps.statement.parsed, *facts, ps.snapshot->rules,
+                                                engine::bound_resolver(bulk->values), memory_, transaction_);
+    auto result =
+        co_await apply(d, ps.statement.parsed, com::stmt_bulk_execute, bytes, last_seq, &bulk->values, &types);
+    if (result == intercepted::forward && !patched.empty()) {
+        auto reply = co_await backend_.roundtrip(bytes, com::stmt_bulk_execute, last_seq);
+        if (!reply) co_return intercepted::failed;
+        command_.forwarded_statement = true;
+        result = co_await client_.write(reply->raw) ? intercepted::handled : intercepted::failed;
+    }
+    const bool reached = result == intercepted::forward || command_.forwarded_statement;
+    if (reached && (types_sent || !patched.empty())) ps.server_has_types = true;
     co_return result;
 }
 

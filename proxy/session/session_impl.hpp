@@ -104,6 +104,9 @@ private:
     awaitable<intercepted> intercept_query(const proto::packet_span& packet, std::string_view sql);
     awaitable<intercepted> intercept_prepare(const proto::packet_span& packet, std::string_view sql);
     awaitable<intercepted> intercept_execute(const proto::packet_span& packet);
+    // COM_STMT_BULK_EXECUTE of a tracked statement: a claim INSERT's rows of values as one claim per row;
+    // anything else the rules' unmodeled policy (bulk_execute).
+    awaitable<intercepted> intercept_bulk_execute(engine::prepared_statement& ps, const proto::packet_span& packet);
     // A query of several statements (several_statements.cpp): each statement decided and carried out
     // in order like a query of its own, the replies stitched into one; false when `sql` does not split
     // (then the query is read as one statement, as before).

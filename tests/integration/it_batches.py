@@ -445,13 +445,41 @@ class ConnectorJ(Cluster):
         self.assertEqual(code, 0, out)
         self.assert_sold_exactly(stock, before)
 
-    def test_bulk_execute_refusal_says_what_to_do(self):
+    def bulk_commands(self):
+        """COM_STMT_BULK_EXECUTE commands both sidecars received."""
+        total = 0.0
+        for proxy in self.proxies:
+            status, body = servers.http_get(proxy.admin_port, "/metrics")
+            self.assertEqual(status, 200)
+            total += sum(float(m.group(1)) for m in
+                         re.finditer(r'^claimguard_commands_total\{command="stmt_bulk_execute"\} (\S+)$', body, re.M))
+        return total
+
+    def test_bulk_stmts(self):
+        """useBulkStmts=true: the order rows of a batch as one COM_STMT_BULK_EXECUTE, one claim per row (was:
+        every bulk refused, bulk_execute)."""
+        stock = {CAMPAIGN: 11, CAMPAIGN + 1: 6}
+        self.cluster.reset(stock)
+        before, bulks = self.refusals(), self.bulk_commands()
+        code, out = self.app("bulk", 30)
+        self.assertEqual(code, 0, out)
+        code, out = self.app("bulk", 20)  # users 1..20 again: their duplicates give their units back
+        self.assertEqual(code, 0, out)
+        self.assertGreater(self.bulk_commands(), bulks)  # the batches did come as bulks
+        code, out = self.app_sweep()
+        self.assertEqual(code, 0, out)
+        self.assert_sold_exactly(stock, before)
+
+    def test_bulk_of_stock_writes_refusal_says_what_to_do(self):
+        """A bulk of stock decrements stays refused (bulk_execute), with what to send instead."""
         self.cluster.reset({CAMPAIGN: 5, CAMPAIGN + 1: 5})
-        code, out = self.app("bulk", 1)
+        before = self.refusals()
+        code, out = self.app("bulkstock", 1)
         self.assertEqual(code, 0, out)
         self.assertIn("bulk: 1644", out)
         self.assertIn("rewriteBatchedStatements=true", out)
-        self.assertEqual(self.cluster.facts(CAMPAIGN)["rows"], 0)
+        self.assertEqual(self.refusals(), before + 1)
+        self.assertEqual((self.cluster.facts(CAMPAIGN)["remain"], self.cluster.facts(CAMPAIGN + 1)["remain"]), (5, 5))
 
 
 def main():

@@ -3,8 +3,10 @@
 //            with one executeBatch (rewriteBatchedStatements=true: one multi-row INSERT); twice each.
 //   multi:   each user sends "UPDATE ... remain = remain - 1 ...; INSERT ..." in one Statement.execute
 //            (allowMultiQueries=true, as MyBatis <foreach> does); twice each.
-//   bulk:    one user's batch as COM_STMT_BULK_EXECUTE (useServerPrepStmts=true&useBulkStmts=true):
-//            prints the error the batch got.
+//   bulk:    as rewrite, the order rows' batch sent as COM_STMT_BULK_EXECUTE (useServerPrepStmts=true&
+//            useBulkStmts=true: MariaDB's array binding), the reads and writes as server-side prepared statements.
+//   bulkstock: one user's batch of stock decrements (UPDATE coupon_stock ... WHERE campaign_id = ?) as
+//            COM_STMT_BULK_EXECUTE: prints the error the batch got.
 // Answers claimguard gives on purpose (1644: sold out, already claimed) are the app's normal outcomes;
 // anything else is printed as "unexpected" and makes the exit code 1.
 // Arguments: mode host port1 port2 user password database campaignA campaignB users
@@ -81,15 +83,14 @@ public final class ClaimBatches {
         final String mode = a[0], host = a[1], port1 = a[2], port2 = a[3], user = a[4], password = a[5], db = a[6];
         final int[] campaigns = {Integer.parseInt(a[7]), Integer.parseInt(a[8])};
         final int users = Integer.parseInt(a[9]);
-        if (mode.equals("bulk")) {
+        if (mode.equals("bulkstock")) {
             try (Connection c = DriverManager.getConnection(url(host, port1, db, "useServerPrepStmts=true&useBulkStmts=true"), user, password);
-                 PreparedStatement insert = c.prepareStatement("INSERT INTO coupon_order (user_id, campaign_id) VALUES (?, ?)")) {
-                for (int uid = 1; uid <= 3; ++uid) {
-                    insert.setInt(1, uid);
-                    insert.setInt(2, campaigns[0]);
-                    insert.addBatch();
+                 PreparedStatement take = c.prepareStatement("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = ?")) {
+                for (int campaign : campaigns) {
+                    take.setInt(1, campaign);
+                    take.addBatch();
                 }
-                insert.executeBatch();
+                take.executeBatch();
                 System.out.println("bulk: no error");
             } catch (SQLException e) {
                 System.out.println("bulk: " + e.getErrorCode() + " " + e.getMessage());
@@ -97,13 +98,14 @@ public final class ClaimBatches {
             return;
         }
         final String options = mode.equals("rewrite") ? "useServerPrepStmts=false&rewriteBatchedStatements=true&useBulkStmts=false"
+                               : mode.equals("bulk")  ? "useServerPrepStmts=true&useBulkStmts=true&rewriteBatchedStatements=false"
                                                       : "allowMultiQueries=true";
         List<Thread> threads = new ArrayList<>();
         for (int uid = 1; uid <= users; ++uid) {
             final int id = uid;
             Thread t = new Thread(() -> {
                 try (Connection c = DriverManager.getConnection(url(host, id % 2 == 0 ? port1 : port2, db, options), user, password)) {
-                    if (mode.equals("rewrite")) rewriteUser(c, id, campaigns);
+                    if (mode.equals("rewrite") || mode.equals("bulk")) rewriteUser(c, id, campaigns);
                     else multiUser(c, id, campaigns);
                 } catch (SQLException e) {
                     unexpected.incrementAndGet();

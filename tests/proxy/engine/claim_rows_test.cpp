@@ -201,5 +201,108 @@ TEST(claim_rows, observe_mode_relays) {
     EXPECT_TRUE(t.has(event::would_block));
 }
 
+// A COM_STMT_BULK_EXECUTE of a prepared claim INSERT (Connector/C array binding, Connector/J
+// useBulkStmts) is the claim INSERT of several rows it means: one claim per row of values, each with
+// its own take; the bulk goes once, as the app sent it. It was refused (bulk_execute) before.
+const std::string bulk_claim = "INSERT INTO coupon_order (user_id, campaign_id) VALUES (?, ?)";
+
+// Which of the bulk's values the give-backs a trace sent bind.
+std::vector<std::uint32_t> bulk_give_back_values(const trace& t) {
+    std::vector<std::uint32_t> out;
+    for (const auto& a : t.actions)
+        if (a.type == action::kind::send_sql) out.insert(out.end(), a.sql.parameters.begin(), a.sql.parameters.end());
+    return out;
+}
+
+TEST(claim_rows, bulk_rows_each_use_their_take) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    ASSERT_NO_FATAL_FAILURE(take(s, "1", 2));
+    ASSERT_NO_FATAL_FAILURE(take(s, "2", 1));
+    auto t = s.exec_bulk(bulk_claim, {{1, 1}, {2, 2}, {3, 1}}, {ok_rows(3)});
+    ASSERT_EQ(t.d.what, verdict::claim) << t.d.note;
+    ASSERT_EQ(t.d.rows.size(), 3u);
+    EXPECT_EQ(t.d.rows[1].key, (key_tuple{"2"}));
+    EXPECT_EQ(t.d.rows[2].idempotency, (key_tuple{"3", "1"}));
+    EXPECT_EQ(t.sent(), std::vector<std::string>{"<statement>"});
+    EXPECT_EQ(t.last().type, action::kind::reply_client);  // the server's own OK: 3 rows
+    EXPECT_EQ(count(t, event::claim_inserted), 3u);
+    EXPECT_FALSE(t.has(event::claim_unbacked));
+    EXPECT_EQ(s.ledger().waiting_takes("coupon_stock", {"1"}), 0u);
+    EXPECT_EQ(s.ledger().waiting_takes("coupon_stock", {"2"}), 0u);
+}
+
+// In autocommit with require_decrement, a row of values without a take makes the whole bulk the
+// exhausted answer: nothing is sent, and the other rows' takes wait on.
+TEST(claim_rows, bulk_row_without_a_take_is_the_exhausted_answer) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    ASSERT_NO_FATAL_FAILURE(take(s, "1", 1));
+    auto t = s.exec_bulk(bulk_claim, {{1, 1}, {2, 1}}, {});
+    EXPECT_TRUE(t.sent().empty());
+    EXPECT_TRUE(t.has(event::blocked));
+    ASSERT_EQ(t.last().type, action::kind::answer);
+    EXPECT_EQ(t.last().answer.message, "claimguard: coupon_stock is sold out for this key");
+    EXPECT_EQ(s.ledger().waiting_takes("coupon_stock", {"1"}), 1u);
+}
+
+// The server runs a bulk as one statement (measured on MariaDB 10.11): a duplicate row fails it whole,
+// so every row's unit goes back and the app hears the duplicate answer. Under IGNORE the OK counts the
+// rows that went in; the skipped rows' units go back.
+TEST(claim_rows, bulk_duplicate_row_gives_every_rows_unit_back) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    ASSERT_NO_FATAL_FAILURE(take(s, "1", 3));
+    auto dup = s.exec_bulk(bulk_claim, {{1, 1}, {2, 1}, {3, 1}}, {error_reply(1062), ok_rows(1)});
+    // The give-back names the key as the bulk bound it: the first row's campaign_id, value 1 of the
+    // values laid end to end (the session runs it with the bulk's values).
+    EXPECT_EQ(dup.sent(), (std::vector<std::string>{"<statement>", give_back("?", 3)}));
+    EXPECT_EQ(bulk_give_back_values(dup), (std::vector<std::uint32_t>{1}));
+    EXPECT_EQ(count(dup, event::duplicate_db), 1u);
+    EXPECT_FALSE(dup.has(event::claim_inserted));
+    ASSERT_EQ(dup.last().type, action::kind::answer);
+    EXPECT_EQ(dup.last().answer.message, "claimguard: already claimed");
+    EXPECT_EQ(s.ledger().waiting_takes("coupon_stock", {"1"}), 0u);
+
+    ASSERT_NO_FATAL_FAILURE(take(s, "1", 3));
+    auto ignore = s.exec_bulk("INSERT IGNORE INTO coupon_order (user_id, campaign_id) VALUES (?, ?)",
+                              {{1, 1}, {2, 1}, {3, 1}}, {ok_rows(2), ok_rows(1)});
+    EXPECT_EQ(ignore.sent(), (std::vector<std::string>{"<statement>", give_back("?", 1)}));
+    EXPECT_EQ(bulk_give_back_values(ignore), (std::vector<std::uint32_t>{5}));  // the third row's campaign_id
+    EXPECT_EQ(count(ignore, event::claim_inserted), 2u);
+    EXPECT_EQ(ignore.last().type, action::kind::reply_client);
+}
+
+// Each row of values has its own Redis key; a key a committed claim holds answers the plain bulk
+// "already claimed" without the database.
+TEST(claim_rows, bulk_redis_key_per_row_of_values) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    ASSERT_NO_FATAL_FAILURE(take(s, "1", 2));
+    auto t = s.exec_bulk(bulk_claim, {{1, 1}, {2, 1}}, {ok_rows(2)}, autocommit, redis_reply::acquired, true);
+    ASSERT_EQ(t.actions.size(), 4u);
+    EXPECT_EQ(t.actions[0].redis_key, "lock:coupon:1:1");
+    EXPECT_EQ(t.actions[1].redis_key, "lock:coupon:2:1");
+    EXPECT_EQ(count(t, event::claim_inserted), 2u);
+}
+
+// What the engine does not decide this way keeps the bulk_execute refusal: a bulk of a stock-table
+// write, of a REPLACE, one without rows or past the row limit.
+TEST(claim_rows, bulk_shapes_not_modelled) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    EXPECT_EQ(s.exec_bulk("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = ?", {{1}}, {}).d.what,
+              verdict::forward);
+    EXPECT_EQ(s.exec_bulk("REPLACE INTO coupon_order (user_id, campaign_id) VALUES (?, ?)", {{1, 1}}, {}).d.what,
+              verdict::forward);
+    EXPECT_EQ(s.exec_bulk(bulk_claim, {}, {}).d.what, verdict::forward);
+    const std::vector<std::vector<std::int64_t>> too_many(max_bulk_claim_rows + 1, {1, 1});
+    EXPECT_EQ(s.exec_bulk(bulk_claim, too_many, {}).d.what, verdict::forward);
+    // A row whose key is not a value (NULL or DEFAULT indicators reach the engine as unknown):
+    // the claim INSERT of several rows' own refusal.
+    EXPECT_TRUE(
+        s.exec_bulk("INSERT INTO coupon_order (user_id, campaign_id) VALUES (?, DEFAULT)", {{1}, {2}}, {}).d.unmodeled);
+}
+
 }  // namespace
 }  // namespace claimguard::engine::test

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/engine/bulk_claims.hpp"
 #include "proxy/engine/claim_operation.hpp"
 #include "proxy/engine/decide.hpp"
 #include "proxy/engine/key_collation.hpp"
@@ -277,6 +278,33 @@ public:
         trace t;
         t.d = decide(statements_.back()->facts(), *env_.rules, values, memory);
         plan_deferred(t.d, statements_.back()->facts(), statements_.back()->text(), memory);
+        run_operation(t, std::move(replies), status, redis, redis_configured);
+        return t;
+    }
+
+    // A COM_STMT_BULK_EXECUTE of the prepared `sql` with `rows` rows of integer values (as many as
+    // its placeholders each): decided on the facts bulk_claim_facts makes of it (none: the trace's
+    // decision is the default forward, nothing run), then run as exec() runs a statement.
+    trace exec_bulk(std::string sql, const std::vector<std::vector<std::int64_t>>& rows,
+                    std::vector<reply_summary> replies, std::uint16_t status = autocommit,
+                    redis_reply redis = redis_reply::unavailable, bool redis_configured = false) {
+        memory.next_command();
+        statements_.push_back(std::make_unique<statement>(std::move(sql), *env_.index));
+        trace t;
+        const auto params = static_cast<std::uint16_t>(rows.empty() ? 0 : rows.front().size());
+        auto facts = bulk_claim_facts(statements_.back()->facts(), params, rows.size());
+        if (!facts) return t;
+        bulk_facts_.push_back(std::make_unique<match::match_result>(std::move(*facts)));
+        std::vector<std::int64_t> values;
+        for (const auto& row : rows) values.insert(values.end(), row.begin(), row.end());
+        t.d = decide(*bulk_facts_.back(), *env_.rules, bound_integers(std::move(values)), memory);
+        run_operation(t, std::move(replies), status, redis, redis_configured);
+        return t;
+    }
+
+    // The decision in `t` carried out by its operation, the database's answers from `replies`.
+    void run_operation(trace& t, std::vector<reply_summary> replies, std::uint16_t status, redis_reply redis,
+                       bool redis_configured) {
         statement_context ctx;
         ctx.op = operation_context{id_, status, redis_configured};
         statement_operation op(t.d, statements_.back()->parsed(), memory, *ledger_, transaction_, slots_, ctx);
@@ -299,7 +327,6 @@ public:
         }
         EXPECT_TRUE(run.finished()) << "the operation sent more than the script answers: " << run.failure();
         EXPECT_EQ(run.inputs_left, 0u) << "the operation used fewer replies than scripted";
-        return t;
     }
 
     // SELECT remain ... answered with `counter`.
@@ -353,6 +380,7 @@ private:
     transaction_tracker transaction_;  // the Redis keys of the transaction's claims
     admission_slots slots_;            // none: no admission gate here
     std::vector<std::unique_ptr<statement>> statements_;
+    std::vector<std::unique_ptr<match::match_result>> bulk_facts_;  // exec_bulk: what its decisions view
 };
 
 }  // namespace claimguard::engine::test
