@@ -206,13 +206,9 @@ APPS = {
           "again (5 tries), then save(order); a duplicate leaks its unit directly: issue 17 row 16"))),
     "mariadb_batch": App("node", "mariadb_batch_app.js", "Node MariaDB connector 3.x createPool (COM_STMT_BULK_EXECUTE, "
                          "binary protocol)", (
-        V("batch", "pool.query read, UPDATE <read - 1>, pool.batch(INSERT claim): issue 17 row 5", expect="refused",
-          known_open=("no leak", "nothing taken"),
-          known_why="issue 17 row 5: the bulk claim is refused loudly (bulk_execute); the take of the app's own "
-                    "UPDATE before it is not given back: it waits in the ledger (claimguard_ledger_waiting_units), "
-                    "then is counted and audited as unclaimed. Batches become modelled claims in the next issue "
-                    "(refuse less)"),
-        V("batch_tx", "the same on one connection in beginTransaction() ... commit()", expect="refused"),
+        V("batch", "pool.query read, UPDATE <read - 1>, pool.batch(INSERT claim): issue 17 row 5 (was refused, "
+          "bulk_execute; now one claim per row of the bulk)"),
+        V("batch_tx", "the same on one connection in beginTransaction() ... commit()"),
         V("call_execute", "conn.execute('CALL claim_coupon(?, ?)') (prepared): issue 17 row 1", expect="refused")),
         config="silent"),
     "sqlalchemy": App("python", "sqlalchemy_app.py", "SQLAlchemy 1.4 ORM over mysqlclient, default QueuePool", (

@@ -470,6 +470,25 @@ class ConnectorJ(Cluster):
         self.assertEqual(code, 0, out)
         self.assert_sold_exactly(stock, before)
 
+    def test_bulk_duplicate_row_gives_units_back(self):
+        """A bulk with a row already claimed: the plain INSERT fails whole on the server (ERR 1062: none of its rows
+        stays, measured), so every row's unit goes back and the app hears "already claimed"; under IGNORE the server
+        skips that row (here one Redis holds) and only its unit goes back."""
+        self.cluster.reset({CAMPAIGN: 10, CAMPAIGN + 1: 10})
+        # user 903's order written past the sidecar: in the database, not in Redis
+        self.cluster.sql(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES (903, {CAMPAIGN})")
+        before, bulks = self.refusals(), self.bulk_commands()
+        code, out = self.app("bulkdup", 1)
+        self.assertEqual(code, 0, out)
+        self.assertGreaterEqual(self.bulk_commands(), bulks + 2, out)
+        self.assertIn("INSERT: 1644", out)
+        self.assertIn("already claimed", out)
+        self.assertIn("INSERT IGNORE: [", out)
+        facts = self.cluster.facts(CAMPAIGN)
+        # 903 (no unit), 900's claim, then 901 and 902 under IGNORE: 3 units taken for 3 claims, none leaked
+        self.assertEqual((facts["users"], facts["remain"], facts["duplicate_pairs"]), ([900, 901, 902, 903], 7, 0), out)
+        self.assertEqual(self.refusals(), before)
+
     def test_bulk_of_stock_writes_refusal_says_what_to_do(self):
         """A bulk of stock decrements stays refused (bulk_execute), with what to send instead."""
         self.cluster.reset({CAMPAIGN: 5, CAMPAIGN + 1: 5})

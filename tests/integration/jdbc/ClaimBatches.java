@@ -5,6 +5,10 @@
 //            (allowMultiQueries=true, as MyBatis <foreach> does); twice each.
 //   bulk:    as rewrite, the order rows' batch sent as COM_STMT_BULK_EXECUTE (useServerPrepStmts=true&
 //            useBulkStmts=true: MariaDB's array binding), the reads and writes as server-side prepared statements.
+//   bulkdup: user 900 claims campaignA, then takes 3 units and sends a bulk of orders for users 901, 903, 902
+//            (903's order is in the database already: the plain INSERT fails whole, every unit goes back), then
+//            takes 3 again for 901, 900, 902 as INSERT IGNORE (900's row is skipped, its unit goes back): prints
+//            what each batch got.
 //   bulkstock: one user's batch of stock decrements (UPDATE coupon_stock ... WHERE campaign_id = ?) as
 //            COM_STMT_BULK_EXECUTE: prints the error the batch got.
 // Answers claimguard gives on purpose (1644: sold out, already claimed) are the app's normal outcomes;
@@ -83,6 +87,28 @@ public final class ClaimBatches {
         final String mode = a[0], host = a[1], port1 = a[2], port2 = a[3], user = a[4], password = a[5], db = a[6];
         final int[] campaigns = {Integer.parseInt(a[7]), Integer.parseInt(a[8])};
         final int users = Integer.parseInt(a[9]);
+        if (mode.equals("bulkdup")) {
+            try (Connection c = DriverManager.getConnection(url(host, port1, db, "useServerPrepStmts=true&useBulkStmts=true"), user, password);
+                 Statement st = c.createStatement()) {
+                final String take = "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = " + campaigns[0];
+                st.executeUpdate(take);
+                st.executeUpdate("INSERT INTO coupon_order (user_id, campaign_id) VALUES (900, " + campaigns[0] + ")");
+                for (String verb : new String[] {"INSERT", "INSERT IGNORE"}) {
+                    for (int i = 0; i < 3; ++i) st.executeUpdate(take);
+                    try (PreparedStatement insert = c.prepareStatement(verb + " INTO coupon_order (user_id, campaign_id) VALUES (?, ?)")) {
+                        for (int uid : new int[] {901, verb.equals("INSERT") ? 903 : 900, 902}) {
+                            insert.setInt(1, uid);
+                            insert.setInt(2, campaigns[0]);
+                            insert.addBatch();
+                        }
+                        System.out.println(verb + ": " + Arrays.toString(insert.executeBatch()));
+                    } catch (SQLException e) {
+                        System.out.println(verb + ": " + e.getErrorCode() + " " + e.getMessage());
+                    }
+                }
+            }
+            return;
+        }
         if (mode.equals("bulkstock")) {
             try (Connection c = DriverManager.getConnection(url(host, port1, db, "useServerPrepStmts=true&useBulkStmts=true"), user, password);
                  PreparedStatement take = c.prepareStatement("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = ?")) {
