@@ -273,7 +273,10 @@ awaitable<session::intercepted> session::intercept_bulk_execute(engine::prepared
         result = co_await client_.write(reply->raw) ? intercepted::handled : intercepted::failed;
     }
     const bool reached = result == intercepted::forward || command_.forwarded_statement;
-    if (reached && (types_sent || !patched.empty())) ps.server_has_types = true;
+    if (reached && (types_sent || !patched.empty()))
+        ps.server_has_types = true;
+    else if (!reached && types_sent)
+        ps.server_has_types = false;  // the server may hold other types than the ones the client now means
     co_return result;
 }
 

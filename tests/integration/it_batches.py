@@ -7,7 +7,9 @@ A claim INSERT of several rows (Connector/J rewriteBatchedStatements, PyMySQL ex
 per row: each row uses its own take, a duplicate fails the statement as a whole and gives every row's
 unit back, INSERT IGNORE gives back the rows it skipped, and the app gets the server's own affected rows.
 Reproducer P13: `INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 1), (2, 1)` was refused
-(multi_row_insert). Concurrent users on small stock through two sidecars claim exactly the stock.
+(multi_row_insert). Concurrent users on small stock through two sidecars claim exactly the stock. A prepared claim
+INSERT executed as COM_STMT_BULK_EXECUTE (MariaDB's array binding: Connector/J useBulkStmts, Connector/C
+STMT_ATTR_ARRAY_SIZE) is the same claim of several rows, one per row of values (it was refused: bulk_execute).
 MariaDB and the coupon schema come from tests/incident/cluster.py (rules/examples/coupon.yaml).
 """
 
@@ -499,6 +501,78 @@ class ConnectorJ(Cluster):
         self.assertIn("rewriteBatchedStatements=true", out)
         self.assertEqual(self.refusals(), before + 1)
         self.assertEqual((self.cluster.facts(CAMPAIGN)["remain"], self.cluster.facts(CAMPAIGN + 1)["remain"]), (5, 5))
+
+
+class ConnectorC(Cluster):
+    """A claim INSERT with MariaDB Connector/C array binding (STMT_ATTR_ARRAY_SIZE: COM_STMT_BULK_EXECUTE)."""
+
+    SOURCE = os.path.join(HERE, "capi", "claim_bulk.c")
+
+    @classmethod
+    def setUpClass(cls):
+        if not (shutil.which("cc") and shutil.which("pkg-config")):
+            raise unittest.SkipTest("needs cc and pkg-config")
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libmariadb"], capture_output=True, text=True,
+                               check=False)
+        if flags.returncode != 0:
+            raise unittest.SkipTest("needs libmariadb (pkg-config libmariadb)")
+        super().setUpClass()
+        cls.program = os.path.join(cls.work, "claim_bulk")
+        subprocess.run(["cc", "-o", cls.program, cls.SOURCE] + flags.stdout.split(), check=True, timeout=120)
+
+    def app(self, first_user, sidecar=0):
+        cmd = [self.program, servers.HOST, str(self.proxies[sidecar].port), cluster.APP_USER, cluster.APP_PASSWORD,
+               cluster.DATABASE, str(CAMPAIGN), str(first_user)]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+        return done.returncode, done.stdout + done.stderr
+
+    def test_bulk_without_takes_then_with_them(self):
+        """No take behind the rows: the exhausted answer, nothing sent. After two takes the same bulk (without
+        its types: libmariadb sent them with the first one only) goes in, each row with its take."""
+        self.cluster.reset({CAMPAIGN: 5})
+        before = self.refusals()
+        code, out = self.app(20)
+        self.assertEqual(code, 0, out)
+        self.assertIn("before the takes: 1 1644 claimguard: coupon_stock is sold out for this key", out)
+        self.assertIn("after the takes: 0 0  affected=2", out)
+        facts = self.cluster.facts(CAMPAIGN)
+        self.assertEqual((facts["users"], facts["remain"]), ([20, 21], 3), out)
+        self.assertEqual(self.refusals(), before)
+
+    def test_concurrent_users_claim_exactly_the_stock(self):
+        """Users on both sidecars at once on small stock, each a bulk of two orders around two takes: never more
+        orders than units taken, no duplicates; a user left with one take gets the exhausted answer for its bulk
+        and that unit waits in its sidecar's ledger, where claims without a take of their own then use it."""
+        stock = 9
+        self.cluster.reset({CAMPAIGN: stock})
+        before = self.refusals()
+        results = [None] * 12
+
+        def run(i):
+            results[i] = self.app(100 + 2 * i, sidecar=i % 2)
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(len(results))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for code, out in results:
+            self.assertEqual(code, 0, out)
+        facts = self.cluster.facts(CAMPAIGN)
+        self.assertEqual((facts["remain"], facts["duplicate_pairs"]), (0, 0))
+        self.assertLessEqual(facts["rows"], stock)
+        # The waiting units: one-row claims without a take of their own, on each sidecar until sold out.
+        for sidecar in (0, 1):
+            with self.connect(sidecar) as c, c.cursor() as cur:
+                for uid in range(600 + 20 * sidecar, 620 + 20 * sidecar):
+                    try:
+                        cur.execute(f"INSERT INTO coupon_order (user_id, campaign_id) VALUES ({uid}, {CAMPAIGN})")
+                    except pymysql.MySQLError as err:
+                        self.assertEqual(err.args[0], ER_CLAIMGUARD, err)
+                        break
+        facts = self.cluster.facts(CAMPAIGN)
+        self.assertEqual((facts["rows"], facts["remain"], facts["duplicate_pairs"]), (stock, 0, 0))
+        self.assertEqual(self.refusals(), before)
 
 
 def main():
