@@ -539,6 +539,18 @@ class ConnectorC(Cluster):
         self.assertEqual((facts["users"], facts["remain"]), ([20, 21], 3), out)
         self.assertEqual(self.refusals(), before)
 
+    def test_bulk_of_16_mib_is_refused_not_forwarded_unread(self):
+        """A bulk in a packet of 16 MiB or more is not read for its rows: the rule's unmodeled policy (refuse), as for
+        an execute that large (it was forwarded unread)."""
+        self.cluster.reset({CAMPAIGN: 5})
+        before = self.refusals()
+        code, out = self.app("large")
+        self.assertEqual(code, 0, out)
+        self.assertIn("large: 1 1644", out)
+        self.assertIn("16 MiB", out)
+        self.assertEqual(self.cluster.facts(CAMPAIGN)["rows"], 0, out)
+        self.assertEqual(self.refusals(), before + 1)
+
     def test_concurrent_users_claim_exactly_the_stock(self):
         """Users on both sidecars at once on small stock, each a bulk of two orders around two takes: never more
         orders than units taken, no duplicates; a user left with one take gets the exhausted answer for its bulk

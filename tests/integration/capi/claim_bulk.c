@@ -2,7 +2,9 @@
  * it_batches.py through claimguard: the bulk of two orders before any take (the exhausted answer, nothing sent),
  * then two takes and the same bulk executed again (libmariadb sends the parameter types with the first bulk only:
  * the sidecar adds them, the server never saw the first). Prints what each execute got.
- * Arguments: host port user password database campaign firstUser */
+ * With firstUser "large": one bulk of more than 16 MiB (several wire frames) of orders, which the sidecar does not
+ * read: refused by the rule's unmodeled policy, never forwarded unread.
+ * Arguments: host port user password database campaign firstUser|large */
 #include <mysql.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +18,11 @@ static void execute(MYSQL_STMT *s, const char *label) {
 
 int main(int argc, char **argv) {
     if (argc != 8) return 2;
-    const int campaign = atoi(argv[6]), first = atoi(argv[7]);
+    const int campaign = atoi(argv[6]), first = atoi(argv[7]); /* 0 for "large" */
     MYSQL *m = mysql_init(NULL);
+    const int large = strcmp(argv[7], "large") == 0;
+    const unsigned long max_packet = 64ul * 1024ul * 1024ul;
+    mysql_optionsv(m, MYSQL_OPT_MAX_ALLOWED_PACKET, &max_packet);
     if (!mysql_real_connect(m, argv[1], argv[3], argv[4], argv[5], (unsigned)atoi(argv[2]), NULL, 0)) {
         printf("connect: %s\n", mysql_error(m));
         return 1;
@@ -27,6 +32,28 @@ int main(int argc, char **argv) {
     if (mysql_stmt_prepare(s, sql, strlen(sql)) != 0) {
         printf("prepare: %s\n", mysql_stmt_error(s));
         return 1;
+    }
+    if (large) {
+        /* 2,000,000 rows of two INTs: 10 bytes each on the wire (an indicator and 4 bytes per value). */
+        enum { n = 2000000 };
+        static int many_users[n], many_campaigns[n];
+        for (int i = 0; i < n; ++i) {
+            many_users[i] = 1000000 + i;
+            many_campaigns[i] = campaign;
+        }
+        unsigned int size = n;
+        mysql_stmt_attr_set(s, STMT_ATTR_ARRAY_SIZE, &size);
+        MYSQL_BIND lb[2];
+        memset(lb, 0, sizeof lb);
+        lb[0].buffer_type = MYSQL_TYPE_LONG;
+        lb[0].buffer = many_users;
+        lb[1].buffer_type = MYSQL_TYPE_LONG;
+        lb[1].buffer = many_campaigns;
+        mysql_stmt_bind_param(s, lb);
+        execute(s, "large");
+        mysql_stmt_close(s);
+        mysql_close(m);
+        return 0;
     }
     int users[2] = {first, first + 1}, campaigns[2] = {campaign, campaign};
     unsigned int rows = 2;
