@@ -104,7 +104,12 @@ void session::close() {
 }
 
 awaitable<packet_read> session::read_command() {
-    if (client_.in().size() == 0) backend_.watch_while_idle(shared_from_this());  // the client is idle
+    if (client_.in().size() == 0) {  // the client may be idle
+        backend_.watch_while_idle(shared_from_this());
+        // Between commands the database has nothing to say (the watch reads nothing): its reply takes a
+        // buffer again, from the thread's spares.
+        backend_.in().release();
+    }
     return client_.read_packet(true);
 }
 
