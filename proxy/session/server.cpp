@@ -15,10 +15,12 @@
 #include <boost/asio/write.hpp>
 #include <filesystem>
 #include <functional>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <memory>
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -56,6 +58,33 @@ constexpr auto unix_socket_mode = std::filesystem::perms::owner_read | std::file
                                   std::filesystem::perms::group_read | std::filesystem::perms::group_write |
                                   std::filesystem::perms::others_read | std::filesystem::perms::others_write;
 using unix_acceptor = asio::local::stream_protocol::acceptor;
+// Each client connection holds two descriptors (its socket and its own backend link); the rest (listeners,
+// epoll, timers, Redis, the audit log, admin requests) fits in this reserve.
+constexpr std::size_t fds_per_connection = 2;
+constexpr std::size_t fd_reserve = 64;
+
+// The soft RLIMIT_NOFILE is often 1024 (container runtimes, systemd) under a far higher hard limit, and
+// Kubernetes has no per-container setting: raise the soft limit to the hard one, and say when even that
+// is short of what max_connections needs (accepts beyond it fail with EMFILE and are retried).
+void raise_fd_limit(std::size_t max_connections) {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+    const rlim_t before = limit.rlim_cur;
+    if (limit.rlim_cur != limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) limit.rlim_cur = before;
+    }
+    const auto shown = [](rlim_t v) { return v == RLIM_INFINITY ? std::string("unlimited") : std::to_string(v); };
+    spdlog::info("open files limit {} (was {}, hard limit {})", shown(limit.rlim_cur), shown(before),
+                 shown(limit.rlim_max));
+    const std::size_t needed = max_connections * fds_per_connection + fd_reserve;
+    if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < needed)
+        spdlog::warn(
+            "max_connections {} needs about {} open files; the limit is {}: connections beyond about {} "
+            "will fail to open",
+            max_connections, needed, shown(limit.rlim_cur),
+            limit.rlim_cur > fd_reserve ? (limit.rlim_cur - fd_reserve) / fds_per_connection : 0);
+}
 
 struct server_state {
     std::vector<std::unique_ptr<asio::io_context>> contexts;
@@ -323,6 +352,7 @@ void listen_on_unix_socket(unix_acceptor& acceptor, const std::string& path) {
 
 int run_server(const config::proxy_options& options) {
     setup_logging(options.log_level, options.log_format);
+    raise_fd_limit(options.max_connections);
     admin::metrics().max_connections.set(static_cast<std::int64_t>(options.max_connections));  // and the start time
     server_state state;
     unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
