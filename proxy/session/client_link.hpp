@@ -32,7 +32,8 @@ using boost::system::error_code;
 
 inline constexpr auto nothrow = asio::as_tuple(asio::use_awaitable);
 inline constexpr std::size_t read_chunk_bytes = packet_buffer::standard_bytes;
-inline constexpr std::size_t idle_buffer_bytes = packet_buffer::standard_bytes;  // bigger ones go after big packets
+// Between commands the client's buffer shrinks back to this (a larger one goes back after a large packet).
+inline constexpr std::size_t idle_buffer_bytes = packet_buffer::small_bytes;
 
 // The MySQL errors the proxy itself answers with.
 namespace er {
@@ -64,8 +65,8 @@ public:
     [[nodiscard]] std::uint64_t session_id() const { return session_id_; }
 
     // Reads until a whole packet is at the front of in(), under packet_timeout; between commands, the
-    // wait for the first byte is under idle_timeout, holds no read buffer (in() is released), and
-    // waiting_idle() says it is pending.
+    // wait for the first byte is under idle_timeout, holds only a small buffer (packet_buffer::small_bytes),
+    // and waiting_idle() says it is pending.
     awaitable<packet_read> read_packet(bool between_commands);
     [[nodiscard]] bool waiting_idle() const { return waiting_idle_; }
 
@@ -104,9 +105,6 @@ public:
     void close();
 
 private:
-    // One non-blocking read into in_: no error (bytes were added), would_block, eof or the socket's error.
-    error_code read_now();
-
     client_socket socket_;
     packet_buffer in_;
     link_deadline& deadline_;

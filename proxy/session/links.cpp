@@ -6,7 +6,6 @@
 #include <boost/asio/write.hpp>
 #include <cerrno>
 #include <optional>
-#include <tuple>
 
 #include "backend_link.hpp"
 #include "client_link.hpp"
@@ -74,22 +73,12 @@ client_link::client_link(client_socket socket, std::uint64_t session_id, link_de
 awaitable<packet_read> client_link::read_packet(bool between_commands) {
     for (;;) {
         if (auto front = front_packet(in_, opt_.max_packet_bytes)) co_return *front;
-        if (between_commands && in_.size() == 0) {
-            // Between commands: the next one is often there already (one read, as before); when it is not,
-            // the session waits without a read buffer (an idle connection holds none) until the client sends.
-            auto ec = read_now();
-            if (!ec) continue;
-            if (ec != asio::error::would_block) co_return packet_read{ec, proto::packet_span{}};
-            in_.release();
-            deadline_.set(deadline_kind::idle, opt_.idle_timeout);
-            waiting_idle_ = true;
-            std::tie(ec) = co_await socket_.async_wait(client_socket::wait_read, nothrow);
-            waiting_idle_ = false;
-            deadline_.clear();
-            if (ec) co_return packet_read{ec, proto::packet_span{}};
-            continue;
-        }
-        auto space = in_.prepare(std::max(read_chunk_bytes, in_.size()));
+        // The first read of a packet goes to a small buffer (an idle connection waits with no more: most
+        // commands fit, in one read as before); the rest of a larger one to a buffer of at least
+        // read_chunk_bytes, twice what it holds beyond that.
+        const std::size_t room =
+            in_.size() == 0 ? packet_buffer::small_bytes : std::max(read_chunk_bytes, 2 * in_.size()) - in_.size();
+        auto space = in_.prepare(room);
         const bool idle = between_commands && in_.size() == 0;
         deadline_.set(idle ? deadline_kind::idle : deadline_kind::packet,
                       idle ? clock_type::duration(opt_.idle_timeout) : clock_type::duration(opt_.packet_timeout));
@@ -100,18 +89,6 @@ awaitable<packet_read> client_link::read_packet(bool between_commands) {
         if (ec) co_return packet_read{ec, proto::packet_span{}};
         in_.commit(n);
     }
-}
-
-error_code client_link::read_now() {
-    auto space = in_.prepare(std::max(read_chunk_bytes, in_.size()));
-    const auto n = ::recv(socket_.native_handle(), space.data(), space.size(), MSG_DONTWAIT);
-    if (n > 0) {
-        in_.commit(static_cast<std::size_t>(n));
-        return {};
-    }
-    if (n == 0) return asio::error::eof;
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return asio::error::would_block;
-    return {errno, boost::system::system_category()};
 }
 
 awaitable<bool> client_link::write(proto::bytes_view bytes) {

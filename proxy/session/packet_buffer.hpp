@@ -1,10 +1,11 @@
 // A growable byte buffer for socket reads: bytes are appended at the end and consumed from the front, and
 // complete packets are handed out as views.
 //
-// An idle connection holds no buffer: storage is taken on the first prepare() and given back by release()
-// once everything was consumed (the session does so between commands). Storage of the standard size goes
-// to a small per-thread spare list rather than to malloc, so a busy session takes it back for its next
-// command without a malloc/free pair (and without the page faults of a heap trimmed and grown again).
+// Storage is taken on the first prepare() and given back by release() once everything was consumed: an
+// idle session holds only the client's small buffer (the backend's goes back between commands; the
+// client's first read of a command goes to a small one). Storage of the standard size goes to a small
+// per-thread spare list rather than to malloc, so a busy session takes it back for its next command
+// without a malloc/free pair (and without the page faults of a heap trimmed and grown again).
 #pragma once
 
 #include <algorithm>
@@ -21,6 +22,9 @@ class packet_buffer {
 public:
     // What a buffer holds while in use unless a larger packet needs more: the size of one socket read.
     static constexpr std::size_t standard_bytes = 64 * 1024;
+    // The storage of a buffer asked for no more than this: the client's between commands. One page; most
+    // commands fit (a larger one takes a standard buffer for its rest).
+    static constexpr std::size_t small_bytes = 4 * 1024;
     // Released standard storage kept per I/O thread for the next session that needs it (2 MiB per thread);
     // beyond this it goes back to malloc. Bounds the memory idle sessions leave behind after a burst.
     static constexpr std::size_t spare_buffers_per_thread = 32;
@@ -77,7 +81,7 @@ private:
     }
 
     void grow(std::size_t wanted) {
-        std::size_t bytes = std::max(wanted, standard_bytes);
+        const std::size_t bytes = wanted <= small_bytes ? small_bytes : std::max(wanted, standard_bytes);
         storage next;
         if (bytes == standard_bytes && !spares().empty()) {
             next = std::move(spares().back());

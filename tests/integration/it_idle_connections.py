@@ -28,7 +28,7 @@ from itlib import metric  # noqa: E402
 # 10,000 were run by hand (docs/BENCHMARKS.md); CI's machine is small and shared, and the per-connection
 # figure is the same from about 500 on.
 IDLE_CONNECTIONS = 2000
-MAX_KIB_PER_IDLE_CONNECTION = 32  # issue 23's bound; measured about 7
+MAX_KIB_PER_IDLE_CONNECTION = 32  # issue 23's bound; measured about 11
 LOW_SOFT_NOFILE = 1024            # what container runtimes and systemd commonly give as the soft limit
 BIG_RESULT_BYTES = 200_000        # more than a standard read buffer (64 KiB): the buffer grows
 BIG_RESULT_CONNECTIONS = 200

@@ -1,9 +1,10 @@
-// packet_buffer: an idle buffer holds no storage, released storage is reused from the thread's spares,
-// and growing or compacting keeps the unread bytes.
+// packet_buffer: no storage until first use, a small one for small requests, released standard storage
+// reused from the thread's spares, and growing or compacting keeps the unread bytes.
 #include "proxy/session/packet_buffer.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -12,8 +13,9 @@
 namespace claimguard::session {
 namespace {
 
-void append(packet_buffer& b, const std::string& bytes) {
-    auto space = b.prepare(bytes.size());
+// Appends `bytes`, asking for at least `room` (a socket read asks for more than it gets).
+void append(packet_buffer& b, const std::string& bytes, std::size_t room = packet_buffer::standard_bytes) {
+    auto space = b.prepare(std::max(room, bytes.size()));
     std::memcpy(space.data(), bytes.data(), bytes.size());
     b.commit(bytes.size());
 }
@@ -37,6 +39,28 @@ TEST(PacketBuffer, HoldsNoStorageUntilFirstUse) {
     EXPECT_TRUE(b.readable().empty());
     b.release();  // nothing to give back
     EXPECT_EQ(b.capacity(), 0u);
+}
+
+TEST(PacketBuffer, SmallRequestTakesSmallStorageThenGrowsToStandard) {
+    on_fresh_thread([] {
+        packet_buffer b;
+        append(b, "hello", 1);
+        EXPECT_EQ(b.capacity(), packet_buffer::small_bytes);
+        // What client_link asks for when a packet did not fit: room for max(standard, 2 x held) in all.
+        const std::string rest(packet_buffer::small_bytes - 5, 'r');
+        append(b, rest, 1);
+        EXPECT_EQ(b.capacity(), packet_buffer::small_bytes);  // it still fitted
+        append(b, "!", std::max(packet_buffer::standard_bytes, 2 * b.size()) - b.size());
+        EXPECT_EQ(b.capacity(), packet_buffer::standard_bytes);
+        EXPECT_EQ(readable(b), "hello" + rest + "!");
+        b.consume(b.size());
+        b.shrink_if_idle(packet_buffer::small_bytes);  // between commands: the standard one goes to the spares
+        EXPECT_EQ(b.capacity(), 0u);
+        EXPECT_EQ(packet_buffer::spare_buffers(), 1u);
+        append(b, "x", 1);
+        EXPECT_EQ(b.capacity(), packet_buffer::small_bytes);
+        EXPECT_EQ(packet_buffer::spare_buffers(), 1u);  // a small request never takes a spare
+    });
 }
 
 TEST(PacketBuffer, TakesStandardStorageAndGivesItBackWhenEmpty) {
@@ -100,7 +124,7 @@ TEST(PacketBuffer, CompactsRatherThanGrowsWhenThereIsRoom) {
     packet_buffer b;
     append(b, std::string(packet_buffer::standard_bytes - 10, 'a'));
     b.consume(packet_buffer::standard_bytes - 20);
-    append(b, std::string(100, 'b'));
+    append(b, std::string(100, 'b'), 100);
     EXPECT_EQ(b.capacity(), packet_buffer::standard_bytes);
     EXPECT_EQ(readable(b), std::string(10, 'a') + std::string(100, 'b'));
 }
