@@ -58,8 +58,13 @@ bool backend_stream::link_lost() {
 }
 
 asio::awaitable<backend_stream::result_type> backend_stream::read_some(asio::mutable_buffer buffer) {
-    if (tls_) co_return co_await tls_->async_read_some(buffer, nothrow);
-    co_return co_await socket_.async_read_some(buffer, nothrow);
+    result_type result;
+    if (tls_)
+        result = co_await tls_->async_read_some(buffer, nothrow);
+    else
+        result = co_await socket_.async_read_some(buffer, nothrow);
+    if (std::get<1>(result) > 0) last_read_at_ = std::chrono::steady_clock::now();
+    co_return result;
 }
 
 asio::awaitable<backend_stream::result_type> backend_stream::write(asio::const_buffer buffer) {

@@ -28,6 +28,9 @@ public:
                                                                 const std::string& server_name,
                                                                 bool verify);
     boost::asio::awaitable<result_type> read_some(boost::asio::mutable_buffer buffer);
+    // When read_some last returned bytes: the server was alive, and this connection existed on it, just
+    // before (orphans.hpp identifies an orphan on the server by it).
+    [[nodiscard]] std::chrono::steady_clock::time_point last_read_at() const { return last_read_at_; }
     // Plain TCP: one direct non-blocking send first (a command fits the socket buffer), so the
     // coroutine goes on without a trip through the scheduler; what is left goes asynchronously.
     boost::asio::awaitable<result_type> write(boost::asio::const_buffer buffer);
@@ -61,6 +64,7 @@ private:
 
     boost::asio::ip::tcp::socket socket_;
     bool counted_ = false;  // in claimguard_backend_connections
+    std::chrono::steady_clock::time_point last_read_at_{};
     std::unique_ptr<boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>> tls_;
 };
 

@@ -68,6 +68,62 @@ void expire_orphans(orphan_clock::time_point now, audit_log* audit) {
                audit);
 }
 
+// What the identity check decided for one orphan: KILL it, or report it as `result` with `note`.
+struct identity_answer {
+    bool kill = false;
+    orphan_result result = orphan_result::gone;
+    std::string note;
+};
+
+std::string identity_note(identity_verdict v, const thread_identity& t) {
+    switch (v) {
+        case identity_verdict::orphan: return "identified";
+        case identity_verdict::restarted:
+            return fmt::format("the database started {}s ago, after that connection: it ended with the restart",
+                               t.uptime_s);
+        case identity_verdict::no_such_thread: return "the database has no such thread any more: it ended";
+        case identity_verdict::other_user:
+            return fmt::format("the thread id is user '{}''s now: the orphan ended", t.user.value_or(""));
+        case identity_verdict::in_doubt:
+            return fmt::format(
+                "the thread's current state began after the orphan's last bytes and the database started {}s "
+                "ago, about when the orphan connected: in doubt, not killed",
+                t.uptime_s);
+    }
+    return "unknown";
+}
+
+// Asks the server about the orphan's thread id (identity_statement), or, where that query fails
+// (MySQL's PROCESSLIST has no TIME_MS), only its Uptime, as before the exact check. nullopt when the
+// connection broke.
+awaitable<std::optional<identity_answer>> identify_on_server(backend_link& backend, bool deprecate_eof,
+                                                             const orphan& o) {
+    const auto asked_at = orphan_clock::now();
+    const auto reply = co_await backend.own_query(identity_statement(o.thread_id));
+    if (!reply) co_return std::nullopt;
+    const auto answered_at = orphan_clock::now();
+    if (const auto identity = identity_from_reply(*reply, deprecate_eof)) {
+        const auto verdict = identify(o, *identity, asked_at, answered_at);
+        spdlog::debug("orphan thread {}: uptime {}s, user '{}', state {} ms, last bytes {:.3f}s ago: {}", o.thread_id,
+                      identity->uptime_s, identity->user.value_or("-"), identity->state_ms,
+                      std::chrono::duration<double>(answered_at - o.last_heard_at).count(),
+                      identity_note(verdict, *identity));
+        co_return identity_answer{verdict == identity_verdict::orphan, orphan_result::gone,
+                                  identity_note(verdict, *identity)};
+    }
+    const auto uptime_reply = co_await backend.own_query(uptime_statement);
+    if (!uptime_reply) co_return std::nullopt;
+    const auto uptime = uptime_from_reply(*uptime_reply, deprecate_eof);
+    if (!uptime)
+        co_return identity_answer{false, orphan_result::failed,
+                                  "the database did not tell its uptime, so it may be another one: not killed"};
+    if (!same_server_run(o, *uptime, orphan_clock::now()))
+        co_return identity_answer{
+            false, orphan_result::gone,
+            fmt::format("the database started {}s ago, after that connection: it ended with the restart", *uptime)};
+    co_return identity_answer{true, orphan_result::killed, "same server run (Uptime)"};
+}
+
 }  // namespace
 
 awaitable<void> sweep_orphans(const session_context& ctx) {
@@ -106,6 +162,7 @@ void session::note_orphan() {
              id_,
              client_.peer(),
              backend_.ready_at(),
+             backend_.stream().last_read_at(),
              now,
              now + opt_.orphan_kill_deadline};
     if (!orphans().add(o)) {
@@ -137,23 +194,15 @@ awaitable<bool> session::end_orphans() {
     deadline_.set(deadline_kind::connect, opt_.connect_timeout);
     bool failed = false;
     // A restarted server (or another one behind the same address) gives the same thread ids to other
-    // connections: only a server that ran when the orphan connected gets its KILL.
-    const auto uptime_reply = co_await backend_.own_query(uptime_statement);
-    const auto uptime =
-        uptime_reply ? uptime_from_reply(*uptime_reply, (caps_ & proto::cap::deprecate_eof) != 0) : std::nullopt;
+    // connections: each orphan is first identified on this server (orphans.hpp, identify), and only
+    // the orphan itself gets the KILL.
     std::size_t i = 0;
-    for (; uptime_reply && i < taken.kill.size(); ++i) {
+    for (; i < taken.kill.size(); ++i) {
         const auto& o = taken.kill[i];
-        if (!uptime) {
-            report(o, orphan_result::failed,
-                   "the database did not tell its uptime, so it may be another one: not killed", ctx_.audit);
-            continue;
-        }
-        if (!same_server_run(o, *uptime, orphan_clock::now())) {
-            report(
-                o, orphan_result::gone,
-                fmt::format("the database started {}s ago, after that connection: it ended with the restart", *uptime),
-                ctx_.audit);
+        const auto identity = co_await identify_on_server(backend_, (caps_ & proto::cap::deprecate_eof) != 0, o);
+        if (!identity) break;  // this connection broke
+        if (!identity->kill) {
+            report(o, identity->result, identity->note, ctx_.audit);
             continue;
         }
         const auto reply = co_await backend_.own_query(kill_statement(o.thread_id));

@@ -46,12 +46,13 @@ inline constexpr std::size_t orphan_result_count = 5;
 using orphan_clock = std::chrono::steady_clock;
 
 struct orphan {
-    std::string user;                         // the account name the app logged in with
-    std::uint32_t thread_id = 0;              // the server's connection id, from its greeting
-    std::uint32_t server_version = 0;         // 101119 for 10.11.19: a connection to another server never kills it
-    std::uint64_t session = 0;                // the sidecar session it belonged to (logs, audit)
-    std::string client;                       // that session's client address
-    orphan_clock::time_point connected_at{};  // its backend handshake: the server it was on ran before this
+    std::string user;                          // the account name the app logged in with
+    std::uint32_t thread_id = 0;               // the server's connection id, from its greeting
+    std::uint32_t server_version = 0;          // 101119 for 10.11.19: a connection to another server never kills it
+    std::uint64_t session = 0;                 // the sidecar session it belonged to (logs, audit)
+    std::string client;                        // that session's client address
+    orphan_clock::time_point connected_at{};   // its backend handshake: the server it was on ran before this
+    orphan_clock::time_point last_heard_at{};  // the last bytes read from its server: it was alive just before
     orphan_clock::time_point lost_at{};
     orphan_clock::time_point deadline{};
 };
@@ -86,6 +87,41 @@ inline constexpr std::string_view uptime_statement = "SHOW GLOBAL STATUS LIKE 'U
 // True when the server that answered `uptime_s` at `now` certainly ran when the orphan connected (so
 // the orphan's thread id names the orphan there). Uptime is whole seconds, +-1: when in doubt, false.
 [[nodiscard]] bool same_server_run(const orphan& o, std::uint64_t uptime_s, orphan_clock::time_point now);
+
+// The identity check sent before any KILL, one round trip: the server's Uptime, and the user and the
+// time in its current state (TIME_MS: for an idle connection, since its last statement ended; to the
+// microsecond) of the connection that now has the orphan's thread id, NULLs when there is none.
+[[nodiscard]] std::string identity_statement(std::uint32_t thread_id);
+
+// What the identity check's one row says.
+struct thread_identity {
+    std::uint64_t uptime_s = 0;
+    std::optional<std::string> user;  // nullopt: no connection has the thread id
+    double state_ms = 0;              // TIME_MS
+};
+
+// The identity row from the check's reply; nullopt when the reply is an ERR (MySQL has no TIME_MS:
+// the caller falls back to uptime_statement) or not that one row.
+[[nodiscard]] std::optional<thread_identity> identity_from_reply(const std::vector<protocol::byte_buffer>& payloads,
+                                                                 bool deprecate_eof);
+
+// How far after the orphan's last bytes its row's current state may seem to have begun and still be
+// the orphan's: the server stamps an idle connection after it sent its last reply, and the check's
+// own reply takes time to come back. A connection of a later run of the server cannot be that close:
+// the server that sent those bytes had to stop, and the new one start and accept it (seconds).
+inline constexpr std::chrono::milliseconds orphan_identity_slack{250};
+
+// What the identity check proves about the connection with the orphan's thread id.
+enum class identity_verdict {
+    orphan,          // the orphan: KILL it
+    restarted,       // the server started after the orphan connected: the orphan ended with the old one
+    no_such_thread,  // nobody has the thread id: the orphan ended
+    other_user,      // another user's connection: the orphan ended (its id went to another after a restart)
+    in_doubt,        // not proven either way: not killed (counted gone, as the orphan most likely ended)
+};
+// The server read its clocks between `asked_at` (the check was sent) and `answered_at` (its reply came).
+[[nodiscard]] identity_verdict identify(const orphan& o, const thread_identity& t, orphan_clock::time_point asked_at,
+                                        orphan_clock::time_point answered_at);
 
 // The process-wide registry of pending orphans (every I/O thread adds and takes; one mutex).
 class orphan_registry {

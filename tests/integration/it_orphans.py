@@ -43,6 +43,9 @@ CAMPAIGN_KILLED = 1           # the key of the orphan_kill scenario
 CAMPAIGN_STALLED = 2          # the key of the orphan_kill: false scenario
 CAMPAIGN_RESTART = 3          # the key of the restarted-database scenario
 CAMPAIGN_EXPIRED = 4          # the key of the orphan_kill_deadline scenario
+CAMPAIGN_YOUNG = 5            # the key of the young-database scenario (issue 23)
+YOUNG_FREED_WITHIN_S = 2.5    # generous, well below LOCK_WAIT_TIMEOUT_S: a missed KILL ends in 1205 after 5 s
+YOUNG_ATTEMPTS = 3            # restarts until one lands where Uptime alone was in doubt
 SHORT_DEADLINE_S = 1          # --orphan-kill-deadline of the "short" proxy
 EXPIRED_WITHIN_S = 5.0        # the sweeper runs once a second
 ER_LOCK_WAIT_TIMEOUT = 1205
@@ -194,10 +197,10 @@ class Orphans(unittest.TestCase):
         try:
             cls.cluster.start_db(unique_index=True)
             cls.cluster.reset({CAMPAIGN_KILLED: STOCK, CAMPAIGN_STALLED: STOCK, CAMPAIGN_RESTART: STOCK,
-                               CAMPAIGN_EXPIRED: STOCK})
+                               CAMPAIGN_EXPIRED: STOCK, CAMPAIGN_YOUNG: STOCK})
             cls.short_lock_wait()
-            # claimguard kills an orphan only on a server that certainly ran when the orphan connected;
-            # Uptime counts whole seconds, so a server up for less than 2 s is never certain.
+            # The scenarios run on a server up for a while; test_young_database_orphan_is_killed covers one
+            # started a moment before (where Uptime's whole seconds alone were never certain).
             itlib.wait_for(lambda: int(cls.cluster.sql("SHOW GLOBAL STATUS LIKE 'Uptime';").split()[1]) >= MIN_UPTIME_S,
                            MIN_UPTIME_S + 10, f"MariaDB up for {MIN_UPTIME_S}s", interval_s=TRX_POLL_S)
             cls.forwarder = Forwarder(cls.cluster.db.port)
@@ -239,6 +242,7 @@ class Orphans(unittest.TestCase):
         """An app decrements inside a transaction, the link is reset, its next statement fails with 1927.
         Returns (the orphan's MariaDB thread id, the moment of the reset)."""
         app = connect(proxy.port)
+        self.app_connected_at = time.monotonic()  # about when claimguard's backend handshake ended
         cur = app.cursor()
         cur.execute("BEGIN")
         self.assertEqual(decrement(cur, campaign), 1)
@@ -349,6 +353,50 @@ class Orphans(unittest.TestCase):
                          killed_before)
         self.assertEqual(itlib.metric(proxy.admin_port, "claimguard_orphans_total", {"result": "gone"}),
                          gone_before + 1)
+
+    def test_young_database_orphan_is_killed(self):
+        """Issue 23: MariaDB started a moment before the orphan connected. Its Uptime (whole seconds) cannot say
+        whether it ran when the orphan connected; the orphan's processlist row (same id, same user, idle since
+        the orphan's last reply) proves it, and the next connection kills it: the hot row is free at once.
+        Whether a run falls where Uptime alone was in doubt depends on how fast MariaDB starts: up to
+        YOUNG_ATTEMPTS restarts until one does (each is checked all the same)."""
+        proxy = self.proxies["on"]
+        killed_before = itlib.metric(proxy.admin_port, "claimguard_orphans_total", {"result": "killed"})
+        gone_before = itlib.metric(proxy.admin_port, "claimguard_orphans_total", {"result": "gone"})
+        remain = self.cluster.facts(CAMPAIGN_YOUNG)["remain"]
+        in_doubt = False
+        attempt = 0
+        while attempt < YOUNG_ATTEMPTS and not in_doubt:
+            attempt += 1
+            self.cluster.db.stop()
+            self.cluster.db.start()
+            started = time.monotonic()  # MariaDB answers connections from here on
+            self.short_lock_wait()
+            thread_id, reset_at = self.lose_link_inside_a_transaction(proxy, CAMPAIGN_YOUNG)
+            second = connect(proxy.port)  # its handshake carries the KILL
+            decrement_started = time.monotonic()
+            self.assertEqual(decrement(second.cursor(), CAMPAIGN_YOUNG), 1)  # a missed KILL: 1205 after 5 s
+            done = time.monotonic()
+            uptime = int(self.cluster.sql("SHOW GLOBAL STATUS LIKE 'Uptime';").split()[1])
+            second.close()
+            remain -= 1
+            # The rule before issue 23 killed only when now - Uptime + 1 s < the orphan's handshake; Uptime read
+            # after the KILL is at least the one claimguard read, so this errs towards "not in doubt".
+            in_doubt = decrement_started - uptime + 1 >= self.app_connected_at
+            print(f"\n    young database, attempt {attempt}: orphan reset {reset_at - started:.3f}s after MariaDB "
+                  f"answered; the second decrement's OK {done - reset_at:.3f}s after the reset (decrement "
+                  f"{done - decrement_started:.3f}s); Uptime {uptime}s just after: "
+                  f"{'Uptime alone was in doubt (the old rule counted it gone)' if in_doubt else 'Uptime alone was sure'}")
+            self.assertLess(done - decrement_started, YOUNG_FREED_WITHIN_S)
+            self.assertEqual(self.cluster.sql(f"SELECT COUNT(*) FROM information_schema.PROCESSLIST "
+                                              f"WHERE ID = {thread_id};").strip(), "0", "the orphan is gone")
+            self.assertEqual(self.cluster.facts(CAMPAIGN_YOUNG)["remain"], remain)  # the orphan's rolled back
+            self.assertEqual(itlib.metric(proxy.admin_port, "claimguard_orphans_total", {"result": "killed"}),
+                             killed_before + attempt)
+            self.assertEqual(itlib.metric(proxy.admin_port, "claimguard_orphans_total", {"result": "gone"}),
+                             gone_before)
+            itlib.wait_for(lambda: self.audit_has(proxy, "orphan-killed", thread_id), AUDIT_WAIT_S,
+                           "an orphan-killed audit line")
 
     def test_without_orphan_kill_the_hot_row_stays_locked(self):
         proxy = self.proxies["off"]

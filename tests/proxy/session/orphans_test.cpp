@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "proxy/protocol/text_row.hpp"
 
 namespace {
@@ -16,7 +18,7 @@ constexpr std::uint16_t in_trans = 0x0001;
 constexpr std::uint16_t autocommit = 0x0002;
 
 orphan make(std::string user, std::uint32_t thread, orphan_clock::time_point now, std::chrono::seconds deadline = 60s) {
-    return orphan{std::move(user), thread, mariadb_10_11, thread + 1000, "127.0.0.1:1", now, now, now + deadline};
+    return orphan{std::move(user), thread, mariadb_10_11, thread + 1000, "127.0.0.1:1", now, now, now, now + deadline};
 }
 
 TEST(orphans, a_lost_link_matters_inside_a_transaction_or_without_autocommit) {
@@ -100,6 +102,86 @@ TEST(orphans, only_a_server_that_ran_when_the_orphan_connected_gets_the_kill) {
     EXPECT_FALSE(same_server_run(o, 60, now));
     EXPECT_FALSE(same_server_run(o, 61, now));
     EXPECT_TRUE(same_server_run(o, 62, now));
+}
+
+// The identity check's one row as MariaDB sends it (deprecate_eof): Uptime, USER, TIME_MS (NULLs when
+// no connection has the thread id).
+std::vector<claimguard::protocol::byte_buffer> identity_reply(std::string_view uptime,
+                                                              std::optional<std::string_view> user,
+                                                              std::optional<std::string_view> time_ms) {
+    namespace proto = claimguard::protocol;
+    std::vector<proto::byte_buffer> p{{0x03}, {0x03, 'd', 'e', 'f'}, {0x03, 'd', 'e', 'f'}, {0x03, 'd', 'e', 'f'}};
+    proto::byte_buffer row;
+    const proto::text_value values[] = {uptime, user, time_ms};
+    proto::serialize_text_row(values, row);
+    p.push_back(row);
+    p.push_back({0xfe, 0x00, 0x00, 0x22, 0x00});
+    return p;
+}
+
+TEST(orphans, identity_check_names_the_thread_and_reads_its_row) {
+    EXPECT_EQ(identity_statement(42),
+              "SELECT s.VARIABLE_VALUE, p.USER, p.TIME_MS FROM information_schema.GLOBAL_STATUS s LEFT JOIN "
+              "information_schema.PROCESSLIST p ON p.ID = 42 WHERE s.VARIABLE_NAME = 'UPTIME'");
+    const auto t = identity_from_reply(identity_reply("3", "app", "1234.567"), true);
+    ASSERT_TRUE(t.has_value());
+    EXPECT_EQ(t->uptime_s, 3u);
+    EXPECT_EQ(t->user, "app");
+    EXPECT_DOUBLE_EQ(t->state_ms, 1234.567);
+    const auto none = identity_from_reply(identity_reply("3", std::nullopt, std::nullopt), true);
+    ASSERT_TRUE(none.has_value());
+    EXPECT_FALSE(none->user.has_value());
+    EXPECT_FALSE(identity_from_reply(identity_reply("3", "app", std::nullopt), true).has_value());
+    EXPECT_FALSE(identity_from_reply(identity_reply("3", "app", "-1.0"), true).has_value());
+    EXPECT_FALSE(identity_from_reply(identity_reply("x", "app", "1.0"), true).has_value());
+    // MySQL's PROCESSLIST has no TIME_MS: an ERR, and the caller falls back to the Uptime query.
+    EXPECT_FALSE(identity_from_reply({{0xff, 0x16, 0x04, '#', '4', '2', 'S', '2', '2'}}, true).has_value());
+    EXPECT_FALSE(identity_from_reply(uptime_reply("7", true), true).has_value());  // two columns
+}
+
+// The issue-23 case: the database started about a second before the orphan connected. Uptime alone
+// left it in doubt (never killed); its row, idle since the orphan's last bytes, proves it.
+TEST(orphans, identity_a_young_server_orphan_is_identified_by_its_row) {
+    const auto now = orphan_clock::now();
+    auto o = make("app", 100, now);
+    o.connected_at = now - 800ms;
+    o.last_heard_at = now - 500ms;  // the UPDATE's reply
+    EXPECT_FALSE(same_server_run(o, 1, now));
+    // Idle for 500 ms: its Sleep began with that reply (the check took 1 ms).
+    EXPECT_EQ(identify(o, {1, "app", 500.0}, now - 1ms, now), identity_verdict::orphan);
+    EXPECT_EQ(identify(o, {2, "app", 499.0}, now - 1ms, now), identity_verdict::orphan);
+    // A slow reply to the check itself stays within the slack.
+    EXPECT_EQ(identify(o, {1, "app", 400.0}, now - 100ms, now), identity_verdict::orphan);
+}
+
+TEST(orphans, identity_a_later_connection_with_the_id_is_never_killed) {
+    const auto now = orphan_clock::now();
+    auto o = make("app", 100, now);
+    o.connected_at = now - 800ms;
+    o.last_heard_at = now - 700ms;
+    // Same id and user, but in its state only since 300 ms ago: after the orphan's last bytes by more than
+    // the slack; the young server cannot prove it held the orphan.
+    EXPECT_EQ(identify(o, {1, "app", 300.0}, now - 1ms, now), identity_verdict::in_doubt);
+    // The id now belongs to another user, or to nobody.
+    EXPECT_EQ(identify(o, {1, "other", 800.0}, now - 1ms, now), identity_verdict::other_user);
+    EXPECT_EQ(identify(o, {1, std::nullopt, 0}, now - 1ms, now), identity_verdict::no_such_thread);
+    // Restarted: up for 10 s, the orphan connected 60 s ago; even an old-looking row is not the orphan.
+    o.connected_at = now - 60s;
+    o.last_heard_at = now - 59s;
+    EXPECT_EQ(identify(o, {10, "app", 59000.0}, now - 1ms, now), identity_verdict::restarted);
+    // Up for 58 s (started 57-59 s ago, after the orphan's handshake): restarted.
+    EXPECT_EQ(identify(o, {58, "app", 1000.0}, now - 1ms, now), identity_verdict::restarted);
+}
+
+TEST(orphans, identity_an_old_server_kills_as_before) {
+    const auto now = orphan_clock::now();
+    auto o = make("app", 100, now);
+    o.connected_at = now - 60s;
+    o.last_heard_at = now - 30s;
+    // Up for an hour: the id is the orphan's even when its last statement ended after the link was lost.
+    EXPECT_EQ(identify(o, {3600, "app", 1000.0}, now - 1ms, now), identity_verdict::orphan);
+    EXPECT_EQ(identify(o, {3600, "app", 30000.0}, now - 1ms, now), identity_verdict::orphan);
+    EXPECT_EQ(identify(o, {3600, "root", 30000.0}, now - 1ms, now), identity_verdict::other_user);
 }
 
 TEST(orphan_registry, takes_only_the_users_orphans_oldest_first) {
