@@ -195,6 +195,8 @@ inline constexpr std::array<std::string_view, 4> client_error_kinds{"protocol", 
                                                                     "io"};
 // What became of a backend transaction orphaned by a lost link (proxy/session/orphans.hpp).
 inline constexpr std::array<std::string_view, 5> orphan_results{"killed", "gone", "failed", "expired", "dropped"};
+// How a lingering close after a client protocol error ended (proxy/session/linger.hpp).
+inline constexpr std::array<std::string_view, 6> linger_ends{"eof", "timeout", "bytes", "error", "drain", "full"};
 
 // The proxy's own metrics. Unlabeled members and commands() are lock-free; the string-keyed
 // accessors are lock-free for the kinds listed above and take the family mutex otherwise.
@@ -213,6 +215,7 @@ public:
     gauge& build_info;                  // claimguard_build_info{version="..."} 1
     gauge& process_start_time_seconds;  // claimguard_process_start_time_seconds (unix time)
     gauge& orphans_pending;             // claimguard_orphans_pending
+    gauge& client_lingering;            // claimguard_client_lingering (lingering closes now)
 
     // claimguard_commands_total{command="query"}: an array lookup, no lock.
     counter& commands(std::uint8_t command) noexcept { return *commands_[command]; }
@@ -224,6 +227,8 @@ public:
     counter& client_errors(std::string_view kind);
     // claimguard_orphans_total{result=...}: killed, gone, failed, expired, dropped
     counter& orphans(std::string_view result);
+    // claimguard_client_lingers_total{end=...}: eof, timeout, bytes, error, drain, full
+    counter& client_lingers(std::string_view end);
 
 private:
     template <std::size_t N>
@@ -238,6 +243,7 @@ private:
     known_children<backend_error_kinds.size()> backend_errors_;
     known_children<client_error_kinds.size()> client_errors_;
     known_children<orphan_results.size()> orphans_;
+    known_children<linger_ends.size()> lingers_;
 };
 
 // The process-wide proxy metrics, registered in default_registry() on first call.

@@ -61,7 +61,9 @@ proxy_metrics::proxy_metrics(registry& r)
       build_info(build_info_gauge(r)),
       process_start_time_seconds(start_time_gauge(r)),
       orphans_pending(r.add_gauge("claimguard_orphans_pending",
-                                  "Backend transactions orphaned by a lost link, waiting for KILL CONNECTION.")) {
+                                  "Backend transactions orphaned by a lost link, waiting for KILL CONNECTION.")),
+      client_lingering(r.add_gauge("claimguard_client_lingering",
+                                   "Client sessions in their lingering close after a protocol error's ERR.")) {
     auto& refused = r.counter_family("claimguard_connections_refused_total",
                                      "Client connections refused by the proxy, by reason.", {"reason"});
     auto& commands = r.counter_family("claimguard_commands_total", "Client commands received, by command.",
@@ -89,6 +91,12 @@ proxy_metrics::proxy_metrics(registry& r)
                           "of them: killed, gone, failed, expired, dropped.",
                           {"result"}),
          orphan_results);
+    fill(lingers_,
+         r.counter_family("claimguard_client_lingers_total",
+                          "Lingering closes after a client protocol error's ERR, by how they ended: eof, timeout, "
+                          "bytes, error, drain, full (closed at once).",
+                          {"end"}),
+         linger_ends);
     add_process_collector(r);
 }
 
@@ -105,6 +113,8 @@ counter& proxy_metrics::client_errors(std::string_view kind) {
 }
 
 counter& proxy_metrics::orphans(std::string_view result) { return orphans_.get(orphan_results, result); }
+
+counter& proxy_metrics::client_lingers(std::string_view end) { return lingers_.get(linger_ends, end); }
 
 proxy_metrics& metrics() {
     static proxy_metrics m(default_registry());

@@ -104,6 +104,12 @@ public:
     }
     void close();
 
+    // After a protocol error's ERR (read_failed), the session closes through linger_close (linger.hpp):
+    // the ERR, a FIN, and the client's remaining bytes read and dropped, within bounds, before the close.
+    [[nodiscard]] bool wants_linger() const { return linger_ && !closed_; }
+    awaitable<void> linger_close();
+    [[nodiscard]] bool lingering() const { return lingering_; }  // inside linger_close
+
 private:
     client_socket socket_;
     packet_buffer in_;
@@ -119,6 +125,9 @@ private:
     bool stitching_ = false;              // see stitch()
     bool more_results_ = false;
     proto::stitched_reply stitched_;  // the last stitched write, without its bytes
+
+    bool linger_ = false;  // a protocol error was answered: close through linger_close
+    bool lingering_ = false;
 };
 
 }  // namespace claimguard::session

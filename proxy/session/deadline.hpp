@@ -10,7 +10,7 @@ namespace claimguard::session {
 
 using clock_type = std::chrono::steady_clock;
 
-enum class deadline_kind { none, connect, idle, packet, drain };
+enum class deadline_kind { none, connect, idle, packet, drain, linger };
 
 class client_link;
 class backend_link;

@@ -146,6 +146,7 @@ awaitable<void> client_link::read_failed(error_code ec, std::uint8_t seq) {
         // Named, never a temporary inside co_await: GCC 12 can destroy such temporaries twice.
         const std::string message = "claimguard: " + ec.message();
         co_await answer_error(seq, code, state, message);
+        linger_ = true;  // the rest of the bad packet may still be arriving: see linger.hpp
         co_return;
     }
     admin::metrics().client_errors("io").inc();

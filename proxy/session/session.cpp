@@ -59,6 +59,11 @@ session::~session() { live_sessions.erase(this); }
 
 bool session::drain(bool everyone) {
     if (closed_) return false;
+    if (client_.lingering()) {  // shutdown does not wait for a lingering close (linger.hpp)
+        deadline_.time_out(deadline_kind::drain);
+        client_.cancel();
+        return false;
+    }
     if (everyone || (idle_ && !(status_ & proto::status::in_trans))) {
         deadline_.time_out(deadline_kind::drain);
         admission_timer_.cancel();  // a statement waiting for its key's turn leaves the queue
@@ -91,6 +96,12 @@ awaitable<void> session::run() {
     }
     abandon_transaction();  // a transaction still open dies with the connection
     release_admission();    // ... and so does its turn at the hot rows
+
+    // After a protocol error's ERR (linger.hpp); the database connection is not held meanwhile.
+    if (client_.wants_linger()) {
+        backend_.close();
+        co_await client_.linger_close();
+    }
     close();
     spdlog::debug("session {} from {}: closed", id_, client_.peer());
 }

@@ -31,6 +31,10 @@ SERVER_WAIT_TIMEOUT_S = 2      # the database's own idle timeout in test_databas
 PACKET_TIMEOUT_S = 2
 SMALL_MAX_PACKET = 1024 * 1024
 DRIP_INTERVAL_S = 1.0          # the slow client sends one byte per interval
+SLOW_CHUNK = 64 * 1024         # the slow oversized packet: this much every SLOW_CHUNK_INTERVAL_S
+SLOW_CHUNK_INTERVAL_S = 0.05
+ENDLESS_SENDER_GIVES_UP_S = 30.0  # far past claimguard's linger bound (2 s): claimguard must end it first
+ER_NET_PACKET_TOO_LARGE = 1153
 HUGE_RESULT_ROWS = 50_000_000  # streamed, never materialised: the client stops reading long before the end
 
 ARGS = None
@@ -387,23 +391,126 @@ class Faults(unittest.TestCase):
                 self.assert_proxy_alive(proxy)
         keeper.close()
 
+    @staticmethod
+    def oversized_query():
+        """A whole COM_QUERY frame over SMALL_MAX_PACKET."""
+        return rawmysql.frame(0, bytes([rawmysql.COM_QUERY]) + b"SELECT '" + b"z" * (SMALL_MAX_PACKET + 10) + b"'")
+
+    def assert_err_then_clean_close(self, client):
+        """claimguard's ERR 1153, then its FIN: a clean end of stream, never a reset (a ConnectionResetError
+        raised here fails the test: the lingering close, issue 23)."""
+        _, payload = client.read_packet(ANSWER_TIMEOUT_S)
+        print(f"    answer: {rawmysql.describe(payload)}")
+        self.assertTrue(rawmysql.is_err_with_sqlstate(payload), rawmysql.describe(payload))
+        self.assertEqual(struct.unpack_from("<H", payload, 1)[0], ER_NET_PACKET_TOO_LARGE)
+        client.sock.settimeout(ANSWER_TIMEOUT_S)
+        self.assertEqual(client.buf + client.sock.recv(65536), b"", "nothing after the ERR but the end of stream")
+
+    def lingers(self, proxy, end):
+        return metric(proxy.admin_port, "claimguard_client_lingers_total", {"end": end})
+
     def test_packet_over_max_packet_bytes(self):
+        """The whole oversized packet is sent (claimguard reads and drops the rest after its ERR, so the send
+        never fails) and its ERR is read (issue 23: a test had to accept a broken pipe here)."""
         proxy = self.start_proxy("maxpacket", "--max-packet-bytes", str(SMALL_MAX_PACKET))
         keeper = connect(proxy.port)
         client = self.raw(proxy.port)
-        try:
-            client.send_packet(0, bytes([rawmysql.COM_QUERY]) + b"SELECT '" + b"z" * (SMALL_MAX_PACKET + 10) + b"'")
-        except (BrokenPipeError, ConnectionResetError):
-            # claimguard answers as soon as the header says too large, then closes while the rest is
-            # still on its way (as a server does); its ERR is already in our receive queue (CI saw this).
-            pass
-        packets = rawmysql.read_until_closed(client, ANSWER_TIMEOUT_S)
-        print(f"oversized packet: {[rawmysql.describe(p) for p in packets]}")
-        self.assertTrue(packets and rawmysql.is_err_with_sqlstate(packets[-1]),
-                        [rawmysql.describe(p) for p in packets])
+        client.send_raw(self.oversized_query())  # a BrokenPipeError or ConnectionResetError fails the test
+        self.assert_err_then_clean_close(client)
+        client.close()
+        wait_for(lambda: self.lingers(proxy, "eof") == 1, ANSWER_TIMEOUT_S, "one lingering close ended by eof")
+        self.assertEqual(metric(proxy.admin_port, "claimguard_client_lingering"), 0)
         self.assertEqual(scalar(keeper, "SELECT 6"), 6)
         keeper.close()
         self.assert_proxy_alive(proxy)
+
+    def test_oversized_packet_sent_slowly_still_gets_its_err(self):
+        proxy = self.start_proxy("maxpacket-slow", "--max-packet-bytes", str(SMALL_MAX_PACKET))
+        client = self.raw(proxy.port)
+        data = self.oversized_query()
+        started = time.monotonic()
+        for at in range(0, len(data), SLOW_CHUNK):  # about 0.9 s in all, within the linger bound
+            client.send_raw(data[at:at + SLOW_CHUNK])
+            time.sleep(SLOW_CHUNK_INTERVAL_S)
+        print(f"\n    sent {len(data)} bytes in {time.monotonic() - started:.3f}s")
+        self.assert_err_then_clean_close(client)
+        client.close()
+        wait_for(lambda: self.lingers(proxy, "eof") == 1, ANSWER_TIMEOUT_S, "one lingering close ended by eof")
+        self.assert_proxy_alive(proxy)
+
+    def test_client_that_never_stops_sending_is_cut_at_the_linger_bound(self):
+        """A client that keeps sending after its oversized packet: slowly, claimguard closes after linger_timeout
+        (2 s); fast, after linger_max_bytes (64 MiB). Either way it got its ERR first, and nothing is held on."""
+        proxy = self.start_proxy("maxpacket-endless", "--max-packet-bytes", str(SMALL_MAX_PACKET))
+        keeper = connect(proxy.port)
+        for name, chunk, interval_s, end in (("slow", 1024, 0.02, "timeout"), ("fast", 65536, 0, "bytes")):
+            with self.subTest(sender=name):
+                client = self.raw(proxy.port)
+                stopped = {}
+
+                def send_forever():
+                    started = time.monotonic()
+                    data = self.oversized_query()
+                    sent = 0
+                    try:
+                        client.send_raw(data)
+                        sent += len(data)
+                        while time.monotonic() - started < ENDLESS_SENDER_GIVES_UP_S:
+                            client.send_raw(b"y" * chunk)
+                            sent += chunk
+                            if interval_s:
+                                time.sleep(interval_s)
+                    except OSError as e:
+                        stopped["error"] = e
+                    stopped["after_s"] = time.monotonic() - started
+                    stopped["sent"] = sent
+
+                sender = threading.Thread(target=send_forever, daemon=True)
+                sender.start()
+                self.assert_err_then_clean_close(client)
+                sender.join(ENDLESS_SENDER_GIVES_UP_S + ANSWER_TIMEOUT_S)
+                print(f"    {name} endless sender: stopped by {stopped.get('error')!r} after "
+                      f"{stopped.get('after_s', -1):.3f}s, {stopped.get('sent', 0)} bytes sent")
+                self.assertIn("error", stopped, "claimguard never closed")  # the sender never gives up first
+                wait_for(lambda: self.lingers(proxy, end) == 1, ANSWER_TIMEOUT_S, f"a lingering close ended by {end}")
+                client.close()
+        self.assertEqual(metric(proxy.admin_port, "claimguard_client_lingering"), 0)
+        self.assertEqual(scalar(keeper, "SELECT 6"), 6)
+        keeper.close()
+        self.assert_proxy_alive(proxy)
+
+    def test_shutdown_ends_a_lingering_close_at_once(self):
+        """SIGTERM while a session lingers (an endless slow sender): shutdown closes it with the idle sessions
+        instead of counting it among those it waits max_shutdown_delay for."""
+        proxy = self.start_proxy("maxpacket-shutdown", "--max-packet-bytes", str(SMALL_MAX_PACKET),
+                                 "--min-shutdown-delay", "0ms", "--max-shutdown-delay", "30s")
+        client = self.raw(proxy.port)
+        client.send_raw(self.oversized_query())
+        self.assert_err_then_clean_close(client)
+        stop = threading.Event()
+
+        def trickle():
+            try:
+                while not stop.is_set():
+                    client.send_raw(b"y")
+                    time.sleep(0.02)
+            except OSError:
+                pass
+
+        sender = threading.Thread(target=trickle, daemon=True)
+        sender.start()
+        wait_for(lambda: metric(proxy.admin_port, "claimguard_client_lingering") == 1, ANSWER_TIMEOUT_S,
+                 "the session lingers")
+        started = time.monotonic()
+        proxy.stop()
+        print(f"\n    claimguard stopped {time.monotonic() - started:.3f}s after SIGTERM while a session lingered")
+        stop.set()
+        sender.join(ANSWER_TIMEOUT_S)
+        with open(proxy.log, encoding="utf-8", errors="replace") as f:
+            log = f.read()
+        self.assertIn("lingering close ended (drain)", log)
+        self.assertIn("all sessions closed", log)
+        self.assertNotIn("still open after max_shutdown_delay", log)
 
     def test_unknown_and_empty_commands_answered_like_the_server(self):
         proxy = self.start_proxy("unknown")
