@@ -56,6 +56,7 @@ counter& refused(proxy_metrics& m, std::string_view v) { return m.connections_re
 counter& backend(proxy_metrics& m, std::string_view v) { return m.backend_errors(v); }
 counter& client(proxy_metrics& m, std::string_view v) { return m.client_errors(v); }
 counter& orphan(proxy_metrics& m, std::string_view v) { return m.orphans(v); }
+counter& linger(proxy_metrics& m, std::string_view v) { return m.client_lingers(v); }
 
 INSTANTIATE_TEST_SUITE_P(
     cases, proxy_metrics_labeled,
@@ -72,7 +73,9 @@ INSTANTIATE_TEST_SUITE_P(
                      "claimguard_client_errors_total{kind=\"packet_too_large\"} 1"},
         labeled_case{"client_timeout", client, "timeout", "claimguard_client_errors_total{kind=\"timeout\"} 1"},
         labeled_case{"orphan_killed", orphan, "killed", "claimguard_orphans_total{result=\"killed\"} 1"},
-        labeled_case{"orphan_expired", orphan, "expired", "claimguard_orphans_total{result=\"expired\"} 1"}),
+        labeled_case{"orphan_expired", orphan, "expired", "claimguard_orphans_total{result=\"expired\"} 1"},
+        labeled_case{"linger_timeout", linger, "timeout", "claimguard_client_lingers_total{end=\"timeout\"} 1"},
+        labeled_case{"linger_full", linger, "full", "claimguard_client_lingers_total{end=\"full\"} 1"}),
     [](const testing::TestParamInfo<labeled_case>& info) { return std::string(info.param.name); });
 
 TEST(proxy_metrics, known_kinds_render_zero_before_first_use) {
@@ -87,6 +90,9 @@ TEST(proxy_metrics, known_kinds_render_zero_before_first_use) {
     for (const std::string_view result : orphan_results)
         EXPECT_TRUE(has_line(text, "claimguard_orphans_total{result=\"" + std::string(result) + "\"} 0")) << result;
     EXPECT_TRUE(has_line(text, "claimguard_orphans_pending 0")) << text;
+    for (const std::string_view end : linger_ends)
+        EXPECT_TRUE(has_line(text, "claimguard_client_lingers_total{end=\"" + std::string(end) + "\"} 0")) << end;
+    EXPECT_TRUE(has_line(text, "claimguard_client_lingering 0")) << text;
 }
 
 TEST(proxy_metrics, unlabeled_series_and_build_info) {
