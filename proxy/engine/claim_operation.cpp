@@ -221,6 +221,22 @@ action claim_operation::start_main() {
                     e->cancel_credits.erase(it);
                     absorbed = true;
                 }
+            // ... or back for several of them at once (an N-row DELETE, then remain = remain + N): the
+            // credits that fit, never more than they hold.
+            if (!absorbed) {
+                std::vector<std::size_t> used;
+                std::int64_t left = d_.units;
+                for (std::size_t i = 0; i < e->cancel_credits.size() && left > 0; ++i)
+                    if (e->cancel_credits[i] <= left) {
+                        used.push_back(i);
+                        left -= e->cancel_credits[i];
+                    }
+                if (left == 0) {
+                    for (auto i = used.rbegin(); i != used.rend(); ++i)
+                        e->cancel_credits.erase(e->cancel_credits.begin() + static_cast<std::ptrdiff_t>(*i));
+                    absorbed = true;
+                }
+            }
         }
         if (!absorbed && !in_transaction_) absorbed = ledger_.use_credit(d_.stock->name, d_.key, d_.units, ctx_.session);
         if (absorbed) {
@@ -450,7 +466,10 @@ action claim_operation::on_reply(const reply_summary& r) {
     case state::cancel_delete_sent:
     case state::cancel_give_back_sent:
     case state::cancel_commit_sent:
-    case state::cancel_rollback_sent: return after_cancel(r);
+    case state::cancel_rollback_sent:
+    case state::cancel_read_sent:
+    case state::cancel_read_delete_sent:
+    case state::cancel_key_give_back_sent: return after_cancel(r);
 
     case state::idle:
     case state::redis_wait:

@@ -31,6 +31,8 @@ struct reply_summary {
     std::uint16_t status = 0;             // the server's status flags after the reply
     std::optional<std::int64_t> counter;  // asked for (read_counter): the counter of the one row returned
     std::optional<std::uint64_t> rows;    // a result set (INSERT ... RETURNING): how many rows it holds
+    // asked for (read_rows): each row's values as text (nullopt: NULL); empty when they could not be read
+    std::optional<std::vector<std::vector<std::optional<std::string>>>> values;
 
     // Scripted replies (explain's dry run, tests). `status` defaults to autocommit.
     static reply_summary ok_rows(std::uint64_t n, std::uint16_t status = autocommit_status) {
@@ -50,6 +52,15 @@ struct reply_summary {
     static reply_summary counter_row(std::int64_t counter, std::uint16_t status = autocommit_status) {
         reply_summary r;
         r.counter = counter;
+        r.status = status;
+        return r;
+    }
+    // A result set of these rows (read_rows).
+    static reply_summary result_rows(std::vector<std::vector<std::optional<std::string>>> values,
+                                     std::uint16_t status = autocommit_status) {
+        reply_summary r;
+        r.rows = values.size();
+        r.values = std::move(values);
         r.status = status;
         return r;
     }
@@ -109,6 +120,7 @@ struct action {
     rules::match::rewritten_sql sql;
     bool keep_reply = false;    // send_*: this reply is the one reply_client writes
     bool read_counter = false;  // send_*: fill reply_summary::counter from the one row returned
+    bool read_rows = false;     // send_sql: fill reply_summary::values (at most max_cancel_rows + 1 rows)
     rules::answer answer;
     std::uint64_t ok_rows = 0;
     std::uint16_t status = 0;   // answer: the status flags to report
@@ -161,6 +173,18 @@ public:
     // After the final action of a cancellation: the DELETE removed rows (and, in autocommit, its
     // transaction committed), so the deleted claim's Redis key goes, whoever's claim set it.
     [[nodiscard]] bool cancel_release() const { return cancelled_rows_ > 0 && !d_.redis_key.empty(); }
+    // ... the Redis keys of the rows a cancellation read before deleting them (decision::read_claim_rows).
+    [[nodiscard]] const std::vector<std::string>& cancel_release_keys() const {
+        static const std::vector<std::string> none;
+        return cancelled_rows_ > 0 ? cancel_redis_keys_ : none;
+    }
+    // The stock keys a cancellation that read its claim rows first gave units back to.
+    [[nodiscard]] std::vector<key_tuple> cancelled_stock_keys() const {
+        std::vector<key_tuple> out;
+        for (const auto& k : cancelled_keys_)
+            if (k.gave_back) out.push_back(k.key);
+        return out;
+    }
     // A claim of several rows, after the final action: every row went in (the rows' Redis keys are then
     // committed, or held to the end of the transaction); else the keys go.
     [[nodiscard]] bool rows_inserted() const { return rows_all_in_; }
@@ -171,6 +195,8 @@ private:
         idle, read_sent, take_sent, probe_sent, track_sent, restock_sent, rollback_sent, redis_wait,
         claim_sent, original_sent, give_back_sent, deferred_sent, status_asked,
         cancel_begin_sent, cancel_delete_sent, cancel_give_back_sent, cancel_commit_sent, cancel_rollback_sent, done,
+        // a cancellation that reads the claim rows first (decision::read_claim_rows, cancellations.cpp)
+        cancel_read_sent, cancel_read_delete_sent, cancel_key_give_back_sent,
         // a claim of several rows (claim_rows.cpp)
         rows_redis_wait, rows_sent, rows_status_asked, rows_give_back_sent,
     };
@@ -204,6 +230,14 @@ private:
     action cancel_answer(std::uint16_t status);
     action cancel_undo();
     action cancel_failure(std::uint16_t status);
+    action cancel_read();
+    action after_cancel_read(const reply_summary& r);
+    action after_cancel_read_delete(const reply_summary& r);
+    action next_key_give_back(std::uint16_t status);
+    action after_key_give_back(const reply_summary& r);
+    action cancel_end(std::uint16_t status);
+    void credit_cancelled();
+    action cancel_read_refusal(std::string why, std::uint16_t status);
     reservation reserve_for(const key_tuple& key);
     bool cancel_deferred_of(const key_tuple& key, std::int64_t units, bool from_ledger);
     // claim_rows.cpp: a claim INSERT of several rows, one claim per row (decision::rows)
@@ -254,6 +288,20 @@ private:
     std::uint64_t deleted_rows_ = 0;    // rows the DELETE removed, before its give-back and COMMIT
     bool gave_back_ = false;            // the give-back changed the stock row
     bool cancel_failed_ = false;        // the give-back could not be built: the DELETE is undone, refused
+    // A cancellation that read its claim rows first: the stock keys they name, each with its rows.
+    struct cancelled_key {
+        key_tuple key;                                        // canonical, then the database (memory, ledger)
+        std::vector<rules::match::key_literal> key_literals;  // for the give-back
+        std::uint64_t rows = 0;
+        bool gave_back = false;
+    };
+    std::vector<cancelled_key> cancelled_keys_;
+    std::size_t cancelled_key_next_ = 0;
+    std::vector<std::string> cancel_redis_keys_;  // the read rows' Redis keys
+    std::uint64_t read_rows_ = 0;
+    std::string cancel_error_;       // cancel_failure's message, when not the give-back's
+    bool cancel_deleted_ = false;    // the DELETE was sent and went through
+    bool cancel_unmodeled_ = false;  // over max_cancel_rows, forwarded by policy: no give-back
 
     // deferred takes sent before this statement
     std::vector<deferred_take> flushing_;

@@ -268,12 +268,30 @@ decision decide_cancel(const match::claim_delete& del, const value_resolver& val
         d.note = "cancellation: claim rows deleted, their units stay taken (on_cancel: keep_stock)";
         return d;
     }
-    if (!del.stock_key_pinned)
-        return unmodeled_decision(
-            nullptr, del.rule,
-            "a cancellation (on_cancel: return_stock) whose WHERE does not pin the stock key: the "
-            "stock row its units go back to is not known",
-            "cancel_without_stock_key");
+    if (!del.stock_key_pinned) {
+        // DELETE ... WHERE id = ? (an ORM's delete of a loaded row): the rows it deletes are read first,
+        // locked, in its transaction, and each gives its units back to the stock row it names. Not with
+        // ORDER BY / LIMIT (the rows read need not be the rows deleted), nor when the claim rows do not
+        // hold the whole stock key.
+        if (del.ordered_or_limited || !del.stock_key_held)
+            return unmodeled_decision(
+                nullptr, del.rule,
+                del.ordered_or_limited
+                    ? "a cancellation (on_cancel: return_stock) whose WHERE does not pin the stock key, with "
+                      "ORDER BY or LIMIT: the rows it deletes cannot be read first"
+                    : "a cancellation (on_cancel: return_stock) whose WHERE does not pin the stock key, and "
+                      "the claim table does not hold the whole stock key: the stock row its units go back to "
+                      "is not known",
+                "cancel_without_stock_key");
+        d.read_claim_rows = true;
+        d.redis_key.clear();                  // each row read names its own
+        d.reason = "cancel_rows_over_limit";  // the label if the read finds more than max_cancel_rows rows
+        d.units = del.stock->units;
+        d.note =
+            "cancellation: the claim rows are read (locked) first, each gives the stock rule's units back to "
+            "its stock row (on_cancel: return_stock)";
+        return d;
+    }
     if (d.key_literals.empty())
         return unmodeled_decision(nullptr, del.rule, "a cancellation whose stock key is not a known value",
                                   "unknown_key");
@@ -390,6 +408,37 @@ std::optional<resolved_value> resolve_literal(const match::value_ref& v) {
             }
         }
     }
+    return out;
+}
+
+std::optional<read_claim_row> claim_row_of(const decision& d, std::span<const std::optional<std::string>> values) {
+    if (d.stock == nullptr || d.claim == nullptr) return std::nullopt;
+    const std::size_t key_size = d.stock->key_columns.size();
+    if (values.size() != key_size + d.claim->idempotency_columns.size()) return std::nullopt;
+    read_claim_row out;
+    key_tuple idempotency;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        if (!values[i]) return std::nullopt;  // NULL names no stock row (and no claim)
+        // A value as the row holds it, read as a string literal would be: '7' is the number 7.
+        match::value_ref v;
+        v.type = match::value_ref::kind::literal;
+        v.decoded.kind = rules::sql::literal_kind::string;
+        v.decoded.bytes = *values[i];
+        auto r = resolve_literal(v);
+        if (!r) return std::nullopt;
+        if (i < key_size) {
+            match::key_literal k;
+            k.integer = r->integer.has_value() && *values[i] == std::to_string(*r->integer);
+            k.value = k.integer ? std::to_string(*r->integer) : *values[i];
+            out.key_literals.push_back(std::move(k));
+            out.key.push_back(std::move(r->canonical));
+        } else {
+            idempotency.push_back(std::move(r->canonical));
+        }
+    }
+    canonicalize_key(out.key, *d.stock);
+    if (!d.schema.empty()) out.key.push_back(d.schema);
+    if (d.claim->redis) out.redis_key = redis_key_of(*d.claim, idempotency, d.schema);
     return out;
 }
 

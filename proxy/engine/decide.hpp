@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -111,6 +112,10 @@ struct decision {
     // cancel: each deleted claim row gives `units` back to the stock row `key` (on_cancel: return_stock);
     // false: the units stay taken (keep_stock).
     bool returns_stock = false;
+    // cancel, return_stock, a WHERE that does not pin the stock key (WHERE id = ?): the operation first
+    // reads the rows it is about to delete (their stock keys and idempotency values) with the row lock,
+    // in the DELETE's transaction, and gives each key back its rows' units.
+    bool read_claim_rows = false;
     // take: the key as literals, for a take deferred to COMMIT (defer_decrement).
     std::vector<rules::match::key_literal> key_literals;
     // claim of several rows (INSERT ... VALUES (...), (...)): one entry per row, in order; `key`,
@@ -121,6 +126,22 @@ struct decision {
     deferred_step deferred = deferred_step::none;
     std::vector<std::string> flush_rules;  // flush: the stock rules whose deferred takes go
 };
+
+// Most claim rows a cancellation that reads them first (decision::read_claim_rows) deletes: beyond,
+// it gets the claim rule's unmodeled policy (cancel_rows_over_limit), nothing deleted.
+inline constexpr std::size_t max_cancel_rows = 1000;
+
+// One claim row read before a cancellation deleted it: the stock key it used (canonical, then its
+// database, as decide() keys a stock row), the key as literals for the give-back, and its Redis key.
+struct read_claim_row {
+    key_tuple key;
+    std::vector<rules::match::key_literal> key_literals;
+    std::string redis_key;  // empty: the rule has no Redis guard
+};
+// `values`: the stock key columns (stock key_columns order, through consumes) then the idempotency
+// columns, as the read returned them (cancel_claim_read's select list). Empty when one is NULL.
+[[nodiscard]] std::optional<read_claim_row> claim_row_of(const decision& d,
+                                                         std::span<const std::optional<std::string>> values);
 
 // Decides what to do with a statement. Does not change memory except to clear a refused flag
 // that an exhausted answer used up.

@@ -208,7 +208,14 @@ bool explain(const match::rule_index& rules, std::string_view sql, const match::
     }
     case verdict::cancel: {
         constexpr std::uint16_t in_trans = protocol::status::in_trans | protocol::status::autocommit;
-        if (d.returns_stock)  // BEGIN, the DELETE, the give-back, COMMIT
+        if (d.read_claim_rows) {  // BEGIN, the read of the rows (one, every value 1), the DELETE, the give-back, COMMIT
+            const std::vector<std::optional<std::string>> row(
+                d.stock->key_columns.size() + d.claim->idempotency_columns.size(), std::string("1"));
+            ok = ok & run_outcome(out, "when the read finds 1 row and it is deleted", d, st,
+                                  {reply_summary::ok_rows(0, in_trans), reply_summary::result_rows({row}, in_trans),
+                                   reply_summary::ok_rows(1, in_trans), reply_summary::ok_rows(1, in_trans), ok_rows(0)},
+                                  0, sql);
+        } else if (d.returns_stock)  // BEGIN, the DELETE, the give-back, COMMIT
             ok = ok & run_outcome(out, "when 1 row is deleted", d, st,
                                   {reply_summary::ok_rows(0, in_trans), reply_summary::ok_rows(1, in_trans),
                                    reply_summary::ok_rows(1, in_trans), ok_rows(0)},

@@ -312,6 +312,8 @@ statement_action statement_operation::follow(bool note_gate) {
             ctx_.gate->note_sold_out(d_.stock->name, d_.key, d_.units);
         else if (e == event::took || e == event::tracked || e == event::restocked || e == event::cancelled_returned)
             ctx_.gate->note_available(d_.stock->name, d_.key);
+        if (e == event::cancelled_returned)  // a cancellation by row id: the stock keys its rows named
+            for (const auto& key : claim_.cancelled_stock_keys()) ctx_.gate->note_available(d_.stock->name, key);
     }
     const auto& a = claim_action_;
     if (!a.final()) {
@@ -341,6 +343,12 @@ statement_action statement_operation::follow(bool note_gate) {
         // user may claim again as the unique index now allows; before the answer, as for a failed claim.
         std::vector<redis_hold> keys;
         keys.push_back({d_.redis_key, {}, d_.claim->redis->ttl});
+        settle(statement_action::release(true), std::move(keys));
+    }
+    if (!claim_.cancel_release_keys().empty() && ctx_.op.redis_available && d_.claim && d_.claim->redis) {
+        // ... or the keys of the claim rows a cancellation by row id read before deleting them.
+        std::vector<redis_hold> keys;
+        for (const auto& k : claim_.cancel_release_keys()) keys.push_back({k, {}, d_.claim->redis->ttl});
         settle(statement_action::release(true), std::move(keys));
     }
     if (!row_keys_.empty() && ctx_.op.redis_available) {
@@ -396,6 +404,7 @@ void statement_operation::read_cache_follows(event e) {
         case event::cancelled_returned:
             cache.invalidate(rule.name, d_.key);
             for (const auto& row : d_.rows) cache.invalidate(rule.name, row.key);  // a claim of several rows
+            for (const auto& key : claim_.cancelled_stock_keys()) cache.invalidate(rule.name, key);  // by row id
             break;
         default: break;
     }

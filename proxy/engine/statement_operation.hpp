@@ -104,6 +104,7 @@ struct statement_input {
         in.reply.status = r.status;
         in.reply.counter = r.counter;
         in.reply.rows = r.rows;
+        in.reply.values = r.values;
         return in;
     }
     static statement_input of_redis(redis_reply r, std::string token) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <utility>
+#include <vector>
 
 namespace claimguard::engine {
 
@@ -95,7 +96,22 @@ bool take_ledger::use_credit(const std::string& rule, const key_tuple& key, std:
     auto it = slots_.find(std::make_pair(rule, key));
     if (it == slots_.end()) return false;
     expire(it->first, it->second, now);
-    return pop_preferring(it->second.credits, session, [&](const take& t) { return t.units == units; }).has_value();
+    auto& credits = it->second.credits;
+    if (pop_preferring(credits, session, [&](const take& t) { return t.units == units; })) return true;
+    // One restock of several credits' units (an N-row cancellation, then remain = remain + N): the
+    // credits are used, this session's first, while they fit; none is used unless they sum to it.
+    std::vector<std::size_t> used;
+    std::int64_t left = units;
+    for (int pass = 0; pass < 2 && left > 0; ++pass)
+        for (std::size_t i = 0; i < credits.size() && left > 0; ++i)
+            if ((credits[i].session == session) == (pass == 0) && credits[i].units <= left) {
+                used.push_back(i);
+                left -= credits[i].units;
+            }
+    if (left != 0) return false;
+    std::sort(used.rbegin(), used.rend());
+    for (auto i : used) credits.erase(credits.begin() + static_cast<std::ptrdiff_t>(i));
+    return true;
 }
 
 std::uint64_t take_ledger::dropped_takes() const {

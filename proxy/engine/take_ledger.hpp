@@ -48,7 +48,8 @@ public:
                      clock::time_point now = clock::now());
 
     // The sidecar gave `units` back for a claim that did not happen. An app that gives them
-    // back itself right after (remain = remain + units) is absorbed once, not applied twice.
+    // back itself right after (remain = remain + units) is absorbed once, not applied twice; so is
+    // one restock of the sum of several credits (remain = remain + N after an N-row cancellation).
     void add_credit(const std::string& rule, const key_tuple& key, std::int64_t units, std::uint64_t session,
                     clock::time_point now = clock::now());
     [[nodiscard]] bool use_credit(const std::string& rule, const key_tuple& key, std::int64_t units,

@@ -63,4 +63,52 @@ reply_summary summarize_reply(std::uint8_t command, const command_exchange& exch
     return out;
 }
 
+std::optional<std::vector<std::vector<std::optional<std::string>>>> row_values(bytes_view raw,
+                                                                               std::uint32_t capabilities,
+                                                                               std::uint32_t mariadb_capabilities,
+                                                                               std::size_t max_payload, bool binary,
+                                                                               std::size_t max_rows) {
+    auto reply = read_reply(raw, capabilities, mariadb_capabilities, max_payload);
+    if (!reply || reply->kind() != reply_kind::result_set || reply->end() != rows_end::closed ||
+        reply->row_count() > max_rows || reply->column_count() > max_counter_read_columns)
+        return std::nullopt;
+    auto columns = reply->columns();
+    if (!columns) return std::nullopt;
+    std::vector<value_type> types;
+    types.reserve(columns->size());
+    for (const auto& c : *columns) types.push_back(value_type_of(c));
+    std::vector<std::vector<std::optional<std::string>>> out;
+    out.reserve(reply->row_count());
+    for (std::size_t i = 0; i < reply->row_count(); ++i) {
+        std::vector<std::optional<std::string>> row;
+        if (binary) {
+            auto values = reply->binary_values(i, types);
+            if (!values) return std::nullopt;
+            for (const auto& v : *values) {
+                if (std::holds_alternative<std::monostate>(v))
+                    row.emplace_back();
+                else if (const auto* s = std::get_if<std::int64_t>(&v))
+                    row.emplace_back(std::to_string(*s));
+                else if (const auto* u = std::get_if<std::uint64_t>(&v))
+                    row.emplace_back(std::to_string(*u));
+                else if (const auto* b = std::get_if<bytes_view>(&v))
+                    row.emplace_back(std::string(as_chars(*b)));
+                else
+                    return std::nullopt;  // a float or a date: not a key claimguard compares
+            }
+        } else {
+            auto values = reply->text_values(i);
+            if (!values) return std::nullopt;
+            for (const auto& v : *values) {
+                if (v)
+                    row.emplace_back(std::string(*v));
+                else
+                    row.emplace_back();
+            }
+        }
+        out.push_back(std::move(row));
+    }
+    return out;
+}
+
 }  // namespace claimguard::protocol

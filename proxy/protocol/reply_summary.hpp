@@ -7,7 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "exchange.hpp"
 #include "wire.hpp"
@@ -29,6 +31,9 @@ struct reply_summary {
     std::uint16_t status = 0;             // the status flags after the reply (the exchange's)
     std::optional<std::uint64_t> rows;    // neither OK nor ERR: the rows of a closed result set
     std::optional<std::int64_t> counter;  // asked for, no ERR: the counter of the one row returned
+    // asked for (row_values): every row's values as text (integers in decimal, strings as their bytes,
+    // nullopt for NULL); empty when not asked for, or the rows could not all be read
+    std::optional<std::vector<std::vector<std::optional<std::string>>>> values;
 };
 
 // Most result columns a counter read's reply may have for its counter to be read.
@@ -39,5 +44,13 @@ inline constexpr std::size_t max_counter_read_columns = 4096;
 [[nodiscard]] reply_summary summarize_reply(std::uint8_t command, const command_exchange& exchange, bytes_view raw,
                                             std::uint32_t capabilities, std::uint32_t mariadb_capabilities,
                                             std::size_t max_payload, const std::optional<counter_request>& counter);
+
+// Every row of a closed result set as text, for the claim engine's own reads (the claim rows a
+// cancellation is about to delete): integers in decimal, strings and decimals as their bytes, NULL as
+// nullopt. nullopt when the reply is not such a result set, holds more than `max_rows` rows, or a
+// value is of another kind (a float, a date). `binary`: rows in the binary protocol (COM_STMT_EXECUTE).
+[[nodiscard]] std::optional<std::vector<std::vector<std::optional<std::string>>>> row_values(
+    bytes_view raw, std::uint32_t capabilities, std::uint32_t mariadb_capabilities, std::size_t max_payload,
+    bool binary, std::size_t max_rows);
 
 }  // namespace claimguard::protocol

@@ -367,8 +367,11 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
                 }
                 const auto counter =
                     a.read_counter ? engine::counter_column(d, own, reply->command == com::stmt_execute) : std::nullopt;
-                const auto summary = proto::summarize_reply(reply->command, reply->exchange, reply->raw, caps_,
-                                                            mariadb_caps_, opt_.max_packet_bytes, counter);
+                auto summary = proto::summarize_reply(reply->command, reply->exchange, reply->raw, caps_, mariadb_caps_,
+                                                      opt_.max_packet_bytes, counter);
+                if (a.read_rows && !summary.err)  // the claim rows a cancellation is about to delete
+                    summary.values = proto::row_values(reply->raw, caps_, mariadb_caps_, opt_.max_packet_bytes,
+                                                       reply->command == com::stmt_execute, engine::max_cancel_rows);
                 if (a.keep_reply) kept = std::move(*reply);
                 act = op.resume(engine::statement_input::of_server(summary));
                 break;

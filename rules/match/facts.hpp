@@ -159,6 +159,11 @@ struct claim_delete {
     bool stock_key_pinned = false;           // every stock key column pinned (through consumes' mapping)
     // The WHERE says more than the idempotency and stock key columns (AND id = 42, ORDER BY, LIMIT).
     bool extra_conditions = false;
+    // ORDER BY or LIMIT: which rows it deletes depends on more than the WHERE.
+    bool ordered_or_limited = false;
+    // Every stock key column has a claim column holding it (consumes.columns): the claim rows, once
+    // read, name their stock row.
+    bool stock_key_held = false;
 };
 
 enum class transaction_event : std::uint8_t {

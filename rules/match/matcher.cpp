@@ -424,6 +424,7 @@ void match_delete(const parsed_statement& st, const rule_index& rules, const mat
                 for (const auto& [claim_col, stock_col] : rule.stock_key_mapping)
                     if (sql::iequals(stock_col, kc)) holders.push_back(claim_col);
         if (c.stock != nullptr && holders.size() == c.stock->key_columns.size()) {
+            c.stock_key_held = true;
             key_scan stock = scan_key(st, d.where, d.table, holders);
             c.stock_key = std::move(stock.key);
             c.stock_key_pinned = stock.full;
@@ -435,7 +436,7 @@ void match_delete(const parsed_statement& st, const rule_index& rules, const mat
             for (const auto& col : holders) known = known || column_is(st, p.column, col, d.table);
             if (!known) c.extra_conditions = true;
         }
-        if (!d.order_by.empty() || !d.limit.empty()) c.extra_conditions = true;
+        if (!d.order_by.empty() || !d.limit.empty()) c.extra_conditions = c.ordered_or_limited = true;
         out.facts.emplace_back(std::move(c));
     }
 }

@@ -2,6 +2,8 @@
 #include "rules/match/rewriter.hpp"
 
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "rules/sql/text.hpp"
 #include "rules/sql/values.hpp"
@@ -230,6 +232,34 @@ result<rewritten_sql> counter_probe(const stock_rule& rule, std::span<const valu
     rewritten_sql out;
     out.sql = "SELECT " + sql::quote_identifier(rule.counter_column) + " FROM " + table_sql(rule.table, schema);
     if (!append_key_where(out, rule, key)) return errc::key_not_bindable;
+    return out;
+}
+
+result<rewritten_sql> cancel_claim_read(const sql::parsed_statement& st, const claim_rule& claim,
+                                        const stock_rule& stock, std::size_t max_rows) {
+    const auto* d = std::get_if<sql::delete_statement>(&st.body);
+    if (d == nullptr || !d->where.present || !d->order_by.empty() || !d->limit.empty()) return errc::not_an_update;
+    std::vector<std::string> columns;
+    for (const auto& kc : stock.key_columns)
+        for (const auto& [claim_col, stock_col] : claim.stock_key_mapping)
+            if (sql::iequals(stock_col, kc)) {
+                columns.push_back(claim_col);
+                break;
+            }
+    if (columns.size() != stock.key_columns.size()) return errc::key_not_bindable;
+    columns.insert(columns.end(), claim.idempotency_columns.begin(), claim.idempotency_columns.end());
+    rewritten_sql out;
+    writer w(st, out);
+    w.text("SELECT ");
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+        if (i != 0) w.text(", ");
+        w.text(sql::quote_identifier(columns[i]));
+    }
+    w.text(" FROM ");
+    w.copy(d->table.span);
+    w.text(" WHERE ");
+    w.copy(d->where.span);
+    w.text(" LIMIT " + std::to_string(max_rows + 1) + " FOR UPDATE");
     return out;
 }
 

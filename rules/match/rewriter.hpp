@@ -81,6 +81,15 @@ struct key_literal {
 [[nodiscard]] result<rewritten_sql> counter_probe(const stock_rule& rule, std::span<const value_ref> key,
                                                   std::string_view schema = {});
 
+// The claim rows a DELETE of claim rows is about to delete, read with their row lock in its
+// transaction (a cancellation by row id under on_cancel: return_stock):
+// SELECT <the claim columns holding the stock key, in key_columns order>, <the idempotency columns>
+// FROM <the table as written> WHERE <the DELETE's WHERE as written> LIMIT max_rows + 1 FOR UPDATE.
+// Not for a DELETE with ORDER BY or LIMIT, or without WHERE (not_an_update), nor when the claim rule
+// does not map every stock key column (key_not_bindable).
+[[nodiscard]] result<rewritten_sql> cancel_claim_read(const sql::parsed_statement& st, const claim_rule& claim,
+                                                      const stock_rule& stock, std::size_t max_rows);
+
 // A REPLACE or INSERT ... ON DUPLICATE KEY UPDATE as the plain INSERT of the same row, so a
 // duplicate shows as ERR 1062 instead of a changed existing row: REPLACE becomes INSERT, the
 // ON DUPLICATE KEY UPDATE clause goes.

@@ -11,8 +11,10 @@ unit back itself with remain = remain + 1.
 - P15: the refund's DELETE was refused (other_statement); now it goes through, the app's restock is a
   restock (keep_stock), and the user can claim again at once (the claim's Redis key was released).
 - return_stock: a DELETE alone gives the unit back in the DELETE's transaction; the app's own restock
-  after it (autocommit, or in its transaction) is absorbed, never applied twice; a DELETE by the row's id
-  is refused (unmodeled: cancel_without_stock_key).
+  after it (autocommit, or in its transaction) is absorbed, never applied twice.
+- return_stock, a DELETE by the row's id (an ORM's delete of a row it loaded; text and prepared): the
+  rows are read with their lock first, each stock key they name gets its units back, the app's restock of
+  their sum after it is absorbed once; with ORDER BY / LIMIT it is still refused (cancel_without_stock_key).
 - the refund flow with concurrent users over two sidecars (claim, cancel some, claim again): at the end
   remain + claim rows == the initial stock exactly, no user holds two rows, every re-claim after a cancel
   that found stock went in.
@@ -20,6 +22,7 @@ unit back itself with remain = remain + 1.
 
 import argparse
 import os
+import struct
 import shutil
 import sys
 import threading
@@ -33,11 +36,14 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "incident"))
 import cluster  # noqa: E402  (tests/incident/cluster.py: MariaDB + the coupon schema)
 import itlib  # noqa: E402
+import rawmysql  # noqa: E402
 import servers  # noqa: E402
 
 CLIENT_TIMEOUT_S = 20
 ERR_REFUSED = 1644
 CAMPAIGN = 1
+BY_ID, BY_ID_OTHER = 3, 4  # test_return_stock_delete_by_row_id's campaigns
+ER_LOCK_DEADLOCK = 1213
 ARGS = None
 
 
@@ -100,15 +106,15 @@ class Cancel(unittest.TestCase):
             return [line for line in f if '"action"' in line]
 
     @staticmethod
-    def claim(cur, user):
+    def claim(cur, user, campaign=CAMPAIGN):
         """The incident's flow on one connection: read, write read - 1, insert. True when claimed."""
-        cur.execute("SELECT remain FROM coupon_stock WHERE campaign_id = %s", (CAMPAIGN,))
+        cur.execute("SELECT remain FROM coupon_stock WHERE campaign_id = %s", (campaign,))
         remain = cur.fetchone()[0]
         if remain <= 0:
             return False
         try:
-            cur.execute("UPDATE coupon_stock SET remain = %s WHERE campaign_id = %s", (remain - 1, CAMPAIGN))
-            cur.execute("INSERT INTO coupon_order (user_id, campaign_id) VALUES (%s, %s)", (user, CAMPAIGN))
+            cur.execute("UPDATE coupon_stock SET remain = %s WHERE campaign_id = %s", (remain - 1, campaign))
+            cur.execute("INSERT INTO coupon_order (user_id, campaign_id) VALUES (%s, %s)", (user, campaign))
             return True
         except pymysql.err.MySQLError as e:
             if e.args[0] == ERR_REFUSED:  # sold out meanwhile, or already claimed
@@ -126,6 +132,29 @@ class Cancel(unittest.TestCase):
         if transaction:
             cur.execute("COMMIT")
         return deleted
+
+    @staticmethod
+    def refund_by_id(cur, user, restock=True, transaction=False, campaign=CAMPAIGN):
+        """An ORM's refund: load the claim row, delete it by its id (session.delete(order)), then restock.
+        A deadlock (1213: the give-back and a concurrent claim) is retried, as an app retries any 1213."""
+        for _ in range(5):
+            try:
+                if transaction:
+                    cur.execute("BEGIN")
+                cur.execute("SELECT id FROM coupon_order WHERE user_id = %s AND campaign_id = %s", (user, campaign))
+                row = cur.fetchone()
+                deleted = cur.execute("DELETE FROM coupon_order WHERE id = %s", (row[0],)) if row else 0
+                if deleted and restock:
+                    cur.execute("UPDATE coupon_stock SET remain = remain + 1 WHERE campaign_id = %s", (campaign,))
+                if transaction:
+                    cur.execute("COMMIT")
+                return deleted
+            except pymysql.err.MySQLError as e:
+                if e.args[0] != ER_LOCK_DEADLOCK:
+                    raise
+                if transaction:
+                    cur.execute("ROLLBACK")
+        raise AssertionError(f"user {user}: the refund deadlocked 5 times")
 
     def test_p15_refund_goes_through_with_keep_stock(self):
         """P15: DELETE FROM coupon_order WHERE user_id = 1 AND campaign_id = 1 was refused (other_statement)."""
@@ -161,10 +190,14 @@ class Cancel(unittest.TestCase):
             self.assertTrue(self.claim(cur, 2))
             self.assertEqual(self.refund(cur, 2, restock=False), 1)
             self.assertEqual(self.facts()["remain"], 10)
-            # By the row's id: the stock row is not named, so the unit cannot go back: refused by policy.
+            # By the row's id: the rows are read first, their unit goes back.
+            self.assertTrue(self.claim(cur, 3))
+            self.assertEqual(self.refund_by_id(cur, 3, restock=False), 1)
+            self.assertEqual(self.facts()["remain"], 10)
+            # With ORDER BY / LIMIT the rows read need not be those deleted: still refused by policy.
             self.assertTrue(self.claim(cur, 3))
             with self.assertRaises(pymysql.err.MySQLError) as caught:
-                cur.execute("DELETE FROM coupon_order WHERE id = 1")  # any id: refused before the database
+                cur.execute("DELETE FROM coupon_order WHERE user_id = 3 ORDER BY id LIMIT 1")
             self.assertEqual(caught.exception.args[0], ERR_REFUSED, caught.exception.args)
         f = self.facts()
         self.assertEqual((f["remain"], f["rows"]), (9, 1))
@@ -194,9 +227,72 @@ class Cancel(unittest.TestCase):
             self.assertEqual((f["remain"], f["rows"], f["users"]), (9, 1, [6]))
         self.assertGreaterEqual(itlib.metric(proxy.admin_port, "claimguard_absorbed_give_backs_total"), 2)
 
+    def test_return_stock_delete_by_row_id(self):
+        """DELETE ... WHERE id = ? (text, and a server-side prepared one): the unit goes back to the stock row
+        the deleted rows name, in the DELETE's transaction; rows of two campaigns give each its own back; the
+        app's restock of the sum after it is absorbed once; the user claims again at once (Redis key released)."""
+        # Campaigns of their own: the give-back credits earlier tests left (10 s) are for campaign 1.
+        self.cluster.reset({BY_ID: 10, BY_ID_OTHER: 10})
+        facts = lambda: self.cluster.facts(BY_ID)  # noqa: E731
+        proxy = self.returning[0]
+        with self.connect(proxy) as c, c.cursor() as cur:
+            # The ORM's delete, autocommit then in a transaction with the app's own restock after it.
+            self.assertTrue(self.claim(cur, 20, BY_ID))
+            self.assertEqual(self.refund_by_id(cur, 20, restock=False, campaign=BY_ID), 1)
+            # Gone already: nothing more back.
+            self.assertEqual(self.refund_by_id(cur, 20, restock=False, campaign=BY_ID), 0)
+            self.assertEqual(facts()["remain"], 10)
+            self.assertTrue(self.claim(cur, 20, BY_ID))  # its Redis key went with the row
+            self.assertEqual(self.refund_by_id(cur, 20, transaction=True, campaign=BY_ID), 1)
+            f = facts()
+            self.assertEqual((f["remain"], f["rows"]), (10, 0))
+            # Three rows, two campaigns, one DELETE by ids; then the app restocks BY_ID by 2 at once.
+            restock_2 = "UPDATE coupon_stock SET remain = remain + 2 WHERE campaign_id = %s"
+            for user in (21, 22):
+                self.assertTrue(self.claim(cur, user, BY_ID))
+            self.assertTrue(self.claim(cur, 21, BY_ID_OTHER))
+            cur.execute("SELECT id FROM coupon_order WHERE user_id IN (21, 22)")
+            ids = [r[0] for r in cur.fetchall()]
+            self.assertEqual(len(ids), 3)
+            absorbed_before = itlib.metric(proxy.admin_port, "claimguard_absorbed_give_backs_total")
+            self.assertEqual(cur.execute("DELETE FROM coupon_order WHERE id IN (%s, %s, %s)", tuple(ids)), 3)
+            self.assertEqual(facts()["remain"], 10)
+            self.assertEqual(self.cluster.facts(BY_ID_OTHER)["remain"], 10)
+            self.assertEqual(cur.execute(restock_2, (BY_ID,)), 1)
+            self.assertEqual(facts()["remain"], 10)  # absorbed: the units went back once
+            self.assertEqual(itlib.metric(proxy.admin_port, "claimguard_absorbed_give_backs_total"),
+                             absorbed_before + 1)
+            # Once: the same restock again is a real one.
+            self.assertEqual(cur.execute(restock_2, (BY_ID,)), 1)
+            self.assertEqual(facts()["remain"], 12)
+            self.cluster.sql(f"UPDATE coupon_stock SET remain = 10 WHERE campaign_id = {BY_ID};")
+
+        # A server-side prepared DELETE ... WHERE id = ? (Connector/J's useServerPrepStmts): bound values.
+        with self.connect(proxy) as c, c.cursor() as cur:
+            self.assertTrue(self.claim(cur, 23, BY_ID))
+            cur.execute("SELECT id FROM coupon_order WHERE user_id = 23")
+            row_id = cur.fetchone()[0]
+        client = rawmysql.RawClient(servers.HOST, proxy.port, timeout_s=CLIENT_TIMEOUT_S)
+        try:
+            client.login(cluster.APP_USER, cluster.APP_PASSWORD, cluster.DATABASE)
+            self.assertEqual(prepared_execute(client, "DELETE FROM coupon_order WHERE id = ?", row_id), 1)
+        finally:
+            client.close()
+        f = facts()
+        self.assertEqual((f["remain"], f["rows"]), (10, 0))
+        self.assertGreaterEqual(itlib.metric(proxy.admin_port, "claimguard_cancellations_total",
+                                             {"rule": "coupon_order", "stock": "returned"}), 4)
+
+    def test_refund_by_id_concurrent_users_over_two_sidecars(self):
+        """As the refund flow below, with the ORM's refund: load the row, delete it by id, restock."""
+        self.refund_flow(self.refund_by_id)
+
     def test_refund_flow_concurrent_users_over_two_sidecars(self):
         """Users claim, a third of those who got one refund it (half in a transaction), then claim again; the
         stock is smaller than the demand. The database must end with remain + claims == stock, one row per user."""
+        self.refund_flow(self.refund)
+
+    def refund_flow(self, refund):
         stock, users = 20, 36
         self.reset(stock)
         errors, reclaimed, refunded = [], [], []
@@ -208,7 +304,7 @@ class Cancel(unittest.TestCase):
                 with self.connect(proxy) as c, c.cursor() as cur:
                     if not self.claim(cur, u) or u % 3 != 0:
                         return
-                    if self.refund(cur, u, transaction=u % 2 == 0) != 1:
+                    if refund(cur, u, transaction=u % 2 == 0) != 1:
                         raise AssertionError(f"user {u}: the refund deleted no row")
                     with lock:
                         refunded.append(u)
@@ -231,6 +327,27 @@ class Cancel(unittest.TestCase):
         self.assertGreaterEqual(f["remain"], 0)
         self.assertTrue(refunded, "no user refunded: the test did not exercise cancellations")
         self.assertTrue(set(reclaimed) <= set(f["users"]), (reclaimed, f["users"]))
+
+
+def prepared_execute(client, sql, *values):
+    """COM_STMT_PREPARE then COM_STMT_EXECUTE with BIGINT parameters over rawmysql: the affected rows."""
+    client.send_packet(0, bytes([rawmysql.COM_STMT_PREPARE]) + sql.encode())
+    _, first = client.read_packet()
+    if first[:1] != b"\x00":
+        raise rawmysql.ProtocolError(f"prepare: {rawmysql.describe(first)}")
+    stmt_id, columns, params = struct.unpack_from("<IHH", first, 1)
+    for n in (params, columns):  # definitions, then an EOF (no CLIENT_DEPRECATE_EOF)
+        for _ in range(n + 1 if n else 0):
+            client.read_packet()
+    assert len(values) == params
+    body = struct.pack("<BIBI", rawmysql.COM_STMT_EXECUTE, stmt_id, 0, 1)
+    body += b"\0" * ((params + 7) // 8) + b"\x01" + b"\x08\x00" * params
+    body += b"".join(struct.pack("<q", v) for v in values)
+    client.send_packet(0, body)
+    _, reply = client.read_packet()
+    if reply[:1] != b"\x00" or reply[1] >= 0xfb:
+        raise rawmysql.ProtocolError(f"execute: {rawmysql.describe(reply)}")
+    return reply[1]
 
 
 def main():

@@ -180,5 +180,19 @@ TEST(explain, cancellation_returning_stock_shows_its_transaction) {
     EXPECT_EQ(text.find("error:"), std::string::npos) << text;
 }
 
+// A cancellation by row id under return_stock: explain shows the locked read of the rows first.
+TEST(explain, cancellation_by_row_id_reads_the_rows_first) {
+    const auto& env = env_for(variant_id::return_stock);
+    ASSERT_TRUE(env.index) << env.error;
+    std::ostringstream out;
+    EXPECT_TRUE(explain(*env.index, "DELETE FROM coupon_order WHERE id = 42", {}, out)) << out.str();
+    const std::string text = out.str();
+    EXPECT_NE(text.find("decision: cancel"), std::string::npos) << text;
+    EXPECT_NE(text.find("FOR UPDATE"), std::string::npos) << text;
+    EXPECT_NE(text.find("`remain` = `remain` + 1"), std::string::npos) << text;
+    EXPECT_NE(text.find("COMMIT"), std::string::npos) << text;
+    EXPECT_EQ(text.find("error:"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace claimguard::engine::test

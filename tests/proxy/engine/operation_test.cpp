@@ -636,12 +636,16 @@ TEST(operation, cancellation_committed_then_restock_in_autocommit_is_absorbed) {
     EXPECT_TRUE(restock.has(event::absorbed));
 }
 
-// return_stock needs the stock row: a DELETE by the row's id alone does not say it, and is refused by
-// the rule's unmodeled policy (keep_stock forwards it).
+// return_stock needs the stock row: a DELETE by the row's id alone does not say it, so the rows are
+// read first (cancel_by_id_test.cpp); one with ORDER BY / LIMIT is still refused by the rule's
+// unmodeled policy (keep_stock forwards both).
 TEST(operation, cancellation_without_the_stock_key) {
     session r(variant_id::return_stock);
     ASSERT_TRUE(r.ready()) << r.error();
-    auto refused = r.exec("DELETE FROM coupon_order WHERE id = 42", {});
+    const auto by_id = r.run("DELETE FROM coupon_order WHERE id = 42");
+    EXPECT_EQ(by_id.what, verdict::cancel);
+    EXPECT_TRUE(by_id.read_claim_rows);
+    auto refused = r.exec("DELETE FROM coupon_order WHERE id > 42 LIMIT 1", {});
     EXPECT_EQ(refused.d.what, verdict::refuse);
     EXPECT_EQ(refused.d.reason, "cancel_without_stock_key");
     EXPECT_TRUE(refused.has(event::unmodeled_refused));
