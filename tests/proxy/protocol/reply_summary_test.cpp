@@ -174,3 +174,26 @@ TEST(reply_summary, counter_values) {
 
 }  // namespace
 }  // namespace claimguard::protocol::test
+
+namespace claimguard::protocol::test {
+namespace {
+
+// Every row of a result set as text, for the claim rows a cancellation reads before deleting them.
+TEST(reply_summary, row_values_of_a_result_set) {
+    const auto select_1 = server_bytes(mariadb::query_select_1_eof);
+    const auto values = row_values(select_1, caps_eof, 0, max_frame_payload, false, 10);
+    ASSERT_TRUE(values);
+    ASSERT_EQ(values->size(), 1u);
+    ASSERT_EQ((*values)[0].size(), 1u);
+    EXPECT_EQ((*values)[0][0], std::optional<std::string>("1"));
+    // More rows than asked for: not read at all.
+    EXPECT_FALSE(row_values(select_1, caps_eof, 0, max_frame_payload, false, 0));
+    // Binary rows holding a DOUBLE (1.5): not a key value claimguard compares.
+    EXPECT_FALSE(row_values(server_bytes(mariadb::execute_eof), caps_eof, 0, max_frame_payload, true, 10));
+    // An ERR, or an OK: no rows.
+    EXPECT_FALSE(row_values(server_bytes(mariadb::query_err_eof), caps_eof, 0, max_frame_payload, false, 10));
+    EXPECT_FALSE(row_values(server_bytes(mariadb::query_do_eof), caps_eof, 0, max_frame_payload, false, 10));
+}
+
+}  // namespace
+}  // namespace claimguard::protocol::test
