@@ -8,6 +8,7 @@ namespace {
 
 constexpr std::string_view unmodeled_total = "claimguard_unmodeled_total";
 constexpr std::string_view deferred_total = "claimguard_deferred_takes_total";
+constexpr std::string_view trigger_total = "claimguard_trigger_claims_total";
 
 constexpr std::array<event_row, event_count> rows{{
     {event::took, "rewritten", true, "claimguard_rewrites_total", {}},
@@ -41,6 +42,9 @@ constexpr std::array<event_row, event_count> rows{{
     {event::deferred_dropped, "deferred-dropped", true, deferred_total, {"dropped"}, true},
     {event::cancelled_kept, "cancelled", true, "claimguard_cancellations_total", {"kept"}},
     {event::cancelled_returned, "cancelled-returned", true, "claimguard_cancellations_total", {"returned"}},
+    {event::claimed_by_trigger, "claimed-by-trigger", true, trigger_total, {"claimed"}},
+    {event::trigger_exhausted, "trigger-exhausted", true, trigger_total, {"exhausted"}},
+    {event::trigger_mismatch, "trigger-mismatch", true, trigger_total, {"mismatch"}},
 }};
 
 constexpr bool in_enum_order() {

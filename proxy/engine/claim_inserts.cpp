@@ -74,7 +74,7 @@ action claim_operation::on_redis(redis_reply r) {
     // pending: a claim not committed yet holds the key; the database's unique index waits for its
     // transaction and decides. unavailable: the database decides alone.
     redis_locked_ = r == redis_reply::acquired;
-    return send_claim();
+    return d_.by_trigger ? start_trigger_claim() : send_claim();
 }
 
 action claim_operation::give_back_then(action final_action) {

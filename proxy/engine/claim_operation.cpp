@@ -147,7 +147,7 @@ action claim_operation::start_main() {
             return finish({});
         }
         bool would_block = false;
-        if (d_.what == verdict::claim) {
+        if (d_.what == verdict::claim && !d_.by_trigger) {
             reserve_take();
             would_block = reserved_ == 0 && (d_.after_refusal || (!in_transaction_ && d_.claim->strict ==
                                                                                            rules::strictness::require_decrement));
@@ -271,6 +271,18 @@ action claim_operation::start_main() {
 
     case verdict::claim: {
         if (!d_.rows.empty()) return start_rows();  // several rows: one claim per row
+        if (d_.by_trigger) {
+            // The INSERT is the take (the claim table's trigger decrements the stock): no take of the
+            // sidecar's is used or required. Redis first, as for any plain claim INSERT.
+            if (d_.claim->redis && ctx_.redis_available) {
+                action a;
+                a.type = action::kind::redis_acquire;
+                a.ttl = d_.claim->redis->ttl;
+                state_ = state::redis_wait;
+                return a;
+            }
+            return start_trigger_claim();
+        }
         reserve_take();
         if (d_.after_refusal) {
             memory_.entry(d_.stock->name, d_.key).refused = false;  // this refusal is answered now
@@ -470,6 +482,13 @@ action claim_operation::on_reply(const reply_summary& r) {
     case state::cancel_read_sent:
     case state::cancel_read_delete_sent:
     case state::cancel_key_give_back_sent: return after_cancel(r);
+
+    case state::trigger_open_sent:
+    case state::trigger_before_sent:
+    case state::trigger_insert_sent:
+    case state::trigger_after_sent:
+    case state::trigger_close_sent:
+    case state::trigger_undo_sent: return after_trigger(r);
 
     case state::idle:
     case state::redis_wait:

@@ -105,6 +105,10 @@ enum class event : std::uint8_t {
     // A DELETE of claim rows (a cancellation) that deleted rows:
     cancelled_kept,        // ... forwarded, the claims' units stay taken (on_cancel: keep_stock)
     cancelled_returned,    // ... and their units went back to the stock row in its transaction (return_stock)
+    // A claim INSERT whose stock the claim table's trigger decrements (decremented_by_trigger):
+    claimed_by_trigger,    // ... the trigger took the rule's units: the claim stands
+    trigger_exhausted,     // ... the trigger took nothing, or went below the floor: undone, the exhausted answer
+    trigger_mismatch,      // ... the trigger changed the counter by another amount: undone, refused
 };
 
 struct action {
@@ -126,6 +130,9 @@ struct action {
     std::uint16_t status = 0;   // answer: the status flags to report
     std::chrono::milliseconds ttl{0};
     std::string redis_key;  // redis_acquire for one row of a claim of several rows (empty: decision::redis_key)
+    // reply_client: write the kept OK with `status` as its status flags (the statement ran inside a
+    // transaction of the sidecar's own, committed since: the app sees autocommit, not "in transaction").
+    bool kept_status = false;
 
     [[nodiscard]] bool final() const {
         return type == kind::relay || type == kind::reply_client || type == kind::answer;
@@ -197,6 +204,9 @@ private:
         cancel_begin_sent, cancel_delete_sent, cancel_give_back_sent, cancel_commit_sent, cancel_rollback_sent, done,
         // a cancellation that reads the claim rows first (decision::read_claim_rows, cancellations.cpp)
         cancel_read_sent, cancel_read_delete_sent, cancel_key_give_back_sent,
+        // a claim decremented by the claim table's trigger (trigger_claims.cpp)
+        trigger_open_sent, trigger_before_sent, trigger_insert_sent, trigger_after_sent, trigger_close_sent,
+        trigger_undo_sent,
         // a claim of several rows (claim_rows.cpp)
         rows_redis_wait, rows_sent, rows_status_asked, rows_give_back_sent,
     };
@@ -240,6 +250,12 @@ private:
     action cancel_read_refusal(std::string why, std::uint16_t status);
     reservation reserve_for(const key_tuple& key);
     bool cancel_deferred_of(const key_tuple& key, std::int64_t units, bool from_ledger);
+    // trigger_claims.cpp: a claim INSERT whose stock the claim table's trigger decrements
+    action start_trigger_claim();
+    action after_trigger(const reply_summary& r);
+    action trigger_read(bool lock);
+    action trigger_undo(action final_action);
+    action trigger_refusal(std::string why, std::uint16_t status);
     // claim_rows.cpp: a claim INSERT of several rows, one claim per row (decision::rows)
     action start_rows();
     action ask_row_redis();
@@ -302,6 +318,11 @@ private:
     std::string cancel_error_;       // cancel_failure's message, when not the give-back's
     bool cancel_deleted_ = false;    // the DELETE was sent and went through
     bool cancel_unmodeled_ = false;  // over max_cancel_rows, forwarded by policy: no give-back
+
+    // claim decremented by a trigger
+    bool trigger_wrapped_ = false;             // in autocommit: BEGIN ... COMMIT of ours around it (else a savepoint)
+    std::int64_t trigger_before_ = 0;          // the counter read (locked) before the INSERT
+    std::optional<action> trigger_final_;      // the answer after the undo (ROLLBACK [TO SAVEPOINT])
 
     // deferred takes sent before this statement
     std::vector<deferred_take> flushing_;

@@ -373,6 +373,22 @@ decision decide_claim(const match::claim_insert& ins, const value_resolver& valu
              : ins.on_duplicate_update ? "claim by INSERT ... ON DUPLICATE KEY UPDATE"
              : ins.ignore              ? "claim by INSERT IGNORE"
                                        : "claim insert";
+    if (ins.rule->decremented_by_trigger) {
+        // The trigger takes the unit when the row goes in. Only a one-row plain INSERT is read: its
+        // affected rows are the rows the trigger fired for, and its failure undoes the trigger's change.
+        // IGNORE (a skipped row after a BEFORE trigger), REPLACE, ON DUPLICATE KEY UPDATE and several rows
+        // get the rule's unmodeled policy, as any write of a table whose trigger writes the stock.
+        if (ins.rows.size() > 1 || ins.ignore || ins.replace || ins.on_duplicate_update)
+            return unmodeled_decision(nullptr, ins.rule,
+                                      "a claim whose stock the claim table's trigger decrements "
+                                      "(decremented_by_trigger) in a shape other than a one-row plain INSERT",
+                                      "trigger");
+        d.by_trigger = true;
+        d.after_refusal = false;  // the trigger's own take decides, not this connection's last decrement
+        d.units = ins.stock->units;
+        d.note = "claim insert decremented by the claim table's trigger: the insert is the take, checked by "
+                 "the counter read before (locked) and after it";
+    }
     if (ins.rows.size() > 1) {
         if (!decide_claim_rows(d, ins, values, memory))
             return unmodeled_decision(nullptr, ins.rule,

@@ -116,6 +116,11 @@ struct decision {
     // reads the rows it is about to delete (their stock keys and idempotency values) with the row lock,
     // in the DELETE's transaction, and gives each key back its rows' units.
     bool read_claim_rows = false;
+    // claim of a rule with decremented_by_trigger: the claim table's trigger decrements the stock,
+    // so the INSERT is itself the take. It is never blocked for want of a take of the sidecar's; the
+    // operation reads the counter before (locking the row) and after it and keeps the claim only
+    // when the trigger took the rule's units without going below the floor.
+    bool by_trigger = false;
     // take: the key as literals, for a take deferred to COMMIT (defer_decrement).
     std::vector<rules::match::key_literal> key_literals;
     // claim of several rows (INSERT ... VALUES (...), (...)): one entry per row, in order; `key`,

@@ -402,6 +402,9 @@ void statement_operation::read_cache_follows(event e) {
         case event::compensated:
         case event::compensation_failed:
         case event::cancelled_returned:
+        case event::claimed_by_trigger:  // the trigger changed the counter where the cache did not see it
+        case event::trigger_exhausted:
+        case event::trigger_mismatch:
             cache.invalidate(rule.name, d_.key);
             for (const auto& row : d_.rows) cache.invalidate(rule.name, row.key);  // a claim of several rows
             for (const auto& key : claim_.cancelled_stock_keys()) cache.invalidate(rule.name, key);  // by row id

@@ -26,6 +26,19 @@ byte_buffer make_ok_frame(std::uint8_t seq, std::uint64_t affected_rows, std::ui
     return make_ok_frame(seq, ok, capabilities);
 }
 
+std::optional<byte_buffer> ok_with_status(bytes_view raw, std::uint16_t flags, std::uint32_t capabilities) {
+    constexpr std::size_t header = 4;
+    if (raw.size() < header + 1) return std::nullopt;
+    const std::size_t length = raw[0] | (std::size_t{raw[1]} << 8) | (std::size_t{raw[2]} << 16);
+    if (raw.size() != header + length || raw[header] != ok_header) return std::nullopt;
+    auto ok = parse_ok(raw.subspan(header), capabilities);
+    if (!ok) return std::nullopt;
+    // The session state block is there only when its flag is: keep the flag as the packet has it.
+    ok->status = static_cast<std::uint16_t>((flags & ~status::session_state_changed) |
+                                            (ok->status & status::session_state_changed));
+    return make_ok_frame(raw[3], *ok, capabilities);
+}
+
 stitched_reply stitch_reply(bytes_view raw, std::uint8_t first_seq, bool more_results) {
     constexpr std::size_t header = 4;
     constexpr std::size_t max_frame = 0xFFFFFF;

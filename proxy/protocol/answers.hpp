@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "packets.hpp"
@@ -36,6 +37,13 @@ struct stitched_reply {
     bool ok = true;
 };
 [[nodiscard]] stitched_reply stitch_reply(bytes_view raw, std::uint8_t first_seq, bool more_results);
+
+// A database's OK reply (one frame, as read) with its status flags replaced by `flags`, everything
+// else kept (affected rows, insert id, warnings, info, session state): the reply of a statement the
+// proxy wrapped in a transaction of its own, answered after that transaction's COMMIT. Empty when
+// `raw` is not one frame holding an OK packet.
+[[nodiscard]] std::optional<byte_buffer> ok_with_status(bytes_view raw, std::uint16_t flags,
+                                                        std::uint32_t capabilities);
 
 // Shorthand: affected rows and status only.
 [[nodiscard]] byte_buffer make_ok_frame(std::uint8_t seq, std::uint64_t affected_rows,

@@ -108,6 +108,11 @@ claim_metrics::claim_metrics()
         "DELETEs of claim rows that deleted rows (cancellations), by what became of their units: kept (on_cancel: "
         "keep_stock) or returned to the stock row in the DELETE's transaction (return_stock)",
         {"rule", "stock"});
+    add("claimguard_trigger_claims_total",
+        "claim INSERTs whose stock the claim table's trigger decrements (decremented_by_trigger), by what the "
+        "counter read around them said: claimed (the trigger took the rule's units), exhausted (it took nothing or "
+        "went below the floor: undone, the exhausted answer), mismatch (another amount: undone, refused)",
+        {"rule", "result"});
     for (const auto& row : engine::catalogue())
         if (!by_name_.contains(row.metric))
             throw std::logic_error("claim_metrics: the catalogue names an unregistered family " +

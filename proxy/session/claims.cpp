@@ -314,6 +314,9 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
             case kind::fail: co_return intercepted::failed;
             case kind::reply_kept:
                 if (!kept) co_return intercepted::failed;
+                if (op.claim_action().kept_status)
+                    if (auto patched = proto::ok_with_status(kept->raw, op.claim_action().status, caps_))
+                        kept->raw = std::move(*patched);
                 co_return co_await client_.write(kept->raw) ? intercepted::handled : intercepted::failed;
             case kind::answer: {
                 const auto& a = op.claim_action();

@@ -435,6 +435,12 @@ void read_on_cancel(yaml_file& file, const field& f, parsed_claim& p) {
     }
 }
 
+void read_decremented_by_trigger(yaml_file& file, const field& f, parsed_claim& p) {
+    const auto v = read_bool(file, f);
+    p.rule.decremented_by_trigger = v.value_or(false);
+    p.complete = p.complete && v.has_value();
+}
+
 // The fields of a claim rule, in the order of the "unknown field" list. A reader may use the fields above it.
 constexpr field_spec<parsed_claim> claim_fields[] = {
     {.name = "name",
@@ -451,6 +457,7 @@ constexpr field_spec<parsed_claim> claim_fields[] = {
     {.name = "duplicate", .read = read_duplicate, .left_out = duplicate_by_default},
     {"strictness", read_claim_strictness},
     {"on_cancel", read_on_cancel},
+    {"decremented_by_trigger", read_decremented_by_trigger},
     {"mode", read_rule_mode<parsed_claim>},
     {"unmodeled", read_rule_unmodeled<parsed_claim>},
 };

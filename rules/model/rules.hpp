@@ -140,6 +140,10 @@ struct claim_rule {
     answer duplicate;  // the "already claimed" answer
     strictness strict = strictness::require_decrement;
     cancel_policy on_cancel = cancel_policy::keep_stock;
+    // A trigger on the claim table decrements the consumed stock when a claim row goes in: the
+    // claim INSERT is itself the take, checked by reading the counter around it (never blocked for
+    // want of a take of the sidecar's).
+    bool decremented_by_trigger = false;
     unmodeled_policy unmodeled = unmodeled_policy::refuse;
     std::optional<mode> rule_mode;
     source_pos pos;

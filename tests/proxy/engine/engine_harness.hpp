@@ -45,6 +45,7 @@ enum class variant_id {
     keys_ci,       // the schema check found campaign_id under utf8mb4_general_ci (ci_pad)
     keys_bin,      // ... under utf8mb4_bin (bytes_pad)
     return_stock,  // coupon_order's cancellations give their units back (on_cancel: return_stock)
+    by_trigger,    // coupon_order's trigger decrements coupon_stock (decremented_by_trigger: true)
     count_
 };
 
@@ -63,6 +64,7 @@ inline const char* variant_name(variant_id v) {
     case variant_id::keys_ci: return "keys_ci";
     case variant_id::keys_bin: return "keys_bin";
     case variant_id::return_stock: return "return_stock";
+    case variant_id::by_trigger: return "by_trigger";
     case variant_id::count_: break;
     }
     return "?";
@@ -139,6 +141,10 @@ inline std::unique_ptr<rules_env> build_env(variant_id v) {
     case variant_id::return_stock:
         ok = replace_once(text, "    strictness: require_decrement",
                           "    on_cancel: return_stock\n    strictness: require_decrement");
+        break;
+    case variant_id::by_trigger:
+        ok = replace_once(text, "    strictness: require_decrement",
+                          "    decremented_by_trigger: true\n    strictness: require_decrement");
         break;
     case variant_id::count_: ok = false; break;
     }

@@ -141,6 +141,13 @@ const error_case claim_cases[] = {
      {"11:16: on_cancel must be keep_stock or return_stock, not 'refund'"}},
     {"on_cancel_a_list", with_claim_lines("    on_cancel: [return_stock]\n"),
      {"11:16: on_cancel needs keep_stock or return_stock, not a list"}},
+    {"decremented_by_trigger_yes", with_claim_lines("    decremented_by_trigger: yes\n"),
+     {"11:29: decremented_by_trigger must be true or false, not 'yes'"}},
+    // The trigger decrements a stock rule: without consumes there is none to check.
+    {"decremented_by_trigger_without_consumes",
+     base_stock + "claim_rules:\n  - name: c\n    table: coupon_order\n    idempotency_columns: [user_id]\n"
+                  "    decremented_by_trigger: true\n",
+     {"7:5: this claim rule has no consumes: (the stock rule each claim uses up, e.g. consumes: coupon_stock)"}},
     // Across rules.
     {"duplicate_stock_names", base_stock + "  - name: s\n    table: other\n    key_columns: k\n    counter_column: n\n",
      {"6:11: there is already a rule named 's' (the stock rule at rules.yaml:2:5); rule names must be unique across "

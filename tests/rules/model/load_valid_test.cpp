@@ -61,6 +61,7 @@ const valid_case valid_cases[] = {
          EXPECT_EQ(c.duplicate.message, "claimguard: already claimed");
          EXPECT_EQ(c.strict, strictness::require_decrement);
          EXPECT_EQ(c.on_cancel, cancel_policy::keep_stock);  // cancellations keep their units unless told
+         EXPECT_FALSE(c.decremented_by_trigger);             // the sidecar's own take backs a claim unless told
          EXPECT_EQ(c.unmodeled, unmodeled_policy::refuse);
          EXPECT_EQ(c.pos.line, 7);
          EXPECT_EQ(c.pos.column, 5);
@@ -245,6 +246,8 @@ const valid_case valid_cases[] = {
      [](const rule_set& r) { EXPECT_EQ(claim(r).on_cancel, cancel_policy::return_stock); }},
     {"on_cancel_keep_stock", with_claim_lines("    on_cancel: keep_stock\n"),
      [](const rule_set& r) { EXPECT_EQ(claim(r).on_cancel, cancel_policy::keep_stock); }},
+    {"decremented_by_trigger_true", with_claim_lines("    decremented_by_trigger: true\n"),
+     [](const rule_set& r) { EXPECT_TRUE(claim(r).decremented_by_trigger); }},
     {"defer_decrement_on", with_stock_lines("    defer_decrement: true\n"),
      [](const rule_set& r) { EXPECT_TRUE(stock(r).defer_decrement); }},
     {"defer_decrement_off", with_stock_lines("    defer_decrement: false\n"),
