@@ -321,7 +321,7 @@ private:
 
     // claim decremented by a trigger
     bool trigger_wrapped_ = false;             // in autocommit: BEGIN ... COMMIT of ours around it (else a savepoint)
-    std::int64_t trigger_before_ = 0;          // the counter read (locked) before the INSERT
+    std::optional<std::int64_t> trigger_before_;  // the counter read (locked) before the INSERT (none: no row)
     std::optional<action> trigger_final_;      // the answer after the undo (ROLLBACK [TO SAVEPOINT])
 
     // deferred takes sent before this statement

@@ -98,12 +98,8 @@ action claim_operation::after_trigger(const reply_summary& r) {
 
         case state::trigger_before_sent: {
             if (r.err) return failed(reply_client());
-            if (!r.counter || *r.counter < d_.stock->floor + d_.units) {
-                // No stock row, or no stock left: the trigger could take nothing. Not sent.
-                events_.push_back(event::trigger_exhausted);
-                return trigger_undo(exhausted_answer(r.status));
-            }
-            trigger_before_ = *r.counter;
+            // Sent even with no stock left: a guarded trigger's own SIGNAL is what the app gets directly.
+            trigger_before_ = r.counter;
             action a;
             a.type = action::kind::send_statement;
             a.keep_reply = true;  // its OK (affected rows, insert id) or its error is the app's answer
@@ -128,12 +124,17 @@ action claim_operation::after_trigger(const reply_summary& r) {
         }
 
         case state::trigger_after_sent: {
-            if (r.err || !r.counter) {
+            if (!r.err && !trigger_before_ && !r.counter) {
+                // No stock row for the key: nothing was there to take.
+                events_.push_back(event::trigger_exhausted);
+                return trigger_undo(exhausted_answer(r.status));
+            }
+            if (r.err || !r.counter || !trigger_before_) {
                 events_.push_back(event::trigger_mismatch);
                 return trigger_undo(
-                    trigger_refusal("the stock row's counter could not be read after the insert", r.status));
+                    trigger_refusal("the stock row's counter could not be read around the insert", r.status));
             }
-            const std::int64_t taken = trigger_before_ - *r.counter;
+            const std::int64_t taken = *trigger_before_ - *r.counter;
             if (*r.counter < d_.stock->floor || taken == 0) {
                 // A trigger without a guard went below the floor, or a guard without SIGNAL updated no row.
                 events_.push_back(event::trigger_exhausted);

@@ -309,6 +309,7 @@ schema_report check_schema(const rules::rule_set& rules, const connection_option
                 built.database_code_error += (i ? ", " : "") + code->hidden[i];
             built.database_code_error += " (grant it the privileges docs/OPERATIONS.md lists)";
         }
+        check_trigger_rules(rules, built);
     } else {
         built.database_code_error = code.error().message;
     }

@@ -381,6 +381,38 @@ std::vector<rules::match::code_object> find_database_code(const rules::rule_set&
     return out;
 }
 
+void check_trigger_rules(const rules::rule_set& rules, schema_report& report) {
+    using rules::match::code_kind;
+    const auto decrements = [](const rules::match::code_object& o, const rules::claim_rule& c) {
+        return o.kind == code_kind::trigger && rules::iequals(o.table, c.table.name) && o.rule == c.stock_rule;
+    };
+    report.database_code_advice.resize(report.database_code.size());
+    for (std::size_t i = 0; i < report.database_code.size(); ++i)
+        for (const auto& c : rules.claims) {
+            if (!decrements(report.database_code[i], c)) continue;
+            report.database_code_advice[i] = c.decremented_by_trigger
+                           ? "expected: claim rule " + c.name +
+                                 " has decremented_by_trigger: true (each claim INSERT is the take, checked by the "
+                                 "counter read around it)"
+                           : "if it decrements the stock for each claim row, set decremented_by_trigger: true on "
+                             "claim rule " + c.name + " (without it every claim INSERT is answered sold out: no take "
+                             "of the sidecar's is behind it)";
+        }
+    if (!report.database_code_error.empty()) return;  // some code was not read: a trigger may be there
+    for (const auto& c : rules.claims) {
+        if (!c.decremented_by_trigger) continue;
+        const bool found = std::any_of(report.database_code.begin(), report.database_code.end(),
+                                       [&](const rules::match::code_object& o) { return decrements(o, c); });
+        if (found) continue;
+        const auto* stock = rules.find_stock(c.stock_rule);
+        report.rule_errors.push_back(
+            {c.name, c.pos, "decremented_by_trigger",
+             "no trigger on " + c.table.name + " names " + (stock ? stock->table.name : c.stock_rule) +
+                 ": nothing would take the stock when a claim row goes in (create the trigger, or remove "
+                 "decremented_by_trigger so the app's own decrement backs each claim)"});
+    }
+}
+
 std::string duplicate_count_query(const rules::unique_index& index) {
     std::string cols;
     std::string not_null;

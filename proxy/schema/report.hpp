@@ -88,6 +88,7 @@ struct code_source {
 [[nodiscard]] std::vector<rules::match::code_object> find_database_code(const rules::rule_set& rules,
                                                                         const std::vector<code_source>& sources);
 
+
 // The schemas the rules' tables are in (resolved), each once: where database code is read.
 [[nodiscard]] std::vector<std::string> schemas_to_inspect(const rules::rule_set& rules,
                                                           std::string_view default_schema);
@@ -178,6 +179,9 @@ struct schema_report {
     // them get the rule's unmodeled policy in the proxy).
     std::vector<rules::match::code_object> database_code;
     std::string database_code_error;  // it could not be read (the check's privileges); a warning
+    // Per database_code entry (same order; shorter: the rest have none), what the check says of it instead
+    // of the default consequence (check_trigger_rules: a claim table's trigger that decrements its stock).
+    std::vector<std::string> database_code_advice;
     // How each stock rule key column compares (warnings when a claim column compares otherwise).
     std::vector<key_collation_check> key_collations;
     std::string error;                // the database could not be reached or read; `checks` is empty then
@@ -191,6 +195,12 @@ struct schema_report {
     // Reached, read, every name in the rules found, and every claim rule backed: exit 0.
     [[nodiscard]] bool ok() const { return all_covered() && rule_errors.empty(); }
 };
+
+// Claim rules with decremented_by_trigger against the database code found: a trigger on the claim
+// table whose text names the consumed stock table is expected (its advice says so); none is a rule
+// error (nothing takes the stock when a claim goes in). A trigger like it on a rule without the field
+// gets the advice to set it. Nothing is reported missing when the code could not all be read.
+void check_trigger_rules(const rules::rule_set& rules, schema_report& report);
 
 // The schema a rule table is looked up in: the rule's own, or `default_schema`.
 [[nodiscard]] std::string effective_schema(const rules::table_name& table, std::string_view default_schema);

@@ -194,9 +194,13 @@ void database_code(const schema_report& report, std::string& out) {
     if (report.database_code.empty()) return;
     out += "\nDatabase code reaching protected tables (" + plural(report.database_code.size(), "warning", "warnings") +
            "; docs/RULES.md \"Database code\" says what to do instead):\n";
-    for (const auto& o : report.database_code)
+    for (std::size_t i = 0; i < report.database_code.size(); ++i) {
+        const auto& o = report.database_code[i];
+        const bool advised = i < report.database_code_advice.size() && !report.database_code_advice[i].empty();
         out += std::string(indent) + "WARNING: " + describe_code(o) + " reaches rule " + rules::printable(o.rule) +
-               " (its text names " + rules::printable(o.via) + "): " + code_consequence(o) + ".\n";
+               " (its text names " + rules::printable(o.via) +
+               "): " + (advised ? rules::printable(report.database_code_advice[i]) : code_consequence(o)) + ".\n";
+    }
 }
 
 std::string_view comparison_meaning(rules::key_comparison k) {

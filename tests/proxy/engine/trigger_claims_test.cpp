@@ -51,24 +51,30 @@ TEST(trigger_claims, trigger_signal_is_forwarded) {
     EXPECT_FALSE(t.has(event::claimed_by_trigger));
 }
 
-// No stock left when the row is locked: the INSERT is not sent, the exhausted answer.
+// No stock left when the row is locked: the INSERT is still sent, so a guarded trigger's own SIGNAL
+// is what the app sees, as directly; a trigger that lets the row in without taking: sold out.
 TEST(trigger_claims, sold_out_before_the_insert) {
     session s(variant_id::by_trigger);
     ASSERT_TRUE(s.ready()) << s.error();
-    auto t = s.exec(claim, {ok_rows(0, in_trans), counter_row(0, in_trans), ok_rows(0)});
-    EXPECT_EQ(t.sent(), (std::vector<std::string>{"BEGIN", before_read, "ROLLBACK"}));
-    EXPECT_EQ(t.last().type, action::kind::answer);
-    EXPECT_EQ(t.last().answer.message, "claimguard: coupon_stock is sold out for this key");
-    EXPECT_EQ(t.last().status, autocommit);
-    EXPECT_TRUE(t.has(event::trigger_exhausted));
+    auto t = s.exec(claim, {ok_rows(0, in_trans), counter_row(0, in_trans), error_reply(1644, in_trans), ok_rows(0)});
+    EXPECT_EQ(t.sent(), (std::vector<std::string>{"BEGIN", before_read, "<statement>", "ROLLBACK"}));
+    EXPECT_EQ(t.last().type, action::kind::reply_client);  // the trigger's SIGNAL
+    auto quiet = s.exec(claim, {ok_rows(0, in_trans), counter_row(0, in_trans), ok_rows(1, in_trans),
+                                counter_row(0, in_trans), ok_rows(0)});
+    EXPECT_EQ(quiet.last().type, action::kind::answer);
+    EXPECT_EQ(quiet.last().answer.message, "claimguard: coupon_stock is sold out for this key");
+    EXPECT_EQ(quiet.last().status, autocommit);
+    EXPECT_TRUE(quiet.has(event::trigger_exhausted));
 }
 
 // No stock row at all: nothing to take.
 TEST(trigger_claims, no_stock_row_is_sold_out) {
     session s(variant_id::by_trigger);
     ASSERT_TRUE(s.ready()) << s.error();
-    auto t = s.exec(claim, {ok_rows(0, in_trans), ok_rows(0, in_trans), ok_rows(0)});
-    EXPECT_EQ(t.sent(), (std::vector<std::string>{"BEGIN", before_read, "ROLLBACK"}));
+    auto t = s.exec(
+        claim, {ok_rows(0, in_trans), ok_rows(0, in_trans), ok_rows(1, in_trans), ok_rows(0, in_trans), ok_rows(0)});
+    EXPECT_EQ(t.sent(), (std::vector<std::string>{"BEGIN", before_read, "<statement>", after_read, "ROLLBACK"}));
+    EXPECT_EQ(t.last().type, action::kind::answer);
     EXPECT_TRUE(t.has(event::trigger_exhausted));
 }
 

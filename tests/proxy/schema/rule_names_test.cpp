@@ -260,6 +260,57 @@ TEST(database_code_report, warnings_in_text_and_json_never_change_the_exit_code)
     EXPECT_TRUE(j["database_code"][0]["table"].is_null());
 }
 
+// decremented_by_trigger: the claim table's trigger that names the consumed stock is expected; without
+// it the rule is an error (exit 1). A trigger like it on a rule without the field: advice to set it.
+TEST(database_code_report, decremented_by_trigger_expects_the_claim_tables_trigger) {
+    const std::string with_field = std::string(coupon_yaml) + "    decremented_by_trigger: true\n";
+    const std::vector<code_source> trigger = {{code_kind::trigger, "shop", "trg_claim", "coupon_order",
+                                               "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = "
+                                               "NEW.campaign_id AND remain > 0"}};
+    schema_metadata md;
+    md.tables = {stock_table(), order_table()};
+    {
+        const auto set = load(with_field);
+        auto report = build_report(set, md, "shop");
+        check_trigger_rules(set, report);
+        ASSERT_EQ(report.rule_errors.size(), 1u);
+        EXPECT_EQ(report.rule_errors[0].rule, "coupon_order");
+        EXPECT_EQ(report.rule_errors[0].field, "decremented_by_trigger");
+        EXPECT_NE(report.rule_errors[0].message.find("no trigger on coupon_order names coupon_stock"), std::string::npos)
+            << report.rule_errors[0].message;
+        EXPECT_EQ(exit_code(report), 1);
+    }
+    {
+        const auto set = load(with_field);
+        auto report = build_report(set, md, "shop");
+        report.database_code = find_database_code(set, trigger);
+        check_trigger_rules(set, report);
+        EXPECT_TRUE(report.rule_errors.empty());
+        EXPECT_EQ(exit_code(report), 0);
+        EXPECT_NE(render_text(report).find("expected: claim rule coupon_order has decremented_by_trigger: true"),
+                  std::string::npos)
+            << render_text(report);
+    }
+    {
+        const auto set = load(coupon_yaml);
+        auto report = build_report(set, md, "shop");
+        report.database_code = find_database_code(set, trigger);
+        check_trigger_rules(set, report);
+        EXPECT_EQ(exit_code(report), 0);
+        EXPECT_NE(render_text(report).find("set decremented_by_trigger: true on claim rule coupon_order"),
+                  std::string::npos)
+            << render_text(report);
+    }
+    {
+        // The code could not all be read: a trigger may be there, nothing is reported missing.
+        const auto set = load(with_field);
+        auto report = build_report(set, md, "shop");
+        report.database_code_error = "the check's user cannot see the text of trigger shop.trg_claim";
+        check_trigger_rules(set, report);
+        EXPECT_TRUE(report.rule_errors.empty());
+    }
+}
+
 TEST(database_code_report, schemas_to_inspect_once_each) {
     const auto set =
         load(replaced(coupon_yaml, "    table: coupon_order", "    table: {schema: gifts, name: coupon_order}"));
