@@ -320,9 +320,9 @@ private:
     bool cancel_unmodeled_ = false;  // over max_cancel_rows, forwarded by policy: no give-back
 
     // claim decremented by a trigger
-    bool trigger_wrapped_ = false;             // in autocommit: BEGIN ... COMMIT of ours around it (else a savepoint)
+    bool trigger_wrapped_ = false;                // autocommit: our BEGIN ... COMMIT around it (else a savepoint)
     std::optional<std::int64_t> trigger_before_;  // the counter read (locked) before the INSERT (none: no row)
-    std::optional<action> trigger_final_;      // the answer after the undo (ROLLBACK [TO SAVEPOINT])
+    std::optional<action> trigger_final_;         // the answer after the undo (ROLLBACK [TO SAVEPOINT])
 
     // deferred takes sent before this statement
     std::vector<deferred_take> flushing_;

@@ -386,8 +386,9 @@ decision decide_claim(const match::claim_insert& ins, const value_resolver& valu
         d.by_trigger = true;
         d.after_refusal = false;  // the trigger's own take decides, not this connection's last decrement
         d.units = ins.stock->units;
-        d.note = "claim insert decremented by the claim table's trigger: the insert is the take, checked by "
-                 "the counter read before (locked) and after it";
+        d.note =
+            "claim insert decremented by the claim table's trigger: the insert is the take, checked by "
+            "the counter read before (locked) and after it";
     }
     if (ins.rows.size() > 1) {
         if (!decide_claim_rows(d, ins, values, memory))

@@ -198,6 +198,26 @@ bool explain(const match::rule_index& rules, std::string_view sql, const match::
                                   {ok_rows(d.rows.size())}, 0, sql);
             break;
         }
+        if (d.by_trigger) {
+            // The claim table's trigger takes the unit: BEGIN, the counter before (locked), the INSERT, the
+            // counter after, then COMMIT or ROLLBACK.
+            constexpr std::uint16_t in_trans = protocol::status::in_trans | protocol::status::autocommit;
+            const std::int64_t before = (d.stock ? d.stock->floor : 0) + d.units;
+            const auto trans_ok = reply_summary::ok_rows(0, in_trans);
+            const auto counter = [&](std::int64_t c) { return reply_summary::counter_row(c, in_trans); };
+            ok = ok & run_outcome(out, "when the trigger takes the units", d, st,
+                                  {trans_ok, counter(before), reply_summary::ok_rows(1, in_trans),
+                                   counter(before - d.units), ok_rows(0)},
+                                  0, sql);
+            ok = ok & run_outcome(
+                          out, "when the row goes in and the trigger takes nothing", d, st,
+                          {trans_ok, counter(before), reply_summary::ok_rows(1, in_trans), counter(before), ok_rows(0)},
+                          0, sql);
+            ok =
+                ok & run_outcome(out, "when the trigger refuses the row (its SIGNAL)", d, st,
+                                 {trans_ok, counter(before), reply_summary::error(1644, in_trans), ok_rows(0)}, 0, sql);
+            break;
+        }
         ok = ok & run_outcome(out, "when a take of this sidecar backs it and the row goes in", d, st, {ok_rows(1)}, 1, sql);
         ok = ok & run_outcome(out, "when the database says duplicate", d, st,
                     {reply_summary::error(1062), ok_rows(1), ok_rows(1)}, 1, sql);

@@ -390,13 +390,16 @@ void check_trigger_rules(const rules::rule_set& rules, schema_report& report) {
     for (std::size_t i = 0; i < report.database_code.size(); ++i)
         for (const auto& c : rules.claims) {
             if (!decrements(report.database_code[i], c)) continue;
-            report.database_code_advice[i] = c.decremented_by_trigger
-                           ? "expected: claim rule " + c.name +
-                                 " has decremented_by_trigger: true (each claim INSERT is the take, checked by the "
-                                 "counter read around it)"
-                           : "if it decrements the stock for each claim row, set decremented_by_trigger: true on "
-                             "claim rule " + c.name + " (without it every claim INSERT is answered sold out: no take "
-                             "of the sidecar's is behind it)";
+            report.database_code_advice[i] =
+                c.decremented_by_trigger
+                    ? "expected: claim rule " + c.name +
+                          " has decremented_by_trigger: true (each claim INSERT is the take, checked by the "
+                          "counter read around it)"
+                    : "if it decrements the stock for each claim row, set decremented_by_trigger: true on "
+                      "claim rule " +
+                          c.name +
+                          " (without it every claim INSERT is answered sold out: no take "
+                          "of the sidecar's is behind it)";
         }
     if (!report.database_code_error.empty()) return;  // some code was not read: a trigger may be there
     for (const auto& c : rules.claims) {

@@ -88,7 +88,6 @@ struct code_source {
 [[nodiscard]] std::vector<rules::match::code_object> find_database_code(const rules::rule_set& rules,
                                                                         const std::vector<code_source>& sources);
 
-
 // The schemas the rules' tables are in (resolved), each once: where database code is read.
 [[nodiscard]] std::vector<std::string> schemas_to_inspect(const rules::rule_set& rules,
                                                           std::string_view default_schema);

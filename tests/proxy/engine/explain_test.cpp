@@ -191,6 +191,21 @@ TEST(explain, cancellation_by_row_id_reads_the_rows_first) {
     EXPECT_NE(text.find("FOR UPDATE"), std::string::npos) << text;
     EXPECT_NE(text.find("`remain` = `remain` + 1"), std::string::npos) << text;
     EXPECT_NE(text.find("COMMIT"), std::string::npos) << text;
+}
+
+// A claim whose stock the claim table's trigger decrements: explain shows the counter read around the
+// INSERT in our transaction, and what each outcome answers.
+TEST(explain, claim_decremented_by_trigger_shows_the_counter_around_it) {
+    const auto text =
+        run("INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 7)", std::nullopt, variant_id::by_trigger);
+    EXPECT_NE(text.find("when the trigger takes the units:"), std::string::npos) << text;
+    EXPECT_NE(text.find("send: BEGIN"), std::string::npos) << text;
+    EXPECT_NE(text.find("FOR UPDATE"), std::string::npos) << text;
+    EXPECT_NE(text.find("send: COMMIT"), std::string::npos) << text;
+    EXPECT_NE(text.find("when the row goes in and the trigger takes nothing:"), std::string::npos) << text;
+    EXPECT_NE(text.find("send: ROLLBACK"), std::string::npos) << text;
+    EXPECT_NE(text.find("sold out"), std::string::npos) << text;
+    EXPECT_EQ(text.find("with no take of this sidecar behind it"), std::string::npos) << text;
     EXPECT_EQ(text.find("error:"), std::string::npos) << text;
 }
 

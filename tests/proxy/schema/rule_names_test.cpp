@@ -276,7 +276,8 @@ TEST(database_code_report, decremented_by_trigger_expects_the_claim_tables_trigg
         ASSERT_EQ(report.rule_errors.size(), 1u);
         EXPECT_EQ(report.rule_errors[0].rule, "coupon_order");
         EXPECT_EQ(report.rule_errors[0].field, "decremented_by_trigger");
-        EXPECT_NE(report.rule_errors[0].message.find("no trigger on coupon_order names coupon_stock"), std::string::npos)
+        EXPECT_NE(report.rule_errors[0].message.find("no trigger on coupon_order names coupon_stock"),
+                  std::string::npos)
             << report.rule_errors[0].message;
         EXPECT_EQ(exit_code(report), 1);
     }
