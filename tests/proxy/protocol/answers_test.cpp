@@ -9,6 +9,29 @@ namespace {
 
 constexpr std::uint32_t caps = cap::protocol_41 | cap::transactions | cap::session_track;
 
+// The OK of an INSERT read inside the sidecar's own transaction (decremented_by_trigger), answered after its
+// COMMIT: the status flags are the ones after the COMMIT, everything else is the server's.
+TEST(answers, ok_with_status_keeps_rows_and_insert_id) {
+    ok_packet ok;
+    ok.affected_rows = 1;
+    ok.last_insert_id = 4242;
+    ok.warnings = 1;
+    ok.status = status::autocommit | status::in_trans;
+    const auto raw = make_ok_frame(3, ok, caps);
+    const auto patched = ok_with_status(raw, status::autocommit, caps);
+    ASSERT_TRUE(patched);
+    EXPECT_EQ((*patched)[3], 3);  // the sequence id stays
+    const auto back = parse_ok(bytes_view(*patched).subspan(4), caps);
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->affected_rows, 1u);
+    EXPECT_EQ(back->last_insert_id, 4242u);
+    EXPECT_EQ(back->warnings, 1);
+    EXPECT_EQ(back->status, status::autocommit);
+    // Not an OK (an ERR): left to the caller as it is.
+    const auto err = make_err_frame(1, 1644, "45000", "sold out");
+    EXPECT_FALSE(ok_with_status(err, status::autocommit, caps));
+}
+
 TEST(answers, ok_matches_mariadb_byte_for_byte) {
     // MariaDB's reply to "DO 1" (autocommit on, nothing affected) is the OK we synthesize.
     const auto fs = frames(mariadb::query_do_eof);
