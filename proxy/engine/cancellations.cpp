@@ -125,9 +125,7 @@ action claim_operation::after_cancel(const reply_summary& r) {
                 // Never commit a cancellation whose units cannot go back (a key decide() found bindable
                 // always builds one): undone in our transaction, an error in the app's.
                 events_.push_back(event::compensation_failed);
-                cancel_failed_ = true;
-                if (cancel_wrapped_) return cancel_undo();
-                return cancel_failure(r.status);
+                return cancel_fails({}, r.status);
             }
             if (!cancel_wrapped_) return cancel_answer(r.status);
             action a;
@@ -215,7 +213,7 @@ action claim_operation::cancel_read() {
     auto sql = match::cancel_claim_read(st_, *d_.claim, *d_.stock, max_cancel_rows);
     if (!sql) {  // decide() checked the shape; never delete what cannot be read
         events_.push_back(event::unmodeled_refused);
-        return cancel_read_refusal("the claim rows the DELETE removes cannot be read (" + sql.error().message() + ")",
+        return cancel_fails("the claim rows the DELETE removes cannot be read (" + sql.error().message() + ")",
                                    ctx_.status);
     }
     action a;
@@ -227,10 +225,11 @@ action claim_operation::cancel_read() {
     return a;
 }
 
-// Refused before anything was deleted: our transaction is rolled back first, the app's keeps only
-// the read's row locks.
-action claim_operation::cancel_read_refusal(std::string why, std::uint16_t status) {
-    cancel_error_ = std::move(why);
+// The cancellation cannot be carried out (refused before anything was deleted, or its units cannot
+// go back): our transaction is rolled back, the DELETE with it; in the app's, an error says to roll
+// back. `why` (when given) is the error's text.
+action claim_operation::cancel_fails(std::string why, std::uint16_t status) {
+    if (!why.empty()) cancel_error_ = std::move(why);
     cancel_failed_ = true;
     if (cancel_wrapped_) return cancel_undo();
     return cancel_failure(status);
@@ -245,7 +244,7 @@ action claim_operation::after_cancel_read(const reply_summary& r) {
         // More claim rows than claimguard reads for one DELETE: the rule's unmodeled policy says.
         if (d_.claim->unmodeled == rules::unmodeled_policy::refuse) {
             events_.push_back(event::unmodeled_refused);
-            return cancel_read_refusal("a cancellation of more than " + std::to_string(max_cancel_rows) +
+            return cancel_fails("a cancellation of more than " + std::to_string(max_cancel_rows) +
                                            " claim rows is not modelled (unmodeled: refuse)",
                                        r.status);
         }
@@ -254,13 +253,13 @@ action claim_operation::after_cancel_read(const reply_summary& r) {
     } else {
         if (!r.values) {
             events_.push_back(event::compensation_failed);
-            return cancel_read_refusal("the claim rows the DELETE removes could not be read", r.status);
+            return cancel_fails("the claim rows the DELETE removes could not be read", r.status);
         }
         for (const auto& values : *r.values) {
             auto row = claim_row_of(d_, values);
             if (!row) {
                 events_.push_back(event::compensation_failed);
-                return cancel_read_refusal("a claim row the DELETE removes names no stock row (a NULL key)", r.status);
+                return cancel_fails("a claim row the DELETE removes names no stock row (a NULL key)", r.status);
             }
             auto it = std::find_if(cancelled_keys_.begin(), cancelled_keys_.end(),
                                    [&](const cancelled_key& k) { return k.key == row->key; });
@@ -296,19 +295,14 @@ action claim_operation::after_cancel_read_delete(const reply_summary& r) {
         // The row locks make this impossible; should it happen all the same, the units of the rows
         // deleted are not known: never commit it.
         events_.push_back(event::compensation_failed);
-        cancel_error_ = "the DELETE removed " + std::to_string(deleted_rows_) + " claim rows, not the " +
-                        std::to_string(read_rows_) + " read before it";
-        cancel_failed_ = true;
-        if (cancel_wrapped_) return cancel_undo();
-        return cancel_failure(r.status);
+        return cancel_fails("the DELETE removed " + std::to_string(deleted_rows_) + " claim rows, not the " +
+                                std::to_string(read_rows_) + " read before it",
+                            r.status);
     }
     for (const auto& k : cancelled_keys_)
         if (k.rows > static_cast<std::uint64_t>(INT64_MAX / d_.units)) {
             events_.push_back(event::compensation_failed);
-            cancel_error_ = "the units of the deleted claims do not fit a 64-bit integer";
-            cancel_failed_ = true;
-            if (cancel_wrapped_) return cancel_undo();
-            return cancel_failure(r.status);
+            return cancel_fails("the units of the deleted claims do not fit a 64-bit integer", r.status);
         }
     return next_key_give_back(r.status);
 }
@@ -321,9 +315,7 @@ action claim_operation::next_key_give_back(std::uint16_t status) {
         match::literal_give_back(*d_.stock, k.key_literals, static_cast<std::int64_t>(k.rows) * d_.units, d_.schema);
     if (!sql) {
         events_.push_back(event::compensation_failed);
-        cancel_failed_ = true;
-        if (cancel_wrapped_) return cancel_undo();
-        return cancel_failure(status);
+        return cancel_fails({}, status);
     }
     action a;
     a.type = action::kind::send_sql;
