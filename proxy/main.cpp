@@ -160,7 +160,8 @@ int main(int argc, char** argv) {
     engine::explain_request explain_req;
     auto* explain_cmd = app.add_subcommand("explain", "Show what claimguard would do with a statement, or with each "
                                                       "statement of a file");
-    explain_cmd->add_option("--rules", explain_req.rules_paths, "Rules files")->required();
+    // One file per --rules (repeat it for several): the statement after it is the SQL, not a file.
+    explain_cmd->add_option("--rules", explain_req.rules_paths, "Rules files")->required()->allow_extra_args(false);
     explain_cmd->add_option("--read", explain_req.read_value, "Counter value this session read before");
     explain_cmd->add_option("--user", explain_req.user, "The database user sending it (trusted users pass untouched)");
     auto* explain_file = explain_cmd->add_option("--file", explain_req.file,

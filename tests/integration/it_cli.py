@@ -6,6 +6,7 @@ redacted, lint DIR, shutdown over IPv6, and the control endpoints off the admin 
 
 ClaimguardCliTest needs no database: CLAIMGUARD_BINARY names the binary (set by CMake)."""
 
+import json
 import os
 import re
 import shutil
@@ -275,6 +276,23 @@ class ClaimguardCliTest(unittest.TestCase):
         self.assertEqual(rc, 2, err)
         rc, _, err = claimguard("validate", "--backend", "127.0.0.1:1", "--max-connections", "0")
         self.assertEqual(rc, 1, err)
+
+    def test_explain_takes_the_statement_after_the_rules_and_a_file_of_many(self):
+        # --rules takes one file per flag: the statement after it is the SQL (a regression: --rules once
+        # swallowed it as a second rules file).
+        rc, out, err = claimguard("explain", "--rules", EXAMPLE_RULES,
+                                  "UPDATE coupon_stock SET remain = 99 WHERE campaign_id = 7")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("decision: take", out)
+        script = os.path.join(self.work, "app.sql")
+        with open(script, "w", encoding="utf-8") as f:
+            f.write("SELECT remain FROM coupon_stock WHERE campaign_id = 7;\nTRUNCATE coupon_stock;\n")
+        rc, out, err = claimguard("explain", "--rules", EXAMPLE_RULES, "--file", script, "--format", "json")
+        self.assertEqual(rc, 0, err)
+        rows = json.loads(out)
+        self.assertEqual([r["decision"] for r in rows], ["remember_read", "refuse"])
+        rc, _, err = claimguard("explain", "--rules", EXAMPLE_RULES, "--file", script, "SELECT 1")
+        self.assertEqual(rc, 2, err)
 
     def test_backend_is_required(self):
         rc, _, err = claimguard("serve", "--listen", "127.0.0.1:0")
