@@ -54,6 +54,18 @@ def free_port():
         return s.getsockname()[1]
 
 
+def free_ports(count, taken=()):
+    """`count` ports as free_port() gives them, different from each other and from `taken`: the kernel may
+    hand out the same free port twice in a row (claimguard then refuses an admin and a control endpoint on
+    one address, exit 2)."""
+    ports = []
+    while len(ports) < count:
+        p = free_port()
+        if p not in ports and p not in taken:
+            ports.append(p)
+    return ports
+
+
 def _pid_alive(pid):
     try:
         os.kill(pid, 0)
@@ -270,9 +282,11 @@ class Claimguard:
         self.binary = binary
         self.name = name
         self.backend_port = backend_port
-        self.port = listen_port or free_port()
-        self.admin_port = admin_port or free_port()
-        self.control_port = free_port()  # POST /quitquitquit and /-/reload (issue 22): loopback only
+        given = [p for p in (listen_port, admin_port) if p]
+        chosen = iter(free_ports(3, taken=given))
+        self.port = listen_port or next(chosen)
+        self.admin_port = admin_port or next(chosen)
+        self.control_port = next(chosen)  # POST /quitquitquit and /-/reload (issue 22): loopback only
         self.ports_chosen = listen_port is None and admin_port is None  # ours to change on a collision
         self.extra_args = list(extra_args)
         self.log_level = log_level
@@ -299,7 +313,7 @@ class Claimguard:
                     collided = b"Address already in use" in f.read()
                 if not (collided and self.ports_chosen and attempt + 1 < PORT_COLLISION_RETRIES):
                     raise
-                self.port, self.admin_port, self.control_port = free_port(), free_port(), free_port()
+                self.port, self.admin_port, self.control_port = free_ports(3)
         raise AssertionError("unreachable")
 
     def _start_once(self, timeout_s):
