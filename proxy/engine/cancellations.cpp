@@ -97,10 +97,7 @@ action claim_operation::after_cancel(const reply_summary& r) {
         }
 
         case state::cancel_delete_sent: {
-            if (!r.ok) {
-                if (cancel_wrapped_ && in_transaction(r.status)) return cancel_undo();
-                return finish(reply_client());  // the server's error stands; nothing was deleted
-            }
+            if (!r.ok) return cancel_server_error(r);
             deleted_rows_ = r.affected_rows;
             if (!d_.returns_stock) {
                 cancelled_rows_ = deleted_rows_;
@@ -137,12 +134,7 @@ action claim_operation::after_cancel(const reply_summary& r) {
         }
 
         case state::cancel_give_back_sent: {
-            if (!r.ok) {
-                // A deadlock rolled the transaction back (the DELETE with it): its error is the answer. In
-                // our own transaction anything else undoes the DELETE too.
-                if (cancel_wrapped_ && in_transaction(r.status)) return cancel_undo();
-                return finish(reply_client());
-            }
+            if (!r.ok) return cancel_server_error(r);
             if (r.affected_rows == 0) {
                 // No stock row under that key: there is nothing to give the units back to.
                 events_.push_back(event::compensation_failed);
@@ -235,11 +227,16 @@ action claim_operation::cancel_fails(std::string why, std::uint16_t status) {
     return cancel_failure(status);
 }
 
+// A statement of the cancellation failed on the server (a deadlock, a lock wait timeout, a
+// constraint): its error is the app's answer. In claimguard's own transaction the rest is undone
+// first; in the app's, the server already rolled back what the error rolled back.
+action claim_operation::cancel_server_error(const reply_summary& r) {
+    if (cancel_wrapped_ && in_transaction(r.status)) return cancel_undo();
+    return finish(reply_client());
+}
+
 action claim_operation::after_cancel_read(const reply_summary& r) {
-    if (r.err) {
-        if (cancel_wrapped_ && in_transaction(r.status)) return cancel_undo();
-        return finish(reply_client());  // the read's error stands (a deadlock, a lock wait timeout)
-    }
+    if (r.err) return cancel_server_error(r);
     if (r.rows && *r.rows > max_cancel_rows) {
         // More claim rows than claimguard reads for one DELETE: the rule's unmodeled policy says.
         if (d_.claim->unmodeled == rules::unmodeled_policy::refuse) {
@@ -280,10 +277,7 @@ action claim_operation::after_cancel_read(const reply_summary& r) {
 }
 
 action claim_operation::after_cancel_read_delete(const reply_summary& r) {
-    if (!r.ok) {
-        if (cancel_wrapped_ && in_transaction(r.status)) return cancel_undo();
-        return finish(reply_client());  // the server's error stands; nothing was deleted
-    }
+    if (!r.ok) return cancel_server_error(r);
     deleted_rows_ = r.affected_rows;
     cancel_deleted_ = true;
     if (cancel_unmodeled_) {
@@ -326,10 +320,7 @@ action claim_operation::next_key_give_back(std::uint16_t status) {
 }
 
 action claim_operation::after_key_give_back(const reply_summary& r) {
-    if (!r.ok) {
-        if (cancel_wrapped_ && in_transaction(r.status)) return cancel_undo();
-        return finish(reply_client());
-    }
+    if (!r.ok) return cancel_server_error(r);
     auto& k = cancelled_keys_[cancelled_key_next_++];
     if (r.affected_rows == 0)
         events_.push_back(event::compensation_failed);  // no stock row under that key

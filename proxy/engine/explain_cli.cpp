@@ -66,24 +66,17 @@ summary summarize(const match::rule_index& index, const std::string& sql, bool t
     return s;
 }
 
-std::string one_line(std::string text, std::size_t max) {
-    for (auto& c : text)
-        if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-    if (text.size() > max) text = text.substr(0, max - 3) + "...";
-    return text;
-}
-
 void print_table(const std::vector<summary>& rows, std::ostream& out) {
     out << "#    rule                 mode     decision         units  unmodeled                statement\n";
     for (std::size_t i = 0; i < rows.size(); ++i) {
         const auto& r = rows[i];
         char line[256];
         std::snprintf(line, sizeof line, "%-4zu %-20s %-8s %-16s %-6s %-24s ", i + 1,
-                      one_line(r.rule.empty() ? "-" : r.rule, 20).c_str(), r.mode.empty() ? "-" : r.mode.c_str(),
-                      (r.decision + (r.admission ? "+adm" : "")).c_str(),
+                      rules::sql::one_line(r.rule.empty() ? "-" : r.rule, 20).c_str(),
+                      r.mode.empty() ? "-" : r.mode.c_str(), (r.decision + (r.admission ? "+adm" : "")).c_str(),
                       r.units == 0 ? "-" : std::to_string(r.units).c_str(),
-                      one_line(r.unmodeled.empty() ? "-" : r.unmodeled, 24).c_str());
-        out << line << one_line(r.statement, 100) << "\n";
+                      rules::sql::one_line(r.unmodeled.empty() ? "-" : r.unmodeled, 24).c_str());
+        out << line << rules::sql::one_line(r.statement, 100) << "\n";
     }
     out << rows.size() << " statement(s); +adm: the per-key admission queue applies. One statement in full: "
                           "claimguard explain --rules ... \"<statement>\"\n";

@@ -1,12 +1,12 @@
 // JSON-lines audit log writer and statement digests.
 #include "audit_log.hpp"
 
+#include <fmt/format.h>
+#include <unistd.h>
 #include <chrono>
 #include <ctime>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
-#include <unistd.h>
 
 namespace claimguard::session {
 
@@ -146,16 +146,31 @@ void audit_log::run_writer() {
     }
 }
 
+namespace {
+
+// A value the app sent (a literal or a placeholder): the digest and the audit log show "?".
+bool shown_as_placeholder(sql::token_kind kind) {
+    switch (kind) {
+        case sql::token_kind::string:
+        case sql::token_kind::hex_string:
+        case sql::token_kind::hex_number:
+        case sql::token_kind::bit_string:
+        case sql::token_kind::bit_number:
+        case sql::token_kind::integer:
+        case sql::token_kind::decimal:
+        case sql::token_kind::real:
+        case sql::token_kind::placeholder: return true;
+        default: return false;
+    }
+}
+
+}  // namespace
+
 std::string normalized_statement(const sql::parsed_statement& st, std::size_t max_bytes) {
     std::string out;
     std::size_t previous_end = std::string_view::npos;
     for (const auto& t : st.tokens) {
-        const bool literal = t.kind == sql::token_kind::string || t.kind == sql::token_kind::hex_string ||
-                             t.kind == sql::token_kind::hex_number || t.kind == sql::token_kind::bit_string ||
-                             t.kind == sql::token_kind::bit_number || t.kind == sql::token_kind::integer ||
-                             t.kind == sql::token_kind::decimal || t.kind == sql::token_kind::real ||
-                             t.kind == sql::token_kind::placeholder;
-        const auto text = literal ? std::string_view("?") : t.text(st.sql);
+        const auto text = shown_as_placeholder(t.kind) ? std::string_view("?") : t.text(st.sql);
         // Tokens that touched in the text touch here; a gap (space, comment) becomes one space.
         const bool gap = previous_end != std::string_view::npos && t.offset > previous_end;
         if (out.size() + (gap ? 1 : 0) + text.size() > max_bytes) {
@@ -179,23 +194,7 @@ std::string statement_digest(const sql::parsed_statement& st) {
         h ^= ' ';
         h *= 1099511628211ull;
     };
-    for (const auto& t : st.tokens) {
-        switch (t.kind) {
-        case sql::token_kind::string:
-        case sql::token_kind::hex_string:
-        case sql::token_kind::hex_number:
-        case sql::token_kind::bit_string:
-        case sql::token_kind::bit_number:
-        case sql::token_kind::integer:
-        case sql::token_kind::decimal:
-        case sql::token_kind::real:
-        case sql::token_kind::placeholder:
-            mix("?");
-            break;
-        default:
-            mix(t.text(st.sql));
-        }
-    }
+    for (const auto& t : st.tokens) mix(shown_as_placeholder(t.kind) ? std::string_view("?") : t.text(st.sql));
     return fmt::format("{:016x}", h);
 }
 

@@ -39,7 +39,7 @@ struct logged_statement {
 bool runs_a_statement(std::string_view command) { return command == "Query" || command == "Execute"; }
 
 // A general log (`Time Id Command Argument`, MariaDB and MySQL 5.x/8.0 formats), or a script.
-std::vector<logged_statement> read_statements(const std::string& text, bool& general_log) {
+std::vector<logged_statement> read_statements(const std::string& text) {
     static const std::regex entry(
         R"(^(?:\d{6}\s+\d{1,2}:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?)?\s+(\d+)\s+)"
         R"((Query|Execute|Prepare|Connect|Quit|Init DB|Close stmt|Field List|Statistics|Ping|Reset stmt|Change user|)"
@@ -49,7 +49,7 @@ std::vector<logged_statement> read_statements(const std::string& text, bool& gen
     std::istringstream in(text);
     std::string line;
     bool continuing = false;  // the previous entry was a statement that may go on over more lines
-    general_log = false;
+    bool general_log = false;
     std::vector<std::string> lines;
     while (std::getline(in, line)) {
         if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -244,9 +244,9 @@ public:
             }
             ++votes.columns[valued];
             conn.last_write.reset();  // one claim per write
-        } else if (st.kind == sql::statement_kind::transaction) {
-            // A transaction's end does not end the flow: a pooled app reads in one and writes in the next.
         }
+        // A transaction's end (COMMIT, ROLLBACK) does not end the flow: a pooled app reads in one
+        // transaction and writes in the next.
     }
 
     void print(std::ostream& out, const std::vector<std::string>& files) const {
@@ -303,8 +303,8 @@ public:
             out << "  # " << table << ": " << v.writes << " write(s) with a WHERE of equalities; " << lowered
                 << " lowered " << counter << " (the counter), " << v.after_read
                 << " wrote a column the same connection had just read (the race a rule closes)\n";
-            if (!v.example_read.empty()) out << "  #   read:  " << one_line(v.example_read) << "\n";
-            out << "  #   write: " << one_line(v.example_write) << "\n";
+            if (!v.example_read.empty()) out << "  #   read:  " << sql::one_line(v.example_read, 160) << "\n";
+            out << "  #   write: " << sql::one_line(v.example_write, 160) << "\n";
             out << "  #   key_columns: the WHERE's equalities in " << key_votes << " of " << v.writes << " write(s)\n";
             std::int64_t units = 1;
             if (const auto [amount, n] = most(v.units, std::int64_t{0}); n > 0) {
@@ -339,7 +339,7 @@ public:
                                                   [](const auto& a, const auto& b) { return a.second < b.second; })
                                      ->first;
             out << "  # " << table << ": " << v.count << " INSERT(s) right after a write of " << stock_table
-                << " on the same connection\n  #   e.g. " << one_line(v.example) << "\n";
+                << " on the same connection\n  #   e.g. " << sql::one_line(v.example, 160) << "\n";
             std::vector<std::pair<std::string, std::string>> mapping;  // claim column -> stock key column
             for (const auto& key : stock_keys.at(stock_table)) {
                 const auto it = v.mapping.find(key);
@@ -382,11 +382,6 @@ private:
         for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
         return out;
     }
-    static std::string one_line(std::string s) {
-        for (auto& c : s)
-            if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-        return s.size() > 160 ? s.substr(0, 157) + "..." : s;
-    }
     // A rule name from the table (letters, digits, _ - .), unique in this draft.
     static std::string unique_name(const std::string& table, std::set<std::string>& names) {
         std::string base;
@@ -421,8 +416,7 @@ int suggest(const std::vector<std::string>& paths, std::ostream& out, std::ostre
             }
             text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
         }
-        bool general_log = false;
-        for (const auto& s : read_statements(text, general_log)) {
+        for (const auto& s : read_statements(text)) {
             a.add(s);
             ++read;
         }

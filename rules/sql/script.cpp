@@ -37,4 +37,11 @@ std::vector<std::string> split_script(const std::string& text) {
     return out;
 }
 
+std::string one_line(std::string text, std::size_t max) {
+    for (auto& c : text)
+        if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+    if (text.size() > max) text = text.substr(0, max - 3) + "...";
+    return text;
+}
+
 }  // namespace claimguard::rules::sql
