@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 import urllib.error
@@ -441,6 +442,34 @@ class ClaimguardCliTest(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertIn("cannot reach the control endpoint", err)
         self.assertEqual(len(err.strip().splitlines()), 1, err)
+
+    def test_control_client_gives_up_at_its_timeout_and_names_an_answer_that_is_not_http(self):
+        # A listener that accepts and never answers: exit 1 at --timeout, not a hang.
+        with socket.socket() as silent:
+            silent.bind(("127.0.0.1", 0))
+            silent.listen()
+            started = time.monotonic()
+            rc, _, err = claimguard("mode-override", "observe", "--control",
+                                    f"127.0.0.1:{silent.getsockname()[1]}", "--timeout", "1s")
+            self.assertEqual(rc, 1)
+            self.assertIn("timed out", err)
+            self.assertLess(time.monotonic() - started, CG_TIMEOUT_S)
+        # A listener that answers something else and closes: exit 1, said so.
+        with socket.socket() as other:
+            other.bind(("127.0.0.1", 0))
+            other.listen()
+            def answer():
+                conn, _ = other.accept()
+                conn.recv(4096)
+                conn.sendall(b"+PONG\r\n")
+                conn.close()
+            t = threading.Thread(target=answer)
+            t.start()
+            rc, _, err = claimguard("mode-override", "observe", "--control",
+                                    f"127.0.0.1:{other.getsockname()[1]}", "--timeout", "5s")
+            t.join()
+            self.assertEqual(rc, 1)
+            self.assertIn("the answer is not HTTP", err)
 
 
 if __name__ == "__main__":
