@@ -21,6 +21,10 @@ struct health_state {
     std::atomic<std::int64_t> last_backend_ok_ms{0};  // steady_now_ms() of the last backend handshake; 0 = never
     std::atomic<bool> schema_blocked{false};          // the latest schema check failed and schema_check is refuse
     std::atomic<std::shared_ptr<const std::string>> schema_reason;  // why, for /readiness (set before the flag)
+    // From start-up until the first schema check reached the database (or gave up waiting for it):
+    // new sessions wait before they open their backend connection, so that none is decided without
+    // the database code and key collations the check finds (session.cpp wait_for_first_schema_check).
+    std::atomic<bool> schema_pending{false};
 
     // Sessions call this after a backend connection completed its handshake.
     void mark_backend_ok() noexcept { last_backend_ok_ms.store(steady_now_ms(), std::memory_order_relaxed); }

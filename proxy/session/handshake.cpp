@@ -43,6 +43,19 @@ void renumber_frames(std::span<std::uint8_t> raw, std::uint8_t first) {
 
 }  // namespace
 
+awaitable<void> session::wait_for_first_schema_check() {
+    if (!ctx_.health || !ctx_.health->schema_pending.load()) co_return;
+    // Polled: the flag is cleared once per process, by the schema watch's thread, within
+    // schema_first_check_wait of start-up; a client that hangs up meanwhile is seen by the greeting's write.
+    constexpr std::chrono::milliseconds poll{20};
+    asio::steady_timer timer(client_.socket().get_executor());
+    spdlog::debug("session {}: waits for the first schema check", id_);
+    while (ctx_.health->schema_pending.load() && !closed_) {
+        timer.expires_after(poll);
+        co_await timer.async_wait(nothrow);
+    }
+}
+
 awaitable<bool> session::connect_backend() {
     deadline_.set(deadline_kind::connect, opt_.connect_timeout);
     error_code ec;

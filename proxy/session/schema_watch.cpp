@@ -120,6 +120,7 @@ schema_watch::schema_watch(const config::proxy_options& options, engine::rules_h
 }
 
 schema_watch::~schema_watch() {
+    health_.schema_pending = false;
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
@@ -151,6 +152,8 @@ void schema_watch::start() {
         std::lock_guard lock(mutex_);
         woken_ = false;
     }
+    started_at_ = std::chrono::steady_clock::now();
+    health_.schema_pending = true;
     thread_ = std::thread([this] { run(); });
 }
 
@@ -167,8 +170,20 @@ void schema_watch::run() {
     auto retry = schema_retry_first;
     for (;;) {
         const bool passed = check_once();
-        const auto wait = passed ? std::chrono::seconds(schema_recheck_interval) : retry;
+        std::chrono::milliseconds wait = passed ? std::chrono::seconds(schema_recheck_interval) : retry;
         retry = passed ? schema_retry_first : std::min(retry * 2, std::chrono::seconds(schema_retry_max));
+        if (health_.schema_pending) {
+            if (std::chrono::steady_clock::now() - started_at_ < schema_first_check_wait) {
+                wait = schema_pending_retry;
+            } else {
+                health_.schema_pending = false;
+                spdlog::warn(
+                    "schema check: the database could not be asked within {} s of start-up; new sessions no longer "
+                    "wait for it: until a check runs, database code reaching a protected table is not known and "
+                    "string keys compare byte for byte",
+                    schema_first_check_wait.count());
+            }
+        }
         std::unique_lock lock(mutex_);
         wake_.wait_for(lock, wait, [this] { return woken_ || stopping_; });
         if (stopping_) return;
@@ -209,6 +224,7 @@ bool schema_watch::check_once() {
     auto snapshot = holder_.current();
     if (!snapshot || (snapshot->rules.stocks.empty() && snapshot->rules.claims.empty())) {
         unblock();
+        health_.schema_pending = false;  // nothing to learn
         return true;
     }
     const auto report = schema::check_schema(snapshot->rules, connection_);
@@ -226,6 +242,7 @@ bool schema_watch::check_once() {
     if (!report.database_code_error.empty())
         spdlog::warn("schema check: database code: {}", report.database_code_error);
     publish(snapshot, report.database_code, report.key_collations);
+    health_.schema_pending = false;  // the snapshot knows the database code and key collations now
     if (report.ok()) {
         if (!passing_)
             spdlog::info(

@@ -25,6 +25,11 @@ inline constexpr std::chrono::seconds schema_retry_first{1};
 inline constexpr std::chrono::seconds schema_retry_max{30};
 // A passing check is repeated this often (a dropped index, a new procedure are seen without a reload).
 inline constexpr std::chrono::seconds schema_recheck_interval{300};
+// Until the first check reached the database, new sessions wait for it (health_state::schema_pending),
+// and it is retried this often; after schema_first_check_wait they stop waiting (logged): sessions
+// then go on without the database code and compare string keys byte for byte until a check runs.
+inline constexpr std::chrono::milliseconds schema_pending_retry{250};
+inline constexpr std::chrono::seconds schema_first_check_wait{10};
 // The proxy's checks read metadata only (no duplicate scan), and a reload waits for one on the
 // reloading thread: both are bounded tighter than the CLI's.
 inline constexpr std::chrono::seconds schema_watch_connect_timeout{3};
@@ -72,6 +77,7 @@ private:
     bool refuse_ = false;
     bool timeouts_logged_ = false;
     bool passing_ = false;     // the last check passed (logged once, not after every reload)
+    std::chrono::steady_clock::time_point started_at_{};  // start(): the bound of schema_pending
     std::string last_logged_;  // the problems last logged: a failing check repeats them only when they change
 
     std::mutex mutex_;

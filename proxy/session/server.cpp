@@ -504,11 +504,11 @@ int run_server(const config::proxy_options& options) {
     if (control_srv) spdlog::info("control endpoint on {}:{}", options.control.host, control_srv->port());
     state.health.started = true;
 
+    if (schema) schema->start();  // first: sessions wait for its first check (health_state::schema_pending)
     asio::co_spawn(main_ctx, accept_loop(acceptor, state, options), asio::detached);
     if (unix_listener.is_open()) asio::co_spawn(main_ctx, accept_loop(unix_listener, state, options), asio::detached);
     if (options.orphan_kill) asio::co_spawn(main_ctx, sweep_orphans(state.session_ctx), asio::detached);
     asio::co_spawn(main_ctx, sweep_ledger(state), asio::detached);
-    if (schema) schema->start();
 
     // SIGUSR1: reopen the audit log file (logrotate's postrotate), as nginx and haproxy do.
     asio::signal_set signals(main_ctx, SIGINT, SIGTERM, SIGHUP);

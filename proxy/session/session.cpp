@@ -88,6 +88,7 @@ awaitable<void> session::run() {
         client_.socket().get_executor(),
         [self = shared_from_this()] { return self->deadline_.watch(self->client_, self->backend_); }, asio::detached);
     spdlog::debug("session {} from {}: open", id_, client_.peer());
+    co_await wait_for_first_schema_check();
     if (co_await connect_backend() && co_await relay_handshake() && co_await end_orphans()) {
         // The server's default sql_mode (or init_connect's) is in force: asked when a statement first needs it.
         connection_state_.forget_sql_mode();

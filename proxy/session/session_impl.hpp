@@ -65,6 +65,9 @@ private:
 
     // ---- connection phase ------------------------------------------------------------------
 
+    // Right after start-up, until the first schema check reached the database (bounded by the
+    // schema watch: health_state::schema_pending): no session is decided without what it finds.
+    awaitable<void> wait_for_first_schema_check();
     awaitable<bool> connect_backend();
 
     awaitable<bool> relay_handshake();

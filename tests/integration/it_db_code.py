@@ -23,6 +23,7 @@ import os
 import shutil
 import struct
 import sys
+import threading
 import time
 import unittest
 import urllib.error
@@ -295,6 +296,42 @@ class DatabaseCode(unittest.TestCase):
             self.cluster.db.sql(f.read(), database=NO_INDEX_DATABASE)
         itlib.wait_for(lambda: readiness(200, "ok"), READY_TIMEOUT_S, "readiness 200 once the index exists",
                        interval_s=0.2)
+
+    def test_0_a_sidecar_just_started_decides_nothing_before_its_first_schema_check(self):
+        """A sidecar (re)started knows the database code (and key collations) only once its first schema check
+        reached the database: sessions that arrive before wait for it. The check user may hold one connection
+        and the test holds it for a moment, so the first check cannot run; an app that connects meanwhile and
+        writes through the view must be refused, not forwarded unseen (the soak's restart window: a restarted
+        sidecar let two writes through v_stock in the second before its check)."""
+        self.cluster.db.sql(f"ALTER USER '{CHECK_USER}'@'%' WITH MAX_USER_CONNECTIONS 1;")
+        blocker = pymysql.connect(host=servers.HOST, port=self.cluster.db.port, user=CHECK_USER,
+                                  password=CHECK_PASSWORD)
+        released = threading.Event()
+
+        def release_later():
+            time.sleep(1.5)
+            blocker.close()
+            released.set()
+        try:
+            p = servers.Claimguard(ARGS.claimguard, self.work, "claimguard-restarted", self.cluster.db.port,
+                                   extra_args=["--rules", self.rules, "--schema-check", "warn",
+                                               "--schema-check-user", CHECK_USER,
+                                               "--schema-check-password", CHECK_PASSWORD,
+                                               "--schema-check-database", cluster.DATABASE,
+                                               "--audit-log", os.path.join(self.work, "restarted.jsonl")])
+            self.cluster.proxies.append(p)
+            threading.Thread(target=release_later, daemon=True).start()
+            p.start()  # its greeting waits for the first check
+            with self.connect(p) as c, c.cursor() as cur:
+                with self.assertRaises(pymysql.err.MySQLError) as caught:
+                    cur.execute(f"UPDATE v_stock SET remain = 5 WHERE campaign_id = {CAMPAIGN}")
+            self.assertTrue(released.is_set(), "the session was served before the check user was free")
+            self.assertEqual(caught.exception.args[0], ERR_REFUSED, caught.exception.args)
+            self.assertIn("view v_stock", caught.exception.args[1])
+            self.assertEqual(self.remain(), STOCK)
+        finally:
+            released.wait(5)
+            self.cluster.db.sql(f"ALTER USER '{CHECK_USER}'@'%' WITH MAX_USER_CONNECTIONS 0;")
 
     def test_7_a_check_that_could_not_reach_the_database_is_retried(self):
         """Last: it stops the shared MariaDB for a moment."""
