@@ -20,6 +20,8 @@ PACKAGES=(
   libhibernate3-java libc3p0-java libjavassist-java
   golang-go golang-github-go-sql-driver-mysql-dev
   procps iproute2 netcat-openbsd curl unzip
+  # scripts/soak.sh: TCP RST and DROP on the sidecars' links, in a network namespace
+  iptables
   # tests/observability: promtool (check rules, test rules) for config/alerts
   prometheus
 )
