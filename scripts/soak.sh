@@ -28,7 +28,7 @@ while [[ $# -gt 0 ]]; do
     --seed) seed="$2"; shift 2 ;;
     --rounds|--replay|--round-seconds|--sidecars|--faults|--parallel|--first-round|--deadline)
       args+=("$1" "$2"); shift 2 ;;
-    --verbose) args+=("$1"); shift ;;
+    --verbose|--known-open|--plan) args+=("$1"); shift ;;
     -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "soak.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac

@@ -37,6 +37,7 @@ harness error.
 import argparse
 import contextlib
 import io
+import json
 import os
 import random
 import re
@@ -73,6 +74,17 @@ FAULT_KINDS = {
     "redis_drop": ("redis", (1.0, 8.0)),       # iptables: packets to and from Redis's port dropped
     "slow_db": ("db", (1.0, 7.0)),             # the running apps' stock rows locked FOR UPDATE from a side connection
     "slow_redis": ("redis", (0.1, 1.0)),       # redis-server SIGSTOP for a short time: every Redis call is slow
+}
+# Families that break a promise under a fault today (found by this soak), left out of the rounds that have
+# that fault unless --known-open: as grammar.KNOWN_OPEN for the model test. Remove an entry when it is fixed.
+KNOWN_OPEN_UNDER = {
+    "sidecar_kill": {
+        "key.string_case": "a sidecar started again compares string keys byte for byte until its first schema "
+                           "check has read the key column's collation (docs/RULES.md, String keys and "
+                           "collations): a claim spelled otherwise than its take (other case, trailing space) in "
+                           "that window is answered sold out and its take stays unclaimed, a leak with no lost "
+                           "answer (seed 2026 round 2: 3 units, claims 'blocked' 0.4 s before the check)",
+    },
 }
 # A lost answer (the client's connection dropped) is explained by these faults on its sidecar or the database.
 DROPS_CLIENTS = {"sidecar_kill": "sidecar", "db_kill": "db", "db_rst": "db", "db_drop": "db"}
@@ -112,6 +124,17 @@ def refunds_lost_as_cancelled(told):
                     for k in kinds]
 
 
+def save_failure(work, rnd, rec):
+    """A failing app's record (spec, campaigns, database facts, every statement and answer) as model_test.py
+    saves its failures: `model_test.py --replay FILE` runs the app again without the faults."""
+    d = os.path.join(work, "failures")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, f"round{rnd}-app{rec['spec']['index']}.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(rec, f, indent=1, default=str)
+    return path
+
+
 def round_rng(seed, rnd):
     return random.Random(f"claimguard-soak:{seed}:{rnd}")
 
@@ -120,14 +143,17 @@ class AppSource:
     """The apps of one round, drawn on demand: the model test's apps of seed `model_seed` (index 0, 1, ...)
     that need the same rules file as app 0 (the round runs under one rules file). Deterministic."""
 
-    def __init__(self, model_seed, enabled):
+    def __init__(self, model_seed, enabled, excluded=()):
         self.model_seed = model_seed
         self.enabled = enabled
+        self.excluded = set(excluded)  # "dimension.value" families this round does not run (KNOWN_OPEN_UNDER)
+        self.index = 0
+        self.drawn = []
+        self.lock = threading.Lock()
         self.first = grammar.generate(model_seed, 0, enabled)
         self.okey = grammar.options_key(self.first)
-        self.drawn = [self.first]
-        self.index = 1
-        self.lock = threading.Lock()
+        self.get(0)
+        self.first = self.drawn[0] if self.drawn else self.first
 
     def get(self, i):
         """The i-th app of the round, or None when none is found (every draw needs another rules file)."""
@@ -137,16 +163,17 @@ class AppSource:
                 spec = grammar.generate(self.model_seed, self.index, self.enabled)
                 self.index += 1
                 tries += 1
-                if grammar.options_key(spec) == self.okey:
+                if grammar.options_key(spec) == self.okey and not self.excluded & set(grammar.families_of(spec)):
                     self.drawn.append(spec)
             return self.drawn[i] if i < len(self.drawn) else None
 
 
-def draw_round(seed, rnd, enabled, kinds, round_s, sidecars):
-    """The apps (one rules file for all) and the fault schedule of round rnd: deterministic in its arguments."""
+def draw_round(seed, rnd, enabled, kinds, round_s, sidecars, known_open=False):
+    """The apps (one rules file for all) and the fault schedule of round rnd: deterministic in its arguments.
+    Apps of a family KNOWN_OPEN_UNDER one of the round's faults are not drawn unless known_open."""
     rng = round_rng(seed, rnd)
-    apps = AppSource(seed * SEED_STRIDE + rnd, enabled)
-    firsts = [a for a in (apps.get(i) for i in range(6)) if a is not None]
+    preview = AppSource(seed * SEED_STRIDE + rnd, enabled)
+    firsts = [a for a in (preview.get(i) for i in range(6)) if a is not None]
     used = max(1, min(sidecars, max(s["sidecars"] for s in firsts)))
     faults = []
     for _ in range(rng.randint(1, 3)):
@@ -157,7 +184,11 @@ def draw_round(seed, rnd, enabled, kinds, round_s, sidecars):
             f["sidecar"] = rng.randrange(used)  # one the first apps go through
         faults.append(f)
     faults.sort(key=lambda f: f["at"])
-    return apps, faults
+    excluded = set()
+    if not known_open:
+        for f in faults:
+            excluded |= set(KNOWN_OPEN_UNDER.get(f["kind"], {}))
+    return AppSource(seed * SEED_STRIDE + rnd, enabled, excluded), faults
 
 
 def fault_label(f):
@@ -361,7 +392,7 @@ class Soak:
         # units gone without a claim row (a campaign with more rows than units gone, an app's restock or a
         # forwarded write, counts 0 here; check() judges it)
         leak = sum(max(0, s - (facts[c]["remain"] or 0) - facts[c]["orders"]) for c, s in camps)
-        rec = {"spec": spec, "camps": camps, "facts": facts, "stock": stock, "claims": claims, "leak": leak,
+        rec = {"spec": spec, "campaigns": camps, "facts": facts, "stock": stock, "claims": claims, "leak": leak,
                "bound": len(lost) + app_faults + run.abandoned, "lost": len(lost), "hangs": len(run.hangs),
                "statements": sum(1 for t in run.trace if not t["sql"].startswith("--")), "trace": run.trace}
         return violations, notes, rec
@@ -436,7 +467,7 @@ class Soak:
     # --- one round ---------------------------------------------------------------------------------------
     def run_round(self, rnd, enabled, kinds):
         a = self.args
-        apps, faults = draw_round(a.seed, rnd, enabled, kinds, a.round_seconds, a.sidecars)
+        apps, faults = draw_round(a.seed, rnd, enabled, kinds, a.round_seconds, a.sidecars, a.known_open)
         logpath = os.path.join(self.m.work, f"round-{rnd}.log")
         logf = open(logpath, "w", encoding="utf-8")  # noqa: SIM115 - closed below
         out_lock = threading.Lock()
@@ -448,7 +479,8 @@ class Soak:
                 if a.verbose:
                     print(line, flush=True)
 
-        log(f"round {rnd} seed {a.seed}: faults {', '.join(fault_label(f) for f in faults)}")
+        log(f"round {rnd} seed {a.seed}: faults {', '.join(fault_label(f) for f in faults)}"
+            + (f"; not drawn (KNOWN_OPEN_UNDER): {sorted(apps.excluded)}" if apps.excluded else ""))
         self.m.use_options(apps.okey)
         began = time.monotonic()
         load_end = began + a.round_seconds
@@ -468,6 +500,10 @@ class Soak:
                 except Exception as e:  # noqa: BLE001
                     viol, notes, rec = [("harness_error", f"{e!r}\n{traceback.format_exc()}")], [], {"spec": spec}
                 results.append((viol, notes, rec))
+                if viol and "trace" in rec:
+                    rec["violations"] = viol
+                    saved = save_failure(self.m.work, rnd, rec)
+                    notes = notes + [f"saved: {saved} (without the faults: model_test.py --replay {saved})"]
                 log(f"  {'FAIL' if viol else 'ok  '} {grammar.describe(spec)} "
                     f"claims {rec.get('claims')}/{rec.get('stock')} leak {rec.get('leak')} (bound {rec.get('bound')}), "
                     f"{rec.get('lost')} lost answers of {rec.get('statements')} statements")
@@ -538,6 +574,7 @@ def main():
                                                     + ",".join(FAULT_KINDS) + ")")
     ap.add_argument("--deadline", type=int, default=0, help="the harness stops itself after this (s); 0: from the run's length")
     ap.add_argument("--verbose", action="store_true", help="also print every app and fault as it ends")
+    ap.add_argument("--known-open", action="store_true", help="also draw the families KNOWN_OPEN_UNDER the round's faults")
     ap.add_argument("--plan", action="store_true", help="print the rounds' fault schedules and first apps; start nothing")
     args = ap.parse_args()
 
@@ -563,7 +600,8 @@ def main():
     enabled = grammar.resolve_families("", True)  # the baseline, KNOWN_OPEN excluded
     if args.plan:
         for rnd in (rounds if count is not None else range(args.first_round, args.first_round + 10)):
-            apps, faults = draw_round(args.seed, rnd, enabled, kinds, args.round_seconds, args.sidecars)
+            apps, faults = draw_round(args.seed, rnd, enabled, kinds, args.round_seconds, args.sidecars,
+                                      args.known_open)
             print(f"round {rnd}: {' '.join(fault_label(f) for f in faults)}; first app: {grammar.describe(apps.first)}")
         return 0
     patch_connect_retry()
@@ -587,7 +625,8 @@ def main():
                 print(f"        log: {logpath}")
                 print(f"        replay: scripts/soak.sh --seed {args.seed} --replay {rnd} "
                       f"--round-seconds {args.round_seconds:g} --sidecars {args.sidecars}"
-                      + (f" --faults {args.faults}" if args.faults != "all" else ""), flush=True)
+                      + (f" --faults {args.faults}" if args.faults != "all" else "")
+                      + (" --known-open" if args.known_open else ""), flush=True)
     except cluster.HarnessError as e:
         print(f"soak: harness error: {e}", file=sys.stderr)
         return 2
