@@ -361,6 +361,12 @@ class Soak:
             with self.active_lock:
                 self.active.pop(key, None)
         t1, m1 = model_test.wall_ms(), time.monotonic()
+        # A SIGSTOPped sidecar writes the audit lines of statements it answered before the stop only after
+        # its SIGCONT (seed 2026 round 14: one take's line came after the check read the log)
+        while any(f["kind"] == "sidecar_stop" and "start" in f and "end" not in f for f in faults):
+            time.sleep(0.1)
+        if any(f["kind"] == "sidecar_stop" and f.get("start", 1e18) <= m1 and f.get("end", 0) >= m0 for f in faults):
+            time.sleep(0.5)  # the continued sidecar catches up first
         time.sleep(0.1)  # the audit writer lingers 20 ms per batch
         facts = while_db_restarts(m.facts, spec, camps)
         by_camp, keyless = m.audit.lines_for([c for c, _ in camps], run.client_addrs, t0, t1)
