@@ -614,6 +614,7 @@ def main():
     soak = Soak(args)
     started = time.monotonic()
     failing = []
+    harness_error = False
     try:
         soak.start()
         print(f"soak: seed {args.seed}, {args.sidecars} sidecars, {args.parallel} apps at once, rounds of "
@@ -635,7 +636,7 @@ def main():
                       + (" --known-open" if args.known_open else ""), flush=True)
     except cluster.HarnessError as e:
         print(f"soak: harness error: {e}", file=sys.stderr)
-        return 2
+        harness_error = True
     finally:
         try:
             soak.stop()
@@ -647,7 +648,7 @@ def main():
           + ", ".join(f"{k} {n}" for k, n in sorted(t["faults"].items()))
           + f"; {t['violations']} violations, {t['hangs']} hangs, {t['orphans']} orphans"
           + (f"; failing rounds {failing}" if failing else ""))
-    return 1 if failing else 0
+    return 2 if harness_error else 1 if failing else 0
 
 
 if __name__ == "__main__":
