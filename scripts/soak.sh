@@ -6,7 +6,7 @@
 #
 #   scripts/soak.sh --minutes N --seed S [--round-seconds R] [--sidecars 8] [--faults kind,kind] [--rounds K]
 #   scripts/soak.sh --seed S --replay ROUND        exactly that round again (its apps and fault schedule)
-#   [--claimguard PATH] [--work-dir DIR] [--parallel 2] [--verbose]
+#   [--claimguard PATH] [--work-dir DIR] [--parallel 2] [--verbose] [--known-open] [--plan]
 #
 # Needs root: the servers, the sidecars and the apps run in a network namespace this script creates
 # (ip netns add claimguard-soak-PID; removed on exit), where iptables cuts the links (scripts/setup.sh
@@ -29,7 +29,7 @@ while [[ $# -gt 0 ]]; do
     --rounds|--replay|--round-seconds|--sidecars|--faults|--parallel|--first-round|--deadline)
       args+=("$1" "$2"); shift 2 ;;
     --verbose|--known-open|--plan) args+=("$1"); shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "soak.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
