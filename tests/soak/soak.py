@@ -84,6 +84,16 @@ KNOWN_OPEN_UNDER = {
                            "collations): a claim spelled otherwise than its take (other case, trailing space) in "
                            "that window is answered sold out and its take stays unclaimed, a leak with no lost "
                            "answer (seed 2026 round 2: 3 units, claims 'blocked' 0.4 s before the check)",
+        # The same window: what the schema check finds (a view or a procedure that reaches the stock table)
+        # is not known yet, so such a write passes unaudited and its claim is blocked.
+        "carrier.view": "a sidecar started again forwards writes through the view v_stock unaudited until its "
+                        "first schema check has found that the view reaches the stock table: the units leave "
+                        "the stock and the claims that follow are blocked (seed 2026 round 2 with "
+                        "--known-open excluding only key.string_case: 2 units, c6 restarted 16:49:09.447, "
+                        "check done 16:49:10.436, claims blocked at 09.583 and 09.608, no audit line of the "
+                        "writes)",
+        "carrier.procedure": "as carrier.view: CALL claim_coupon gets the unmodeled policy only once the first "
+                             "schema check after the start has found the procedure",
     },
 }
 # A lost answer (the client's connection dropped) is explained by these faults on its sidecar or the database.
