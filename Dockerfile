@@ -6,7 +6,7 @@
 FROM debian:12 AS build
 # The -dev packages of scripts/setup.sh that the claimguard binary's build needs (GTest is
 # required by the top-level CMakeLists even with the tests off).
-ARG BUILD_PACKAGES="build-essential cmake ninja-build pkg-config libboost1.81-all-dev libssl-dev libyaml-cpp-dev libhiredis-dev libmariadb-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev"
+ARG BUILD_PACKAGES="build-essential cmake ninja-build pkg-config libboost1.81-all-dev libssl-dev zlib1g-dev libyaml-cpp-dev libhiredis-dev libmariadb-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev"
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${BUILD_PACKAGES} \
  && rm -rf /var/lib/apt/lists/*

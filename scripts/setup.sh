@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake g++ ninja-build ccache pkg-config git ca-certificates
-  libboost1.81-all-dev libssl-dev
+  libboost1.81-all-dev libssl-dev zlib1g-dev
   libyaml-cpp-dev libhiredis-dev libmariadb-dev
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev

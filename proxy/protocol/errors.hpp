@@ -20,6 +20,7 @@ enum class errc {
     bad_value,             // a value does not match its declared type (binary protocol)
     missing_param_types,   // COM_STMT_EXECUTE reuses parameter types no earlier execute bound
     too_many_rows,         // a COM_STMT_BULK_EXECUTE carries more rows than the caller reads
+    bad_compression,       // a compressed frame that does not inflate to what its header announced
 };
 
 const boost::system::error_category& protocol_category() noexcept;

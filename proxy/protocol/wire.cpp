@@ -23,6 +23,7 @@ public:
         case errc::missing_param_types:
             return "statement executed without parameter types and none were bound before";
         case errc::too_many_rows: return "bulk execute with more rows than the proxy reads";
+        case errc::bad_compression: return "compressed packet that does not uncompress to its announced length";
         }
         return "unknown protocol error";
     }
