@@ -37,9 +37,10 @@ inline constexpr std::uint32_t query_attributes = 1u << 27;
 inline constexpr std::uint32_t ssl_verify_server_cert = 1u << 30;
 inline constexpr std::uint32_t remember_options = 1u << 31;
 
-// Capabilities whose wire format the proxy does not parse, so it never offers them.
-inline constexpr std::uint32_t never_offered =
-    compress | zstd_compression | optional_resultset_metadata | query_attributes;
+// Capabilities whose wire format the proxy does not parse, so it never offers them. zlib compression
+// (compress) is relayed: the proxy inflates and deflates both links (compression.hpp). zstd (MySQL
+// 8.0.18+) is not: MariaDB does not offer it, so nothing here could test it end to end.
+inline constexpr std::uint32_t never_offered = zstd_compression | optional_resultset_metadata | query_attributes;
 }  // namespace cap
 
 // MariaDB extended capabilities (the last 4 filler bytes of greeting and handshake response).

@@ -52,7 +52,15 @@ public:
 
     // Reads until a whole packet is at the front of in().
     awaitable<packet_read> read_packet();
+    // One read from the database into in(); compressed, the whole frames read so far are inflated into
+    // it (possibly none yet: the rest of a frame is still to come).
+    awaitable<error_code> read_more();
     awaitable<bool> write(proto::bytes_view bytes);
+
+    // From the first command on, the database link is compressed as the client's is (the client asked
+    // for CLIENT_COMPRESS, which the proxy offers only when the database does): read_more() inflates,
+    // write() deflates.
+    void start_compression() { compressed_ = std::make_unique<compressed_stream>(); }
     // The database went away or broke the protocol mid-command: the client gets an ERR numbered `seq`.
     awaitable<void> failed(error_code ec, std::uint8_t seq);
 
@@ -100,6 +108,7 @@ public:
 private:
     backend_stream stream_;
     packet_buffer in_;
+    std::unique_ptr<compressed_stream> compressed_;
     client_link& client_;
     link_deadline& deadline_;
     const config::proxy_options& opt_;

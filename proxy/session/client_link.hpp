@@ -8,10 +8,12 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "compressed_stream.hpp"
 #include "deadline.hpp"
 #include "packet_buffer.hpp"
 #include "proxy/config/proxy_options.hpp"
@@ -41,6 +43,7 @@ inline constexpr std::uint16_t handshake = 1043;             // 08S01 Bad handsh
 inline constexpr std::uint16_t unknown_command = 1047;       // 08S01
 inline constexpr std::uint16_t packet_too_large = 1153;      // 08S01
 inline constexpr std::uint16_t packets_out_of_order = 1156;  // 08S01
+inline constexpr std::uint16_t uncompress_error = 1157;      // 08S01 Couldn't uncompress communication packet
 inline constexpr std::uint16_t read_timeout = 1159;          // 08S01 timeout reading communication packets
 inline constexpr std::uint16_t malformed_packet = 1835;      // HY000
 // The database is unreachable or went away: server-range codes with SQLSTATE 08S01, which drivers and
@@ -71,6 +74,11 @@ public:
     [[nodiscard]] bool waiting_idle() const { return waiting_idle_; }
 
     awaitable<bool> write(proto::bytes_view bytes);
+
+    // From the first command on, the client's stream is compressed (it asked for CLIENT_COMPRESS):
+    // read_packet() inflates it and write() deflates, so the rest of the session sees ordinary packets.
+    void start_compression();
+    [[nodiscard]] bool compressed() const { return compressed_ != nullptr; }
     awaitable<void> answer_error(std::uint8_t seq, std::uint16_t code, std::string_view sql_state,
                                  std::string_view message);
     // A rule's answer (its ERR, or an OK with `ok_rows` affected) in the reply numbered from `seq`.
@@ -111,8 +119,14 @@ public:
     [[nodiscard]] bool lingering() const { return lingering_; }  // inside linger_close
 
 private:
+    // Inflates frames from compressed_->raw into in_ until a whole packet is at its front (or an error);
+    // nullopt when more compressed bytes must be read first.
+    std::optional<packet_read> inflate_front();
+    awaitable<bool> send(proto::bytes_view bytes);
+
     client_socket socket_;
     packet_buffer in_;
+    std::unique_ptr<compressed_stream> compressed_;
     link_deadline& deadline_;
     const config::proxy_options& opt_;
     std::uint64_t session_id_;

@@ -148,6 +148,9 @@ awaitable<bool> session::relay_handshake() {
         co_return false;
     }
     user_ = response->username;
+    // Compressed, both links are (the proxy offers compression only when the database does): the
+    // database's Compression status is what the client would see directly.
+    const bool compressed = response->capabilities & server_caps_ & proto::cap::compress;
     caps_ = response->capabilities & server_caps_;
     mariadb_caps_ = response->mariadb_capabilities & greeting_mariadb_caps;
     connection_state_.logged_in(std::string(response->database), rules::sql::charset_from_collation(response->charset));
@@ -190,6 +193,10 @@ awaitable<bool> session::relay_handshake() {
         if (*step == proto::next_step::done) {
             if (!auth.succeeded()) co_return false;  // the server's own ERR (e.g. 1045) was relayed
             if (ctx_.health) ctx_.health->mark_backend_ok();
+            if (compressed) {  // from the first command on, as the server does
+                client_.start_compression();
+                backend_.start_compression();
+            }
             deadline_.clear();
             spdlog::debug("session {} from {}: user '{}' authenticated", id_, client_.peer(), user_);
             co_return true;

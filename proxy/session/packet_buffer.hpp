@@ -36,6 +36,8 @@ public:
     ~packet_buffer() = default;
 
     [[nodiscard]] std::span<const std::uint8_t> readable() const { return {data_.get() + begin_, end_ - begin_}; }
+    // The same bytes, to patch in place (a compressed client's continuation frame ids).
+    [[nodiscard]] std::span<std::uint8_t> writable() { return {data_.get() + begin_, end_ - begin_}; }
     [[nodiscard]] std::size_t size() const { return end_ - begin_; }
     [[nodiscard]] std::size_t capacity() const { return capacity_; }  // 0: no storage held
 

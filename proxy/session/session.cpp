@@ -224,13 +224,10 @@ awaitable<bool> session::relay_reply(proto::command_exchange& exchange) {
                 co_await backend_.failed(scan.error(), exchange.next_seq());
                 co_return false;
             }
-            auto space = backend_.in().prepare(std::max(read_chunk_bytes, backend_.in().size()));
-            auto [ec, n] = co_await backend_.stream().read_some(asio::buffer(space.data(), space.size()));
-            if (ec) {
+            if (auto ec = co_await backend_.read_more()) {
                 co_await backend_.failed(ec, exchange.next_seq());
                 co_return false;
             }
-            backend_.in().commit(n);
         } else {
             // LOCAL INFILE data or an authentication answer from the client.
             if (!co_await flush()) co_return false;

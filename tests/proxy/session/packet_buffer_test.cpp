@@ -32,6 +32,17 @@ void on_fresh_thread(F f) {
     t.join();
 }
 
+TEST(PacketBuffer, WritableIsTheUnreadBytesToPatchInPlace) {
+    // A compressed client's continuation frame ids are renumbered there (client_link::inflate_front).
+    packet_buffer b;
+    EXPECT_TRUE(b.writable().empty());
+    append(b, "xxabcd");
+    b.consume(2);
+    ASSERT_EQ(b.writable().size(), 4u);
+    b.writable()[1] = 'B';
+    EXPECT_EQ(readable(b), "aBcd");
+}
+
 TEST(PacketBuffer, HoldsNoStorageUntilFirstUse) {
     packet_buffer b;
     EXPECT_EQ(b.capacity(), 0u);
