@@ -2,7 +2,7 @@
 """Peer suites: public client and server test suites, run directly and through claimguard; same verdicts.
 
 Usage:
-    run_peer_suite.py {go,capi,mtr} --claimguard PATH --rules FILE --work DIR [--known FILE]
+    run_peer_suite.py {go,capi,mtr,mtr_compress} --claimguard PATH --rules FILE --work DIR [--known FILE]
 
 Starts two identical private MariaDBs (servers.py, with the options mtr's main tests expect) and one
 claimguard (rules loaded) in front of the second, runs the suite against the first directly and
@@ -16,6 +16,9 @@ known_direct_failures.txt (printed, not asserted: the assertion is "same verdict
         database each.
 - mtr:  the mysql-test-run main tests in mtr_tests.txt, each run by mysqltest as mtr --extern does
         (a fresh `test` database each), in text and with --ps-protocol.
+- mtr_compress: the same tests once more in text with --compress (the zlib protocol on both links;
+        main.compress checks the server says Compression ON). The Go driver (Debian's 1.7) and
+        mariadb-client-test have no compression option.
 Standard library only.
 """
 
@@ -261,6 +264,8 @@ def mtr_run(db, port, tests, mode, logdir):
                 "--silent"]
         if mode == "ps":
             args.append("--ps-protocol")
+        elif mode == "compress":
+            args.append("--compress")
         started = time.monotonic()
         with open(os.path.join(logdir, f"{name}.log"), "wb") as out:
             try:
@@ -275,11 +280,11 @@ def mtr_run(db, port, tests, mode, logdir):
     return verdicts
 
 
-def suite_mtr(work, direct, through, only=None):
+def suite_mtr(work, direct, through, only=None, modes=("text", "ps")):
     tests = mtr_list()
     suffix = "-retry" if only else ""
     out_direct, out_through = {}, {}
-    for mode in ("text", "ps"):
+    for mode in modes:
         mode_tests = [t for t in tests if not only or f"{t},{mode}" in only]
         if not mode_tests:
             continue
@@ -333,7 +338,7 @@ def compare(suite, direct, through, known):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("suite", choices=["go", "capi", "mtr"])
+    ap.add_argument("suite", choices=["go", "capi", "mtr", "mtr_compress"])
     ap.add_argument("--claimguard", required=True)
     ap.add_argument("--rules", required=True)
     ap.add_argument("--work", required=True)
@@ -346,7 +351,8 @@ def main():
     direct_target, proxy_target, proxy = start_fixture(work, os.path.abspath(args.claimguard),
                                                        os.path.abspath(args.rules))
     try:
-        run = {"go": suite_go, "capi": suite_capi, "mtr": suite_mtr}[args.suite]
+        run = {"go": suite_go, "capi": suite_capi, "mtr": suite_mtr,
+               "mtr_compress": lambda *a, **k: suite_mtr(*a, **k, modes=("compress",))}[args.suite]
         direct, through = run(work, direct_target, proxy_target)
         differ = {t for t in set(direct) | set(through) if direct.get(t) != through.get(t)}
         if differ and len(differ) <= MAX_RETRIED_TESTS:
