@@ -137,4 +137,32 @@ void renumber_continuations(std::span<std::uint8_t> buf) {
     }
 }
 
+void sequence_renumbering::apply(std::span<std::uint8_t> inflated) {
+    std::size_t pos = 0;
+    while (pos < inflated.size()) {
+        if (body_left_ > 0) {
+            const std::size_t n = std::min(body_left_, inflated.size() - pos);
+            body_left_ -= n;
+            pos += n;
+        } else if (header_have_ < 3) {
+            header_[header_have_++] = inflated[pos++];
+        } else {
+            inflated[pos++] = next_++;
+            body_left_ = load_u24(header_);
+            header_have_ = 0;
+        }
+    }
+}
+
+std::uint8_t next_sequence_id(bytes_view raw) {
+    std::size_t pos = 0;
+    std::uint8_t next = raw.size() >= frame_header_size ? static_cast<std::uint8_t>(raw[3] + 1) : 0;
+    while (raw.size() - pos >= frame_header_size) {
+        next = static_cast<std::uint8_t>(raw[pos + 3] + 1);
+        pos += frame_header_size + load_u24(raw.data() + pos);
+        if (pos > raw.size()) break;
+    }
+    return next;
+}
+
 }  // namespace claimguard::protocol

@@ -52,4 +52,29 @@ void write_compressed(byte_buffer& out, std::uint8_t& seq, bytes_view payload);
 // the ordinary checks (scan_packet) then apply as without compression.
 void renumber_continuations(std::span<std::uint8_t> buf);
 
+// Compressed, the server's ordinary sequence ids are not those of the uncompressed protocol: after each
+// compressed frame it writes, the server takes its compressed id as the next ordinary one (net_flush), so
+// a reply of several frames (a CALL's result sets, a large result) jumps. Clients ignore them when
+// compressed; the proxy's reply parsing checks them. This numbers the ordinary packets of an inflated
+// stream consecutively, as the server numbers them uncompressed, from restart()'s id: the one after the
+// last packet the proxy wrote. Fed the inflated bytes in order, in pieces of any size.
+class sequence_renumbering {
+public:
+    void restart(std::uint8_t next) {
+        next_ = next;
+        body_left_ = 0;
+        header_have_ = 0;
+    }
+    void apply(std::span<std::uint8_t> inflated);
+
+private:
+    std::size_t body_left_ = 0;    // bytes of the current packet's frame still to pass
+    std::uint8_t header_[3] = {};  // the length bytes of a header split across pieces
+    std::size_t header_have_ = 0;
+    std::uint8_t next_ = 0;
+};
+
+// The sequence id after the last frame of the ordinary packets in `raw` (the first's when it is cut short).
+[[nodiscard]] std::uint8_t next_sequence_id(bytes_view raw);
+
 }  // namespace claimguard::protocol

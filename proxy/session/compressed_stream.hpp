@@ -6,14 +6,18 @@
 #include <cstdint>
 
 #include "packet_buffer.hpp"
+#include "proxy/protocol/compression.hpp"
 #include "proxy/protocol/wire.hpp"
 
 namespace claimguard::session {
+
+using proto_renumbering = claimguard::protocol::sequence_renumbering;
 
 struct compressed_stream {
     packet_buffer raw;              // compressed bytes read, not yet inflated into the link's in()
     std::uint8_t seq = 0;           // the next compressed sequence id, in either direction
     std::vector<std::uint8_t> out;  // the frames of the write under way
+    proto_renumbering renumber;     // the database's ordinary ids, as uncompressed (backend link only)
 };
 
 }  // namespace claimguard::session

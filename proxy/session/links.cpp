@@ -259,6 +259,7 @@ awaitable<error_code> backend_link::read_more() {
         auto room = in_.prepare(frame->payload_size).first(frame->payload_size);
         if (auto inflated = proto::inflate_frame(raw.first(frame->raw_size), *frame, room); !inflated)
             co_return inflated.error();
+        z.renumber.apply(room);
         in_.commit(frame->payload_size);
         z.raw.consume(frame->raw_size);
         z.seq = static_cast<std::uint8_t>(frame->seq + 1);
@@ -273,6 +274,8 @@ awaitable<bool> backend_link::write(proto::bytes_view bytes) {
         auto& z = *compressed_;
         // A command (its first packet numbered 0) restarts the compressed ids: the server expects 0.
         if (bytes.size() >= proto::frame_header_size && bytes[3] == 0) z.seq = 0;
+        // The reply is numbered on from what was written, as the uncompressed server numbers it.
+        z.renumber.restart(proto::next_sequence_id(bytes));
         z.out.clear();
         proto::write_compressed(z.out, z.seq, bytes);
         wire = z.out;

@@ -204,5 +204,31 @@ TEST(compression, continuation_frames_are_renumbered_from_the_first) {
     EXPECT_EQ(single[4 + 30 + 3], 1);
 }
 
+TEST(compression, the_servers_ordinary_ids_are_numbered_on_as_uncompressed) {
+    // MariaDB, compressed, restarts its ordinary ids from its compressed ones after each frame: a reply
+    // of two frames numbered 1, 2 then 2, 3 (net_flush). Renumbered from the command's next id, 1..4.
+    byte_buffer reply;
+    for (std::uint8_t seq : {1, 2, 2, 3}) {
+        std::uint8_t s = seq;
+        write_packet(reply, s, text(5 + seq));
+    }
+    sequence_renumbering r;
+    r.restart(1);
+    // Fed in pieces that cut headers and bodies anywhere.
+    for (std::size_t pos = 0, piece = 1; pos < reply.size(); pos += piece, piece = piece % 5 + 1)
+        r.apply(std::span(reply).subspan(pos, std::min(piece, reply.size() - pos)));
+    std::vector<int> ids;
+    for (std::size_t pos = 0; pos < reply.size(); pos += 4 + load_u24(reply.data() + pos))
+        ids.push_back(reply[pos + 3]);
+    EXPECT_EQ(ids, (std::vector<int>{1, 2, 3, 4}));
+}
+
+TEST(compression, next_sequence_id_is_after_the_last_frame_written) {
+    EXPECT_EQ(next_sequence_id(packets({10})), 1);
+    EXPECT_EQ(next_sequence_id(packets({10, 20, 30})), 3);  // LOCAL INFILE data: on from the last packet
+    EXPECT_EQ(next_sequence_id(packets({max_frame_payload + 1})), 2);
+    EXPECT_EQ(next_sequence_id({}), 0);
+}
+
 }  // namespace
 }  // namespace claimguard::protocol::test
