@@ -62,6 +62,11 @@ inline constexpr std::chrono::milliseconds max_admission_queue_timeout{60 * 1000
 inline constexpr std::int64_t default_admission_max_queue = 10000;
 inline constexpr std::int64_t max_admission_max_queue = 1000000;
 
+// Coalesced takes (stock rule `group_update:`): takes per UPDATE, and the leader's wait for followers.
+inline constexpr std::int64_t max_group_update_batch = 1024;
+inline constexpr std::int64_t default_group_update_batch = 32;
+inline constexpr std::chrono::milliseconds max_group_update_wait{100};
+
 // DDL: MySQL index names are at most 64 characters; long ones end in a short hash.
 inline constexpr std::size_t max_index_name_chars = 64;
 inline constexpr std::size_t index_name_hash_hex_digits = 8;

@@ -219,6 +219,49 @@ void read_admission(yaml_file& file, const field& f, parsed_stock& p) {
     if (a.complete) p.rule.admission = a.limits;
 }
 
+// group_update: {max_batch: 32, max_wait: 1ms}, while it is read.
+struct group_update_read {
+    group_update_limits limits{.max_batch = static_cast<std::uint32_t>(default_group_update_batch)};
+    bool complete = true;
+};
+
+void read_max_batch(yaml_file& file, const field& f, group_update_read& g) {
+    const auto v = read_integer(file, f, 2, max_group_update_batch, "32");
+    g.complete = g.complete && v.has_value();
+    g.limits.max_batch = static_cast<std::uint32_t>(v.value_or(default_group_update_batch));
+}
+
+void read_max_wait(yaml_file& file, const field& f, group_update_read& g) {
+    const auto v = read_duration(file, f, std::chrono::milliseconds{0}, max_group_update_wait);
+    g.complete = g.complete && v.has_value();
+    g.limits.max_wait = v.value_or(std::chrono::milliseconds{1});
+}
+
+constexpr field_spec<group_update_read> group_update_fields[] = {
+    {"max_batch", read_max_batch},
+    {"max_wait", read_max_wait},
+};
+
+void read_group_update(yaml_file& file, const field& f, parsed_stock& p) {
+    if (!f.value.IsMap()) {
+        file.error(f.value_mark(), "group_update needs a mapping such as {max_batch: 32, max_wait: 1ms}, not " +
+                                       std::string(describe_node(f.value)));
+        p.complete = false;
+        return;
+    }
+    group_update_read g;
+    read_mapping(file, f.value, "group_update", "group_update", file.pos(f.value_mark()), group_update_fields, g);
+    // The batch is gathered from the key's admission queue: without one there is nothing to gather.
+    if (!p.rule.admission) {
+        file.error(f.value_mark(),
+                   "group_update needs admission: on the same rule (the takes it groups wait in "
+                   "the key's admission queue), e.g. admission: {max_in_flight: 1, queue_timeout: 2s}");
+        g.complete = false;
+    }
+    p.complete = p.complete && g.complete;
+    if (g.complete) p.rule.group_update = g.limits;
+}
+
 // The fields of a stock rule, in the order of the "unknown field" list. A reader may use the fields above it.
 constexpr field_spec<parsed_stock> stock_fields[] = {
     {.name = "name",
@@ -242,6 +285,7 @@ constexpr field_spec<parsed_stock> stock_fields[] = {
     {"defer_decrement", read_defer_decrement},
     {"admission", read_admission},
     {"amount_evidence", read_amount_evidence},
+    {"group_update", read_group_update},
 };
 
 // Claim rules.
@@ -606,8 +650,9 @@ void read_rules_document(yaml_file& file, const YAML::Node& root, parsed_rules& 
 
 std::vector<known_mapping> known_fields() {
     return {known("the rules file", top_fields),  known("a stock rule", stock_fields),
-            known("admission", admission_fields), known("a claim rule", claim_fields),
-            known("consumes", consumes_fields),   known("redis", redis_fields)};
+            known("admission", admission_fields), known("group_update", group_update_fields),
+            known("a claim rule", claim_fields),  known("consumes", consumes_fields),
+            known("redis", redis_fields)};
 }
 
 }  // namespace claimguard::rules::detail

@@ -58,6 +58,13 @@ struct admission_limits {
     std::uint32_t max_queue = 0;
 };
 
+// Coalesced takes (stock rule `group_update:`, needs `admission:`): the autocommit takes of one key
+// queued in this sidecar go to the database together as one conditional UPDATE of their summed units.
+struct group_update_limits {
+    std::uint32_t max_batch = 32;           // takes in one UPDATE at most (the leader's included)
+    std::chrono::milliseconds max_wait{1};  // how long a leader waits for followers when few queue
+};
+
 // How the database compares the values of one key column, by its collation (the schema check reads
 // it; docs/RULES.md "String keys and collations"). Decides which spellings of a key are one row.
 enum class key_comparison : std::uint8_t {
@@ -97,6 +104,7 @@ struct stock_rule {
     // they ask the server themselves (empty: the read cache's default, 250ms).
     std::optional<std::chrono::milliseconds> max_refresh_wait;
     std::optional<admission_limits> admission;  // empty: no admission gate (every decrement goes)
+    std::optional<group_update_limits> group_update;  // empty: every take is its own UPDATE
     source_pos pos;
     source_pos table_pos;                   // the table: value
     std::vector<column_ref> columns_named;  // key, counter and version columns as written

@@ -6,7 +6,7 @@ namespace {
 
 const std::string stock_fields_list =
     "name, table, key_columns, counter_column, version_column, floor, exhausted, mode, units, unmodeled, read_cache, "
-    "max_refresh_wait, defer_decrement, admission, amount_evidence";
+    "max_refresh_wait, defer_decrement, admission, amount_evidence, group_update";
 
 // Lines 1-3 of a stock rule whose line 4 is `    counter_column: <value>` (the value at column 21).
 std::string counter_is(const std::string& value) {
@@ -194,6 +194,17 @@ const error_case stock_cases[] = {
      {"8:22: queue_timeout: 'soon' is not a duration; expected a number with a unit: 250ms, 1.5s, 2m or 8h (units "
       "ms, s, m, h)",
       "9:7: unknown field 'max_wait' in admission; its fields are: max_in_flight, queue_timeout, max_queue"}},
+    {"group_update_needs_admission", with_stock_lines("    group_update: {max_batch: 8}\n"),
+     {"6:19: group_update needs admission: on the same rule (the takes it groups wait in the key's admission "
+      "queue), e.g. admission: {max_in_flight: 1, queue_timeout: 2s}"}},
+    {"group_update_values_out_of_range",
+     with_stock_lines("    admission: {max_in_flight: 1, queue_timeout: 2s}\n    group_update:\n      max_batch: 1\n"
+                      "      max_wait: 1s\n"),
+     {"8:18: max_batch is '1', outside the range 2 to 1024",
+      "9:17: max_wait is '1s'; it must be at least 0s and at most 100ms"}},
+    {"group_update_not_a_mapping",
+     with_stock_lines("    admission: {max_in_flight: 1, queue_timeout: 2s}\n    group_update: 8\n"),
+     {"7:19: group_update needs a mapping such as {max_batch: 32, max_wait: 1ms}, not a single value"}},
     {"all_errors_of_a_rule_are_collected", with_stock_lines("    floor: x\n    mode: y\n    price: z\n"),
      {"6:12: floor must be a whole number such as 0, not 'x'", "7:11: mode must be enforce or observe, not 'y'",
       "8:5: unknown field 'price' in a stock rule; its fields are: " + stock_fields_list}},

@@ -282,6 +282,22 @@ const valid_case valid_cases[] = {
          EXPECT_EQ(stock(r).admission->queue_timeout, std::chrono::milliseconds(250));
          EXPECT_EQ(stock(r).admission->max_queue, 7u);
      }},
+    {"group_update",
+     with_stock_lines("    admission: {max_in_flight: 1, queue_timeout: 2s}\n    group_update: {max_batch: 8, max_wait: 2ms}\n"),
+     [](const rule_set& r) {
+         ASSERT_TRUE(stock(r).group_update.has_value());
+         EXPECT_EQ(stock(r).group_update->max_batch, 8u);
+         EXPECT_EQ(stock(r).group_update->max_wait, std::chrono::milliseconds(2));
+     }},
+    {"group_update_defaults",
+     with_stock_lines("    admission: {max_in_flight: 1, queue_timeout: 2s}\n    group_update: {}\n"),
+     [](const rule_set& r) {
+         ASSERT_TRUE(stock(r).group_update.has_value());
+         EXPECT_EQ(stock(r).group_update->max_batch, 32u);  // default_group_update_batch
+         EXPECT_EQ(stock(r).group_update->max_wait, std::chrono::milliseconds(1));
+     }},
+    {"no_group_update_by_default", base_stock + base_claim,
+     [](const rule_set& r) { EXPECT_FALSE(stock(r).group_update.has_value()); }},
     {"no_admission_by_default", base_stock + base_claim,
      [](const rule_set& r) { EXPECT_FALSE(stock(r).admission.has_value()); }},
     {"claim_unmodeled_forward", with_claim_lines("    unmodeled: forward\n"),
