@@ -13,6 +13,10 @@ std::string_view admission_name(admission a) {
         case admission::timed_out: return "timeout";
         case admission::queue_full: return "queue-full";
         case admission::bypass: return "bypass";
+        case admission::grouped: return "grouped";
+        case admission::grouped_taken: return "grouped-taken";
+        case admission::grouped_sold_out: return "grouped-sold-out";
+        case admission::grouped_failed: return "grouped-failed";
     }
     return "?";
 }
@@ -27,6 +31,20 @@ void call_all(std::vector<admission_gate::wake_fn>& woken) {
 admission_gate::entry_result admission_gate::enter(const std::string& rule, const key_tuple& key,
                                                    const rules::admission_limits& limits, std::int64_t units,
                                                    wake_fn wake, clock::time_point now) {
+    return enter_waiter(rule, key, limits, {0, units, {}, std::move(wake), false, 0}, now);
+}
+
+admission_gate::entry_result admission_gate::enter_groupable(const std::string& rule, const key_tuple& key,
+                                                             const rules::admission_limits& limits, std::int64_t units,
+                                                             std::uint64_t session, wake_fn wake,
+                                                             clock::time_point now) {
+    return enter_waiter(rule, key, limits, {0, units, {}, std::move(wake), true, session}, now);
+}
+
+admission_gate::entry_result admission_gate::enter_waiter(const std::string& rule, const key_tuple& key,
+                                                          const rules::admission_limits& limits, waiter w,
+                                                          clock::time_point now) {
+    const auto units = w.units;
     std::vector<wake_fn> woken;
     entry_result out;
     {
@@ -50,7 +68,7 @@ admission_gate::entry_result admission_gate::enter(const std::string& rule, cons
             ++s.in_flight;
             out.what = admission::admitted;
             out.id = next_ticket_++;
-            tickets_.emplace(out.id, ticket_state{it, admission::admitted});
+            tickets_.emplace(out.id, ticket_state{it, admission::admitted, {}, {}});
             return out;
         }
         if (s.queue.size() >= limits.max_queue) {
@@ -59,9 +77,11 @@ admission_gate::entry_result admission_gate::enter(const std::string& rule, cons
         }
         out.what = admission::queued;
         out.id = next_ticket_++;
-        s.queue.push_back({out.id, units, now + limits.queue_timeout, std::move(wake)});
+        w.id = out.id;
+        w.deadline = now + limits.queue_timeout;
+        s.queue.push_back(std::move(w));
         ++queued_;
-        tickets_.emplace(out.id, ticket_state{it, admission::queued});
+        tickets_.emplace(out.id, ticket_state{it, admission::queued, {}, {}});
         grant(s, now, woken);  // a reload that raised max_in_flight frees slots only here
     }
     call_all(woken);
@@ -93,6 +113,11 @@ void admission_gate::forget_if_idle(std::map<key_type, slot>::iterator it, clock
 }
 
 admission admission_gate::resolve(ticket id, clock::time_point now) {
+    group_result ignored;
+    return resolve(id, ignored, now);
+}
+
+admission admission_gate::resolve(ticket id, group_result& result, clock::time_point now) {
     std::vector<wake_fn> woken;
     admission what = admission::timed_out;
     {
@@ -100,8 +125,9 @@ admission admission_gate::resolve(ticket id, clock::time_point now) {
         auto t = tickets_.find(id);
         if (t == tickets_.end()) return admission::timed_out;
         what = t->second.what;
-        if (what == admission::admitted) return what;
+        if (what == admission::admitted || what == admission::grouped) return what;
         if (what != admission::queued) {
+            result = t->second.result;
             tickets_.erase(t);
             return what;
         }
@@ -153,6 +179,60 @@ void admission_gate::release(ticket id, clock::time_point now) {
 }
 
 void admission_gate::abandon(ticket id, clock::time_point now) { release(id, now); }
+
+std::size_t admission_gate::groupable_behind(ticket leader) const {
+    std::lock_guard lock(mutex_);
+    auto t = tickets_.find(leader);
+    if (t == tickets_.end() || t->second.what != admission::admitted) return 0;
+    std::size_t n = 0;
+    for (const auto& w : t->second.key->second.queue) {
+        if (!w.groupable) break;
+        ++n;
+    }
+    return n;
+}
+
+std::vector<admission_gate::member> admission_gate::take_group(ticket leader, std::size_t most, clock::time_point now) {
+    std::vector<member> out;
+    std::vector<wake_fn> woken;
+    {
+        std::lock_guard lock(mutex_);
+        auto t = tickets_.find(leader);
+        if (t == tickets_.end() || t->second.what != admission::admitted) return out;
+        slot& s = t->second.key->second;
+        while (out.size() < most && !s.queue.empty() && s.queue.front().groupable) {
+            auto w = std::move(s.queue.front());
+            s.queue.pop_front();
+            --queued_;
+            auto m = tickets_.find(w.id);
+            if (m == tickets_.end()) continue;
+            if (now >= w.deadline) {  // as grant(): its timer is about to fire
+                m->second.what = admission::timed_out;
+                woken.push_back(std::move(w.wake));
+                continue;
+            }
+            m->second.what = admission::grouped;
+            m->second.wake = std::move(w.wake);
+            out.push_back({w.id, w.units, w.session});
+        }
+    }
+    call_all(woken);
+    return out;
+}
+
+bool admission_gate::settle(ticket id, const group_result& result) {
+    wake_fn wake;
+    {
+        std::lock_guard lock(mutex_);
+        auto t = tickets_.find(id);
+        if (t == tickets_.end() || t->second.what != admission::grouped) return false;
+        t->second.what = result.what;
+        t->second.result = result;
+        wake = std::move(t->second.wake);
+    }
+    if (wake) wake();
+    return true;
+}
 
 void admission_gate::note_sold_out(const std::string& rule, const key_tuple& key, std::int64_t units,
                                    clock::time_point now) {

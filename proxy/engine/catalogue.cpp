@@ -61,6 +61,8 @@ constexpr std::array<admission_row, admission_note_count> admission_rows{{
     // Answered ERR 1205 by the queue: audited (docs/OPERATIONS.md, RULES.md).
     {admission_note::kind::timed_out, "admission-timeout", true},
     {admission_note::kind::queue_full, "admission-queue-full", true},
+    // group_update: a take decided in a batch (audited with the batch's size and connection).
+    {admission_note::kind::grouped, "admission-grouped", true},
 }};
 
 constexpr bool admission_in_enum_order() {

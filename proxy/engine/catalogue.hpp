@@ -50,7 +50,7 @@ struct admission_row {
     std::string_view action;  // the audit action word (docs/OPERATIONS.md)
     bool audited;             // gets an audit line
 };
-inline constexpr std::size_t admission_note_count = static_cast<std::size_t>(admission_note::kind::queue_full) + 1;
+inline constexpr std::size_t admission_note_count = static_cast<std::size_t>(admission_note::kind::grouped) + 1;
 // Every admission note, in the order of the enum.
 [[nodiscard]] const std::array<admission_row, admission_note_count>& admission_catalogue();
 [[nodiscard]] inline const admission_row& row_of(admission_note::kind k) {

@@ -329,6 +329,38 @@ action claim_operation::answer_sold_out() {
     return exhausted_answer(ctx_.status);
 }
 
+bool claim_operation::groupable() const {
+    if (d_.observe || d_.what != verdict::take || !d_.stock || !d_.stock->group_update || in_transaction_) return false;
+    if (d_.deferred != deferred_step::none || d_.may_conflict || d_.only_if_lower || d_.units <= 0 ||
+        d_.key_literals.size() != d_.stock->key_columns.size() || d_.fact == nullptr)
+        return false;
+    // The batch's UPDATE assigns the counter and the version column: any other assignment would be lost.
+    std::optional<std::uint32_t> version;
+    if (const auto* w = std::get_if<match::counter_write>(d_.fact)) {
+        if (w->expected || w->extra_conditions) return false;
+        version = w->version_assignment;
+    } else if (const auto* c = std::get_if<match::counter_change>(d_.fact)) {
+        if (c->extra_conditions) return false;
+        version = c->version_assignment;
+    } else {
+        return false;
+    }
+    const auto* u = std::get_if<rules::sql::update_statement>(&st_.body);
+    return u != nullptr && u->assignments.size() == (version ? 2u : 1u);
+}
+
+action claim_operation::answer_grouped_take() {
+    record_take(memory_, ledger_, d_, d_.units, false, ctx_.session);
+    events_.push_back(event::took);
+    if (d_.app_meant) events_.push_back(event::app_meant_other);
+    action a;
+    a.type = action::kind::answer;
+    a.answer.type = rules::answer::kind::ok;
+    a.ok_rows = 1;
+    a.status = ctx_.status;
+    return finish(std::move(a));
+}
+
 action claim_operation::continue_with(action next) {
     if (next.type == action::kind::send_statement) {
         state_ = state::original_sent;

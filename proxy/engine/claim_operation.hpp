@@ -150,6 +150,9 @@ class claim_operation {
 public:
     // A take this operation keeps for COMMIT instead of sending now (defer_decrement).
     [[nodiscard]] bool deferrable() const;
+    // A take a leader may send for this statement in its batch (group_update): an autocommit take
+    // whose UPDATE assigns only the counter (and the version column) and names only the key.
+    [[nodiscard]] bool groupable() const;
     claim_operation(const decision& d, const rules::sql::parsed_statement& st, session_memory& memory,
                     take_ledger& ledger, const operation_context& ctx);
 
@@ -164,6 +167,9 @@ public:
     // floor). A take gets the exhausted answer, the app's own guarded decrement the 0-rows OK the
     // server would give; nothing reaches the database. The memory notes the refusal as usual.
     [[nodiscard]] action answer_sold_out();
+    // group_update: a batch took this statement's units (committed): recorded as this connection's
+    // take, answered with the OK its own UPDATE would have got (1 row).
+    [[nodiscard]] action answer_grouped_take();
 
     // Events since the last call (the session counts and audits them in order).
     [[nodiscard]] std::vector<event> take_events();

@@ -154,7 +154,9 @@ decision decide_write(const match::counter_write& w, const value_resolver& value
     } else if (value && value->integer && w.value.is_bindable()) {
         d.only_if_lower = true;
     }
-    if (w.rule->defer_decrement && !d.only_if_lower) d.key_literals = key_literals_of(w.key, values);
+    // Sent later as literals: a deferred take, or a take a leader's batch sends (group_update).
+    if ((w.rule->defer_decrement || w.rule->group_update) && !d.only_if_lower)
+        d.key_literals = key_literals_of(w.key, values);
     return d;
 }
 
@@ -217,7 +219,7 @@ decision decide_change(const match::counter_change& c, const value_resolver& val
     d.what = verdict::take;
     d.note = "unguarded decrement: guard added";
     d.may_conflict = c.extra_conditions;  // AND version = ?: zero rows with stock left is a conflict
-    if (c.rule->defer_decrement) d.key_literals = key_literals_of(c.key, values);
+    if (c.rule->defer_decrement || c.rule->group_update) d.key_literals = key_literals_of(c.key, values);
     return d;
 }
 

@@ -157,6 +157,12 @@ bool explain(const match::rule_index& rules, std::string_view sql, const match::
             << "the rest wait in line (at most " << a.max_queue << ", each at most " << a.queue_timeout.count()
             << "ms, then ERR 1205)\n";
     }
+    if (d.stock && d.stock->group_update && d.what == verdict::take) {
+        const auto& g = *d.stock->group_update;
+        out << "group_update: in autocommit, up to " << g.max_batch << " takes of this key queued on this sidecar go "
+            << "as one UPDATE of their summed units (split until each is decided); each app answered after it "
+            << "committed\n";
+    }
     if (d.what == verdict::remember_read && d.stock && d.stock->read_cache) {
         read_situation situation;
         situation.observe = rules.rules().effective_mode(*d.stock) == rules::mode::observe;

@@ -31,6 +31,7 @@ const char* action_name(statement_action::kind k) {
         case a::wait_refresh: return "wait_refresh";
         case a::serve_cached: return "serve_cached";
         case a::reply_rebuilt: return "reply_rebuilt";
+        case a::wait_group: return "wait_group";
     }
     return "?";
 }

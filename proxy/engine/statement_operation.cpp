@@ -5,10 +5,14 @@
 
 namespace claimguard::engine {
 
+namespace match = rules::match;
+
 namespace {
 
 constexpr std::uint16_t er_lock_wait_timeout = 1205;  // what drivers and ORMs retry
 constexpr const char* er_lock_wait_timeout_state = "HY000";
+constexpr std::uint16_t cr_server_lost = 2013;    // the batch's connection failed under its UPDATE
+constexpr std::uint16_t er_unknown_error = 1105;  // the batch's UPDATE could not be written
 
 std::string describe_key(const decision& d) {
     std::string out;
@@ -44,11 +48,24 @@ statement_operation::statement_operation(const decision& d, const rules::sql::pa
                                          admission_slots& slots, const statement_context& ctx)
     : d_(d),
       memory_(memory),
+      ledger_(ledger),
       transaction_(transaction),
       slots_(slots),
       ctx_(ctx),
       claim_(d, st, memory, ledger, ctx.op),
       status_(ctx.op.status) {}
+
+statement_operation::~statement_operation() {
+    if (members_settled_ || members_.empty()) return;
+    // The session stopped the leader (shutdown) before its batch was decided: whether an UPDATE on
+    // its way committed nobody knows, as for a connection lost under it.
+    group_result r;
+    r.what = admission::grouped_failed;
+    r.error_code = cr_server_lost;
+    r.batch = static_cast<std::uint32_t>(members_.size() + 1);
+    r.leader_thread = ctx_.backend_thread;
+    for (const auto& m : members_) ctx_.gate->settle(m.id, r);
+}
 
 bool statement_operation::admission_applies() const {
     return ctx_.gate != nullptr && !d_.observe && d_.stock && d_.stock->admission &&
@@ -67,8 +84,10 @@ bool answers(const statement_input& in, statement_action::kind asked, bool start
         case k::io_lost: return started && (asked == a::send_statement || asked == a::send_sql);
         case k::redis: return started && asked == a::redis_acquire;
         case k::redis_done: return started && (asked == a::redis_release || asked == a::redis_commit);
-        case k::turn:
-        case k::closing: return started && (asked == a::wait_turn || asked == a::wait_refresh);
+        case k::turn: return started && (asked == a::wait_turn || asked == a::wait_refresh);
+        case k::closing:
+            return started && (asked == a::wait_turn || asked == a::wait_refresh || asked == a::wait_group);
+        case k::gathered: return started && asked == a::wait_group;
         case k::refreshed: return started && asked == a::wait_refresh;
         case k::rebuilt: return started && asked == a::serve_cached;
     }
@@ -96,7 +115,8 @@ statement_action statement_operation::step(const statement_input& in) {
             // (A take deferred to COMMIT reaches nothing now: it waits for its turn when it is sent.)
             if (admission_applies() && !claim_.deferrable()) {
                 phase_ = phase::main_turn;
-                if (auto wait = ask_turn({d_.stock->name, d_.key, &*d_.stock->admission, d_.units, d_.holds_row_lock}))
+                if (auto wait = ask_turn({d_.stock->name, d_.key, &*d_.stock->admission, d_.units, d_.holds_row_lock,
+                                          groups_takes(), ctx_.op.session}))
                     return *wait;
             }
             return after_main_turn();
@@ -107,10 +127,20 @@ statement_action statement_operation::step(const statement_input& in) {
             waiting_.reset();
             if (in.turn == admission::admitted) slots_.add({std::move(t.rule), std::move(t.key), in.ticket});
             if (phase_ == phase::deferred_turns) return next_deferred_turn();
+            if (in.turn == admission::grouped_taken || in.turn == admission::grouped_sold_out ||
+                in.turn == admission::grouped_failed)
+                return grouped_answer(in.group, false);  // another session's batch decided this take
+            if (in.turn == admission::admitted && t.groupable) {
+                leader_ticket_ = in.ticket;
+                return gather();
+            }
             if (in.turn == admission::admitted || in.turn == admission::bypass) return after_main_turn();
             return not_admitted(in.turn);
         }
         case k::closing: return finish(statement_action::fail());
+        case k::gathered:
+            if (phase_ != phase::gathering) break;
+            return send_group_next();
         case k::refreshed:
             if (phase_ != phase::cache_wait) break;
             return look_up();
@@ -119,6 +149,14 @@ statement_action statement_operation::step(const statement_input& in) {
             return after_cached_read(in);
         case k::reply:
             if (phase_ == phase::cache_read) return after_cached_read(in);
+            if (phase_ == phase::grouping) {
+                status_ = in.reply.status;
+                if (in.reply.err || !in.reply.ok)
+                    group_->on_error(in.reply.err ? in.reply.err_code : er_unknown_error);
+                else
+                    group_->on_changed(in.reply.affected_rows > 0);
+                return send_group_next();
+            }
             if (phase_ != phase::running) break;
             status_ = in.reply.status;
             claim_action_ = claim_.on_reply(in.reply);
@@ -139,6 +177,12 @@ statement_action statement_operation::step(const statement_input& in) {
             // to the ledger: nobody knows whether the INSERT committed.
             settle_count_ = settle_next_ = 0;
             if (phase_ == phase::cache_read) end_refresh();
+            if (phase_ == phase::grouping) {
+                // The batch's members learn the same as this app does: the connection was lost under
+                // the UPDATE, which may or may not have committed.
+                group_->on_error(cr_server_lost);
+                (void)decide_members();
+            }
             if ((claim_.redis_locked() || !row_keys_.empty()) && ctx_.op.redis_available) {
                 if (claim_.redis_locked()) transaction_.hold({d_.redis_key, token_, d_.claim->redis->ttl});
                 for (auto& k : std::exchange(row_keys_, {})) transaction_.hold(std::move(k));
@@ -269,6 +313,119 @@ statement_action statement_operation::next_deferred_turn() {
     phase_ = phase::running;
     claim_action_ = claim_.start();
     return follow();
+}
+
+bool statement_operation::groups_takes() const {
+    return ctx_.gate != nullptr && d_.stock && d_.stock->group_update && admission_applies() && claim_.groupable();
+}
+
+statement_action statement_operation::gather() {
+    phase_ = phase::gathering;
+    const auto& g = *d_.stock->group_update;
+    // Followers already queue behind this leader (a herd): wait max_wait once for more to come, so
+    // the batch is fuller; a leader alone in the queue goes at once (one take costs no wait).
+    const auto behind = ctx_.gate->groupable_behind(leader_ticket_);
+    if (g.max_wait.count() > 0 && behind > 0 && behind + 1 < g.max_batch) return statement_action::wait_group();
+    return send_group_next();
+}
+
+statement_action statement_operation::send_group_next() {
+    if (phase_ == phase::gathering) {
+        // The batch: this take first, then the groupable waiters behind it in queue order.
+        members_ = ctx_.gate->take_group(leader_ticket_, d_.stock->group_update->max_batch - 1);
+        if (members_.empty()) return after_main_turn();  // alone: its own UPDATE, as without group_update
+        members_settled_ = false;
+        std::vector<std::int64_t> units{d_.units};
+        for (const auto& m : members_) units.push_back(m.units);
+        group_.emplace(std::move(units));
+        phase_ = phase::grouping;
+    }
+    const auto b = group_->next();
+    if (!b) return group_decided();
+    auto sql = match::group_decrement(*d_.stock, d_.key_literals, b->units, b->takes,
+                                      d_.schema.empty() ? std::string_view(database_) : std::string_view(d_.schema));
+    if (!sql) {
+        group_->on_error(er_unknown_error);
+        return group_decided();
+    }
+    claim_action_ = action{};
+    claim_action_.type = action::kind::send_sql;
+    claim_action_.sql = std::move(*sql);
+    return statement_action::send_sql();
+}
+
+statement_action statement_operation::group_decided() { return grouped_answer(decide_members().front(), true); }
+
+std::vector<group_result> statement_operation::decide_members() {
+    const auto& g = *group_;
+    std::vector<group_result> results;
+    std::uint32_t taken = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+        group_result r;
+        r.batch = static_cast<std::uint32_t>(g.size());
+        r.leader_thread = ctx_.backend_thread;
+        r.error_code = g.error_code();
+        switch (g.of(i)) {
+            case group_take::outcome::taken:
+                r.what = admission::grouped_taken;
+                ++taken;
+                break;
+            case group_take::outcome::sold_out: r.what = admission::grouped_sold_out; break;
+            case group_take::outcome::undecided:
+            case group_take::outcome::failed: r.what = admission::grouped_failed; break;
+        }
+        results.push_back(r);
+    }
+    report_.groups.push_back(
+        {d_.stock->name, static_cast<std::uint32_t>(g.size()), taken, static_cast<std::uint32_t>(g.statements())});
+    settle_members(results);
+    // The key's queue learns what the batch learned, as from a take of its own.
+    if (g.taken_units() > 0) ctx_.gate->note_available(d_.stock->name, d_.key);
+    if (g.sold_out_units() > 0) ctx_.gate->note_sold_out(d_.stock->name, d_.key, g.sold_out_units());
+    return results;
+}
+
+void statement_operation::settle_members(const std::vector<group_result>& results) {
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+        const auto& m = members_[i];
+        const auto& r = results[i + 1];
+        // A member whose client went away after joining: its unit was taken as its own UPDATE would
+        // have been; it waits in the ledger for a claim, as any committed take of the sidecar.
+        if (!ctx_.gate->settle(m.id, r) && r.what == admission::grouped_taken)
+            ledger_.add_take(d_.stock->name, d_.key, m.units, m.session);
+    }
+    members_settled_ = true;
+}
+
+statement_action statement_operation::grouped_answer(const group_result& r, bool leader) {
+    admission_note note;
+    note.what = admission_note::kind::grouped;
+    note.rule = d_.stock->name;
+    note.batch = r.batch;
+    note.leader_thread = r.leader_thread;
+    note.message = std::string(leader ? "led" : "joined") + " a batch of " + std::to_string(r.batch) + " takes";
+    report_.admission.push_back(std::move(note));
+    phase_ = phase::running;
+    if (r.what == admission::grouped_taken) {
+        claim_action_ = claim_.answer_grouped_take();
+        return follow(false);  // the gate heard from the leader already
+    }
+    if (r.what == admission::grouped_sold_out) {
+        claim_action_ = claim_.answer_sold_out();
+        return follow(false);
+    }
+    const auto code = r.error_code ? r.error_code : er_unknown_error;
+    claim_action_ = action{};
+    claim_action_.type = action::kind::answer;
+    claim_action_.answer = {rules::answer::kind::error, code, "HY000",
+                            code == cr_server_lost
+                                ? "claimguard: the connection that sent the grouped take of key " + describe_key(d_) +
+                                      " was lost; whether it took the stock is unknown"
+                                : "claimguard: the grouped take of key " + describe_key(d_) +
+                                      " failed on the database (error " + std::to_string(code) +
+                                      "); nothing was taken; try again"};
+    claim_action_.status = ctx_.op.status;
+    return finish(statement_action::answer());
 }
 
 statement_action statement_operation::not_admitted(admission what) {

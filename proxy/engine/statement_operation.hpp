@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -17,6 +18,7 @@
 #include "admission_gate.hpp"
 #include "claim_operation.hpp"
 #include "decide.hpp"
+#include "group_take.hpp"
 #include "memory.hpp"
 #include "proxy/protocol/reply_summary.hpp"
 #include "read_cache.hpp"
@@ -59,6 +61,7 @@ struct statement_input {
         io_lost,     // the database connection failed under a send: no reply comes
         refreshed,   // wait_refresh: the poll interval passed (another read's refresh may be done)
         rebuilt,     // serve_cached: the kept reply was rebuilt with the value (`rebuilt_ok`) or not
+        gathered,    // wait_group: max_wait passed (followers may have queued meanwhile)
     };
     kind type = kind::start;
     reply_summary reply;
@@ -66,6 +69,7 @@ struct statement_input {
     std::string token;
     admission turn = admission::bypass;
     admission_gate::ticket ticket = 0;
+    group_result group;  // turn grouped_*: what the leader's batch decided
     // reply to a read the cache may keep (keep_template): the server's reply as a template, if it is one
     std::shared_ptr<const protocol::counter_reply> kept_read;
     bool rebuilt_ok = false;
@@ -119,11 +123,17 @@ struct statement_input {
         in.type = kind::redis_done;
         return in;
     }
-    static statement_input of_turn(admission what, admission_gate::ticket id = 0) {
+    static statement_input of_turn(admission what, admission_gate::ticket id = 0, group_result group = {}) {
         statement_input in;
         in.type = kind::turn;
         in.turn = what;
         in.ticket = id;
+        in.group = group;
+        return in;
+    }
+    static statement_input gather_done() {
+        statement_input in;
+        in.type = kind::gathered;
         return in;
     }
     static statement_input closing() {
@@ -145,6 +155,9 @@ struct turn_request {
     const rules::admission_limits* limits = nullptr;
     std::int64_t units = 0;
     bool holds_row_lock = false;  // the transaction read the row FOR UPDATE: never waits
+    // group_update: a leader may send this take in its batch (enter_groupable, with the session)
+    bool groupable = false;
+    std::uint64_t session = 0;
 };
 
 // The next thing the session does: its kind and two flags. What it sends, answers or waits for
@@ -166,6 +179,7 @@ struct statement_action {
         wait_refresh,    // wait read_cache::refresh_poll_interval, then resume(refresh_done)
         serve_cached,    // rebuild cached_reply() with cached_value() (the session's status flags): resume(rebuilt)
         reply_rebuilt,   // final: write the rebuilt reply to the client
+        wait_group,      // a leader waits group_wait() for followers to queue, then resume(gather_done)
     };
     kind type = kind::relay;
     bool wait = false;  // redis_release: before the client's answer
@@ -198,6 +212,7 @@ struct statement_action {
     }
     static statement_action commit() { return of(kind::redis_commit); }
     static statement_action wait_for_turn() { return of(kind::wait_turn); }
+    static statement_action wait_group() { return of(kind::wait_group); }
 
 private:
     static statement_action of(kind k) {
@@ -214,10 +229,21 @@ struct admission_note {
         sold_out,    // answered sold out by the queue, without the database
         timed_out,   // answered ERR 1205 after queue_timeout
         queue_full,  // answered ERR 1205 at once: max_queue statements wait
+        grouped,     // group_update: decided in a batch of `batch` takes (the leader's or another's)
     };
     kind what = kind::lock_held;
     std::string rule;
-    std::string message;  // timed_out, queue_full: the ERR's message
+    std::string message;              // timed_out, queue_full: the ERR's message
+    std::uint32_t batch = 0;          // grouped: takes in the batch
+    std::uint32_t leader_thread = 0;  // grouped: the backend connection that sent it
+};
+
+// A batch this statement led (group_update), for the session's metrics.
+struct group_note {
+    std::string rule;
+    std::uint32_t takes = 0;       // the batch's takes, the leader's included
+    std::uint32_t taken = 0;       // of them, taken
+    std::uint32_t statements = 0;  // UPDATEs it took to decide them (1 unless split)
 };
 
 // What the read cache did for a counter read, for the session's metrics and log.
@@ -239,15 +265,17 @@ struct statement_report {
     std::vector<std::pair<event, deferred_take>> deferred;  // its deferred takes', each with its take
     std::vector<admission_note> admission;                  // what the admission gate did
     std::vector<read_note> reads;                           // what the read cache did
+    std::vector<group_note> groups;                         // the batch this statement led
 
     [[nodiscard]] bool empty() const {
-        return events.empty() && deferred.empty() && admission.empty() && reads.empty();
+        return events.empty() && deferred.empty() && admission.empty() && reads.empty() && groups.empty();
     }
     void clear() {
         events.clear();
         deferred.clear();
         admission.clear();
         reads.clear();
+        groups.clear();
     }
 };
 
@@ -264,6 +292,7 @@ struct statement_context {
     const rules::rule_set* rules = nullptr;  // the snapshot's rules (deferred takes' admission)
     read_cache* cache = nullptr;             // the sidecar's read cache (none: reads go to the server)
     const cached_read* read = nullptr;       // a read the cache may answer (with `cache`)
+    std::uint32_t backend_thread = 0;        // the backend connection's thread id (a batch's audit)
 };
 
 class statement_operation {
@@ -271,9 +300,17 @@ public:
     statement_operation(const decision& d, const rules::sql::parsed_statement& st, session_memory& memory,
                         take_ledger& ledger, transaction_tracker& transaction, admission_slots& slots,
                         const statement_context& ctx);
+    // A leader that stops before its batch is decided (the session closes): its members still get
+    // an answer (failed: nobody knows whether the UPDATE committed), never a wait without end.
+    ~statement_operation();
+    statement_operation(const statement_operation&) = delete;
+    statement_operation& operator=(const statement_operation&) = delete;
 
     // As claim_operation::set_database.
-    void set_database(std::string_view database) { claim_.set_database(database); }
+    void set_database(std::string_view database) {
+        claim_.set_database(database);
+        database_ = database;
+    }
 
     // The next action. The read cache follows what the claim operation reports on the way (a
     // take, a refusal, a restock: read_cache_follows).
@@ -285,6 +322,9 @@ public:
     // What the last action refers to (valid until the next resume).
     [[nodiscard]] const action& claim_action() const { return claim_action_; }  // send_*, redis_acquire, answer
     [[nodiscard]] const turn_request& turn() const { return *waiting_; }        // wait_turn
+    [[nodiscard]] std::chrono::milliseconds group_wait() const {                // wait_group
+        return d_.stock->group_update->max_wait;
+    }
     [[nodiscard]] const std::shared_ptr<const protocol::counter_reply>& cached_reply() const {  // serve_cached
         return found_.reply;
     }
@@ -303,6 +343,8 @@ private:
         cache_read,
         main_turn,
         deferred_turns,
+        gathering,  // group_update: the leader waits for followers (wait_group)
+        grouping,   // group_update: the batch's UPDATEs are on their way
         running,
         settling,
         done,
@@ -327,6 +369,15 @@ private:
     statement_action after_main_turn();
     statement_action next_deferred_turn();
     statement_action not_admitted(admission what);
+    // group_update: the leader's batch, and a member's answer.
+    [[nodiscard]] bool groups_takes() const;
+    statement_action gather();
+    statement_action send_group_next();
+    statement_action group_decided();
+    // Every take of the batch decided: the members answered through the gate; the leader's result first.
+    std::vector<group_result> decide_members();
+    void settle_members(const std::vector<group_result>& results);
+    statement_action grouped_answer(const group_result& r, bool leader);
     // claim_action_, with the events the claim operation reported; a final one settles the Redis key first.
     statement_action follow(bool note_gate = true);
     // The read cache follows an event of this statement's key (status: the server's after the reply).
@@ -337,6 +388,7 @@ private:
 
     const decision& d_;
     session_memory& memory_;
+    take_ledger& ledger_;
     transaction_tracker& transaction_;
     admission_slots& slots_;
     statement_context ctx_;
@@ -358,6 +410,12 @@ private:
     read_cache::lookup found_;
     read_cache::clock::time_point asked_at_{};
     bool in_transaction_before_ = false;
+    // group_update: the leader's ticket, its members (after it in the batch) and the batch
+    admission_gate::ticket leader_ticket_ = 0;
+    std::vector<admission_gate::member> members_;
+    std::optional<group_take> group_;
+    bool members_settled_ = true;
+    std::string database_;  // the session's current database (a batch's table without a schema)
 };
 
 }  // namespace claimguard::engine

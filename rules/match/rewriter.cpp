@@ -175,9 +175,9 @@ namespace {
 
 namespace {
 
-// UPDATE t SET c = c <sign> units [, version = version + 1] WHERE <key as literals>[ AND c >= floor + units].
+// UPDATE t SET c = c <sign> units [, version = version + takes] WHERE <key as literals>[ AND c >= floor + units].
 result<rewritten_sql> literal_change(const stock_rule& rule, std::span<const key_literal> key, std::int64_t units,
-                                     std::string_view database, char sign) {
+                                     std::string_view database, char sign, std::int64_t takes = 1) {
     if (units <= 0) return errc::amount_not_positive;
     if (rule.floor > std::numeric_limits<std::int64_t>::max() - units) return errc::amount_out_of_range;
     if (key.empty() || key.size() != rule.key_columns.size()) return errc::key_not_bindable;
@@ -189,7 +189,7 @@ result<rewritten_sql> literal_change(const stock_rule& rule, std::span<const key
     out.sql = "UPDATE " + table_sql(table) + " SET " + counter + " = " + counter + " " + sign + " " + std::to_string(units);
     if (rule.version_column) {
         const std::string version = sql::quote_identifier(*rule.version_column);
-        out.sql += ", " + version + " = " + version + " + 1";
+        out.sql += ", " + version + " = " + version + " + " + std::to_string(takes);
     }
     out.sql += " WHERE ";
     for (std::size_t i = 0; i < key.size(); ++i) {
@@ -221,6 +221,12 @@ result<rewritten_sql> literal_change(const stock_rule& rule, std::span<const key
 result<rewritten_sql> deferred_decrement(const stock_rule& rule, std::span<const key_literal> key, std::int64_t units,
                                          std::string_view database) {
     return literal_change(rule, key, units, database, '-');
+}
+
+result<rewritten_sql> group_decrement(const stock_rule& rule, std::span<const key_literal> key, std::int64_t units,
+                                      std::int64_t takes, std::string_view database) {
+    if (takes <= 0) return errc::amount_not_positive;
+    return literal_change(rule, key, units, database, '-', takes);
 }
 
 result<rewritten_sql> literal_give_back(const stock_rule& rule, std::span<const key_literal> key, std::int64_t units,

@@ -71,6 +71,12 @@ struct key_literal {
 [[nodiscard]] result<rewritten_sql> deferred_decrement(const stock_rule& rule, std::span<const key_literal> key,
                                                        std::int64_t units, std::string_view database = {});
 
+// Several takes of one key in one statement (group_update): the same as deferred_decrement() of their
+// summed `units`, the version column bumped by `takes` (once per take, as if they ran one by one).
+[[nodiscard]] result<rewritten_sql> group_decrement(const stock_rule& rule, std::span<const key_literal> key,
+                                                    std::int64_t units, std::int64_t takes,
+                                                    std::string_view database = {});
+
 // The same give-back as compensation(), self-contained (the key as literals): sent after the
 // statement is gone (a give-back that a transaction's ROLLBACK undid, for a take committed before it).
 [[nodiscard]] result<rewritten_sql> literal_give_back(const stock_rule& rule, std::span<const key_literal> key,

@@ -185,6 +185,21 @@ TEST_F(explain_cli, one_statement_as_a_trusted_user_and_with_admission) {
         << out_.str();
 }
 
+TEST_F(explain_cli, a_take_with_group_update_says_it_may_go_in_a_batch) {
+    std::string with_group = coupon_rules;
+    with_group.replace(with_group.find("    floor: 0\n"), 13,
+                       "    floor: 0\n    admission: {max_in_flight: 1, queue_timeout: 2s}\n"
+                       "    group_update: {max_batch: 16, max_wait: 1ms}\n");
+    explain_request a;
+    a.rules_paths = {write("group.yaml", with_group)};
+    a.sql = "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7";
+    ASSERT_EQ(run(a), 0) << err_.str();
+    EXPECT_NE(out_.str().find("group_update: in autocommit, up to 16 takes of this key queued on this sidecar go as "
+                              "one UPDATE of their summed units"),
+              std::string::npos)
+        << out_.str();
+}
+
 TEST_F(explain_cli, file_and_statement_together_or_a_missing_file_are_usage_errors) {
     const auto rules = write("coupon.yaml", coupon_rules);
     explain_request r;

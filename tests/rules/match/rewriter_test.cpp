@@ -366,5 +366,29 @@ TEST(rewriter, deferred_decrement_is_self_contained) {
     EXPECT_FALSE(deferred_decrement(*inventory, seven, 1));  // one key value for two columns
 }
 
+// group_update: one UPDATE of several takes' summed units, the version bumped once per take.
+TEST(rewriter, group_decrement_sums_units_and_bumps_the_version_per_take) {
+    const auto* coupon = index().stock_named("coupon_stock");
+    const auto* inventory = index().stock_named("inventory");
+    ASSERT_NE(coupon, nullptr);
+    ASSERT_NE(inventory, nullptr);
+    const key_literal seven[] = {{"7", true}};
+    auto out = group_decrement(*coupon, seven, 5, 5, "shop");
+    ASSERT_TRUE(out) << out.error().message();
+    EXPECT_EQ(out->sql,
+              "UPDATE `shop`.`coupon_stock` SET `remain` = `remain` - 5, `version` = `version` + 5 WHERE "
+              "`campaign_id` = 7 AND `remain` >= 5");
+    const auto again = sql::parse(out->sql, {});
+    EXPECT_EQ(only_fact<counter_change>(match(again, index())).guard, guard_state::sufficient);
+    const key_literal sku[] = {{"A", false}, {"2", true}};
+    out = group_decrement(*inventory, sku, 6, 2);  // two takes of 3 units
+    ASSERT_TRUE(out);
+    EXPECT_EQ(out->sql,
+              "UPDATE `shop`.`inventory` SET `qty` = `qty` - 6 WHERE `sku` = X'41' AND `warehouse` = 2 AND "
+              "`qty` >= 11");
+    EXPECT_FALSE(group_decrement(*coupon, seven, 5, 0));
+    EXPECT_FALSE(group_decrement(*coupon, seven, 0, 1));
+}
+
 }  // namespace
 }  // namespace claimguard::rules::match
