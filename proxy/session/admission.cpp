@@ -29,7 +29,9 @@ awaitable<engine::statement_input> session::wait_turn(const engine::turn_request
             if (auto self = weak.lock()) self->admission_timer_.cancel();
         });
     };
-    auto entry = gate.enter(turn.rule, turn.key, *turn.limits, turn.units, std::move(wake));
+    auto entry = turn.groupable ? gate.enter_groupable(turn.rule, turn.key, *turn.limits, turn.units, turn.session,
+                                                       std::move(wake))
+                                : gate.enter(turn.rule, turn.key, *turn.limits, turn.units, std::move(wake));
     if (entry.what != admission::queued) co_return engine::statement_input::of_turn(entry.what, entry.id);
 
     auto& queued = claim_metrics::get().admission_queued;
@@ -38,17 +40,24 @@ awaitable<engine::statement_input> session::wait_turn(const engine::turn_request
     client_.watch_while_queued(shared_from_this(), admission_timer_);  // a hang-up leaves the queue
     const auto deadline = clock_type::now() + turn.limits->queue_timeout;
     std::optional<admission> out;
+    engine::group_result group;
     for (;;) {
-        auto what = gate.resolve(entry.id);
-        if (what != admission::queued) {
+        auto what = gate.resolve(entry.id, group);
+        if (what != admission::queued && what != admission::grouped) {
             out = what;
             break;
         }
         if (closed_ || client_.hung_up() || deadline_.timed_out() != deadline_kind::none) {
+            // A grouped take the leader then decides taken waits in the take ledger (the leader
+            // puts it there), as a take whose app went away after its UPDATE committed.
             gate.abandon(entry.id);
             break;
         }
-        admission_timer_.expires_at(std::min(deadline, clock_type::now() + admission_poll_interval));
+        // In a leader's batch: no queue_timeout any more (its unit may be taken already); the
+        // leader's wake comes after one UPDATE or a few.
+        const auto until = what == admission::grouped ? clock_type::now() + admission_poll_interval
+                                                      : std::min(deadline, clock_type::now() + admission_poll_interval);
+        admission_timer_.expires_at(until);
         co_await admission_timer_.async_wait(nothrow);
     }
     client_.stop_watching();
@@ -58,7 +67,7 @@ awaitable<engine::statement_input> session::wait_turn(const engine::turn_request
         co_return engine::statement_input::closing();
     }
     if (!out) co_return engine::statement_input::closing();
-    co_return engine::statement_input::of_turn(*out, entry.id);
+    co_return engine::statement_input::of_turn(*out, entry.id, group);
 }
 
 void session::release_admission() {

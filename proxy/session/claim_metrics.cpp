@@ -48,6 +48,13 @@ claim_metrics::claim_metrics()
           admin::default_registry()
               .gauge_family("claimguard_admission_queued", "Statements waiting in admission queues now", {})
               .with()),
+      group_update_batches(admin::default_registry().counter_family(
+          "claimguard_group_update_batches_total",
+          "Batches of takes of one key sent as one conditional UPDATE (group_update), by their leader", {"rule"})),
+      group_update_takes(admin::default_registry().counter_family(
+          "claimguard_group_update_takes_total",
+          "Takes decided in group_update batches, the leaders' included (takes / batches: the mean batch size)",
+          {"rule"})),
       read_cache_reads(admin::default_registry().counter_family(
           "claimguard_read_cache_total",
           "Counter reads of rules with read_cache: hit (answered by the sidecar), miss (nothing kept "

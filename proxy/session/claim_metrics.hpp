@@ -44,6 +44,9 @@ public:
     admin::family<admin::counter>& admission_sold_out;
     admin::family<admin::counter>& admission_lock_held;
     admin::gauge& admission_queued;
+    // group_update: the batches this sidecar sent, and the takes in them (the leaders' included).
+    admin::family<admin::counter>& group_update_batches;
+    admin::family<admin::counter>& group_update_takes;
     // The read cache (cached_reads.cpp).
     admin::family<admin::counter>& read_cache_reads;  // {rule,result}
     admin::gauge& read_cache_keys;

@@ -299,7 +299,8 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
                                    ctx_.admission,
                                    command_.snapshot ? &command_.snapshot->rules : nullptr,
                                    ctx_.read_cache,
-                                   read ? &*read : nullptr};
+                                   read ? &*read : nullptr,
+                                   backend_.thread_id()};
     engine::statement_operation op(d, st, memory_, *ctx_.ledger, transaction_, admission_held_, sctx);
     op.set_database(connection_state_.database());
     counters_.follow(command_.snapshot);  // the counters of the command's rules snapshot
@@ -337,6 +338,12 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
                 admission_timer_.expires_after(engine::read_cache::refresh_poll_interval);
                 co_await admission_timer_.async_wait(nothrow);
                 act = op.resume(closed_ ? engine::statement_input::closing() : engine::statement_input::refresh_done());
+                break;
+
+            case kind::wait_group:  // a leader gives followers max_wait to queue behind it
+                admission_timer_.expires_after(op.group_wait());
+                co_await admission_timer_.async_wait(nothrow);
+                act = op.resume(closed_ ? engine::statement_input::closing() : engine::statement_input::gather_done());
                 break;
 
             case kind::wait_turn: {

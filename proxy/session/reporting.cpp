@@ -32,6 +32,7 @@ admission_count count_of(engine::admission_note::kind what) {
         case k::sold_out: return admission_count::sold_out;
         case k::timed_out: return admission_count::timeouts;
         case k::queue_full: return admission_count::queue_full;
+        case k::grouped: break;  // not an admission_count: counted per batch
     }
     return admission_count::lock_held;
 }
@@ -44,6 +45,13 @@ void session::report_step(const engine::statement_report& r, const engine::decis
     if (!r.events.empty()) report_events(r.events, d, st);
     if (!r.deferred.empty()) report_deferred(r.deferred, &st);
     if (!r.reads.empty()) report_reads(r.reads, d);
+    for (const auto& g : r.groups) {
+        auto& m = claim_metrics::get();
+        counters_.dynamic(m.group_update_batches, g.rule, {}).inc();
+        counters_.dynamic(m.group_update_takes, g.rule, {}).inc(g.takes);
+        spdlog::debug("session {}: rule {}: a batch of {} takes ({} taken) in {} UPDATEs", id_, g.rule, g.takes,
+                      g.taken, g.statements);
+    }
 }
 
 void session::report_events(const std::vector<engine::event>& events, const engine::decision& d,
@@ -123,7 +131,8 @@ void session::report_dropped(std::vector<engine::deferred_take> dropped, bool co
     report_deferred(events, nullptr);
 }
 
-void session::audit(const engine::decision& d, std::string_view action, const sqlns::parsed_statement& st) {
+void session::audit(const engine::decision& d, std::string_view action, const sqlns::parsed_statement& st,
+                    std::string_view note) {
     spdlog::debug("session {}: rule {}: {} ({})", id_, rule_name(d), action, d.note);
     const bool to_log = ctx_.audit && ctx_.audit->enabled();
     if (!to_log && !ctx_.digests) return;
@@ -137,7 +146,7 @@ void session::audit(const engine::decision& d, std::string_view action, const sq
     e.user = user_;
     e.rule = rule_name(d);
     e.action = action;
-    e.note = d.note;
+    e.note = note.empty() ? std::string_view(d.note) : note;
     if (d.stock)
         for (std::size_t i = 0; i < d.key.size() && i < d.stock->key_columns.size(); ++i)
             e.keys.emplace_back(d.stock->key_columns[i], d.key[i]);
@@ -160,6 +169,12 @@ void session::fill_audit_context(audit_event& e) const {
 void session::report_admission(const std::vector<engine::admission_note>& notes, const engine::decision& d,
                                const rules::sql::parsed_statement& st) {
     for (const auto& n : notes) {
+        if (n.what == engine::admission_note::kind::grouped) {
+            // Counted per batch (report_step); audited per take with the batch's size and connection.
+            const auto note = n.message + " (leader's backend thread " + std::to_string(n.leader_thread) + ")";
+            audit(d, engine::row_of(n.what).action, st, note);
+            continue;
+        }
         counters_.admission(command_.snapshot, n.rule, count_of(n.what)).inc();
         const auto& row = engine::row_of(n.what);
         if (!row.audited) continue;

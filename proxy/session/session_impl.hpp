@@ -153,7 +153,8 @@ private:
     // nullopt: the backend connection failed.
     awaitable<std::optional<engine::recognition>> look_up_columns(engine::recognised_statement& rs,
                                                                   engine::recognition step);
-    void audit(const engine::decision& d, std::string_view action, const rules::sql::parsed_statement& st);
+    void audit(const engine::decision& d, std::string_view action, const rules::sql::parsed_statement& st,
+               std::string_view note = {});
     // The line's context: the rules version, this host, the session's database and backend thread.
     void fill_audit_context(audit_event& e) const;
     void forget_statements();
