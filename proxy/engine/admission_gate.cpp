@@ -270,6 +270,17 @@ void admission_gate::note_available(const std::string& rule, const key_tuple& ke
     if (it->second.in_flight == 0 && it->second.queue.empty()) slots_.erase(it);
 }
 
+void admission_gate::note_available_rule(const std::string& rule) {
+    std::lock_guard lock(mutex_);
+    for (auto it = slots_.lower_bound(key_type(rule, {})); it != slots_.end() && it->first.first == rule;) {
+        it->second.sold_out_until = {};
+        if (it->second.in_flight == 0 && it->second.queue.empty())
+            it = slots_.erase(it);
+        else
+            ++it;
+    }
+}
+
 std::size_t admission_gate::queued() const {
     std::lock_guard lock(mutex_);
     return queued_;

@@ -107,6 +107,8 @@ public:
                        clock::time_point now = clock::now());
     // A take succeeded or a restock went through: the key is not sold out.
     void note_available(const std::string& rule, const key_tuple& key);
+    // ... for every key of `rule` (a trusted user's restock whose WHERE pins no key).
+    void note_available_rule(const std::string& rule);
 
     // For metrics and tests.
     [[nodiscard]] std::size_t queued() const;

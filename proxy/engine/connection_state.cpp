@@ -2,6 +2,7 @@
 #include "connection_state.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <variant>
 
 #include "proxy/protocol/capabilities.hpp"
@@ -140,9 +141,29 @@ const std::vector<std::string>* connection_state::sql_prepared(std::string_view 
 
 // ---- the front of the pipeline ----------------------------------------------------------------------
 
+namespace {
+
+// A statement that can only read: one SELECT (no `;` that could start a second statement). A
+// trusted user's such statements are not looked at, as before trusted writes were followed.
+bool only_reads(std::string_view sql) {
+    if (sql.find(';') != std::string_view::npos) return false;
+    const auto start = sql.find_first_not_of(" \t\r\n(");
+    if (start == std::string_view::npos) return true;
+    const auto word = sql.substr(start, 6);
+    return sqlns::iequals(word, "SELECT") &&
+           (sql.size() == start + 6 || !(std::isalnum(static_cast<unsigned char>(sql[start + 6])) ||
+                                         sql[start + 6] == '_' || sql[start + 6] == '$'));
+}
+
+}  // namespace
+
 bool connection_state::passes_untouched(std::string_view sql, const statement_inputs& in, bool deferred) {
-    if (!deferred && in.index.filter().classify(sql) == sqlns::prefilter_verdict::irrelevant) return true;
-    return in.rules.is_trusted(in.user);
+    const auto verdict = in.index.filter().classify(sql);
+    if (!deferred && verdict == sqlns::prefilter_verdict::irrelevant) return true;
+    if (!in.rules.is_trusted(in.user)) return false;
+    // A trusted user: forwarded unchanged whatever it is, but a write naming a protected table is
+    // read to be audited, counted and followed by the read cache (decide_trusted).
+    return verdict != sqlns::prefilter_verdict::candidate || only_reads(sql);
 }
 
 recognition connection_state::recognise_query(std::string_view sql, const statement_inputs& in,
@@ -167,7 +188,7 @@ recognition connection_state::recognise_query(std::string_view sql, const statem
     out.parsed = parse(sql, in);
     note_sql_mode_change(out.parsed);
     out.facts = match(out.parsed, in.index, out.lookup);
-    if (out.lookup) return recognition::needs_columns;
+    if (out.lookup && !in.rules.is_trusted(in.user)) return recognition::needs_columns;  // a trusted user's: not needed
     return after_match(in, out);
 }
 
@@ -181,7 +202,7 @@ recognition connection_state::recognise_prepare(std::string_view sql, const stat
     }
     out.parsed = parse(sql, in);
     out.facts = match(out.parsed, in.index, out.lookup);
-    if (out.lookup) return recognition::needs_columns;
+    if (out.lookup && !in.rules.is_trusted(in.user)) return recognition::needs_columns;  // a trusted user's: not needed
     return after_match(in, out);
 }
 
@@ -195,6 +216,14 @@ recognition connection_state::columns_arrived(const proto::reply_view* reply, co
 }
 
 recognition connection_state::after_match(const statement_inputs& in, recognised_statement& out) {
+    if (in.rules.is_trusted(in.user)) {
+        // Never a columns lookup, a refusal or a take: only whether it writes a stock table.
+        out.lookup.reset();
+        out.decided = decide_trusted(out.parsed, out.facts, in.index, resolve_literal, in.memory);
+        if (!out.decided.trusted_write) return recognition::forward;
+        // Prepared: its executes are decided with their values (the key a `?` pins).
+        return out.from == recognised_statement::command::prepare ? recognition::keep_prepared : recognition::decided;
+    }
     if (out.from == recognised_statement::command::prepare) {
         // Kept without facts too (a SELECT * of a protected table): its execute sends the
         // transaction's deferred takes of that table first.
@@ -256,6 +285,13 @@ decision connection_state::decide(const match::match_result& facts, const rules:
                                   const value_resolver& values, session_memory& memory) const {
     memory.database = database_;
     return engine::decide(facts, rules, values, memory);
+}
+
+decision connection_state::decide_trusted(const sqlns::parsed_statement& st, const match::match_result& facts,
+                                          const match::rule_index& index, const value_resolver& values,
+                                          session_memory& memory) const {
+    memory.database = database_;
+    return engine::decide_trusted(st, facts, index, values, memory);
 }
 
 decision connection_state::decide_statement(const sqlns::parsed_statement& st, const match::match_result& facts,

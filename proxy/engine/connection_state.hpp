@@ -121,7 +121,9 @@ public:
 
     // ---- the front of the pipeline ------------------------------------------------------------------
     // Nothing to look at: the pre-filter says the text names no rule's table (and the transaction
-    // holds no deferred takes, `deferred`), or the user is trusted.
+    // holds no deferred takes, `deferred`); or the user is trusted and the text is no write naming
+    // one (a trusted user's reads cost what they did: only a possible restock is read, see
+    // decide_trusted).
     [[nodiscard]] static bool passes_untouched(std::string_view sql, const statement_inputs& in, bool deferred);
     // COM_QUERY: recognise_query() would forward it without a look (passes_untouched, and no
     // SQL-level prepared name to forget): the session need not build a recognised_statement.
@@ -149,6 +151,11 @@ public:
     // decide() with the session's current database.
     [[nodiscard]] decision decide(const rules::match::match_result& facts, const rules::rule_set& rules,
                                   const value_resolver& values, session_memory& memory) const;
+    // engine::decide_trusted() with the session's current database: a trusted user's statement.
+    [[nodiscard]] decision decide_trusted(const rules::sql::parsed_statement& st,
+                                          const rules::match::match_result& facts,
+                                          const rules::match::rule_index& index, const value_resolver& values,
+                                          session_memory& memory) const;
     // learn_session_changes, decide, plan_deferred: a statement the session is about to carry out.
     [[nodiscard]] decision decide_statement(const rules::sql::parsed_statement& st,
                                             const rules::match::match_result& facts, const rules::rule_set& rules,

@@ -8,7 +8,9 @@
 #include <type_traits>
 
 #include "key_collation.hpp"
+#include "rules/match/matcher.hpp"
 #include "rules/model/key_template.hpp"
+#include "rules/sql/text.hpp"
 #include "rules/sql/values.hpp"
 
 namespace claimguard::engine {
@@ -473,6 +475,55 @@ resolved_value resolve_double(double v) {
     out.canonical = ec == std::errc{} ? std::string(buf, end) : std::string("nan");
     if (auto n = rules::sql::canonical_number(out.canonical)) out.canonical = *n;
     return out;
+}
+
+namespace {
+
+// The statement's first word is one that writes a table (what a trusted user's restock is): an
+// unmodeled fact of a SELECT with a join names the stock table too, but writes nothing.
+bool writes_by_first_word(const rules::sql::parsed_statement& st) {
+    if (st.tokens.empty()) return false;
+    const auto first = st.text(0);
+    for (std::string_view w : {"UPDATE", "INSERT", "REPLACE", "DELETE", "LOAD"})
+        if (rules::sql::iequals(first, w)) return true;
+    return false;
+}
+
+}  // namespace
+
+decision decide_trusted(const rules::sql::parsed_statement& st, const match::match_result& facts,
+                        const match::rule_index& index, const value_resolver& values, const session_memory& memory) {
+    decision d;
+    if (!writes_by_first_word(st)) return d;
+    d.note = "a trusted user's write of a stock table: forwarded unchanged";
+    const auto pin = [&](const rules::stock_rule* rule, const match::small_vector<match::value_ref, 2>& key,
+                         bool full_key, std::string_view schema) {
+        d.stock = rule;
+        if (!full_key) return;
+        if (auto k = resolve_key(key, values)) {
+            canonicalize_key(*k, *rule);
+            d.key = std::move(*k);
+            scope_key(d, schema, rule->table, memory);
+        }
+    };
+    for (const auto& f : facts.facts) {
+        if (const auto* w = std::get_if<match::counter_write>(&f)) {
+            pin(w->rule, w->key, w->full_key, w->table.schema);
+        } else if (const auto* c = std::get_if<match::counter_change>(&f)) {
+            pin(c->rule, c->key, c->full_key, c->table.schema);
+        } else if (const auto* u = std::get_if<match::unmodeled>(&f); u && u->stock && !u->claim) {
+            d.stock = u->stock;  // a DELETE, REPLACE, LOAD DATA: no key the engine reads
+        }
+        if (d.stock) break;
+    }
+    if (!d.stock) {
+        // Another column set, a row inserted: no fact, but the stock table is written all the same.
+        match::match_context ctx;
+        if (!memory.database.empty()) ctx.current_database = memory.database;
+        d.stock = match::stock_written(st, index, ctx);
+    }
+    d.trusted_write = d.stock != nullptr;
+    return d;
 }
 
 std::string_view verdict_name(verdict v) {

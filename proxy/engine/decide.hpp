@@ -13,7 +13,9 @@
 #include "memory.hpp"
 #include "rules/match/facts.hpp"
 #include "rules/match/rewriter.hpp"
+#include "rules/match/rule_index.hpp"
 #include "rules/model/rules.hpp"
+#include "rules/sql/statement.hpp"
 
 namespace claimguard::engine {
 
@@ -129,6 +131,11 @@ struct decision {
     std::vector<claim_row_decision> rows;
     // Deferred takes of the open transaction this statement sends before its own action.
     deferred_step deferred = deferred_step::none;
+    // forward: a write of a stock table by a trusted user (trusted_users; decide_trusted). Sent
+    // unchanged, audited (trusted-write) and counted; after its OK the read cache forgets `key`
+    // (every key of `stock` when `key` is empty: the WHERE pins none) and the admission gate hears
+    // the key is available again: a restock is seen at once, not after read_cache's TTL.
+    bool trusted_write = false;
     std::vector<std::string> flush_rules;  // flush: the stock rules whose deferred takes go
 };
 
@@ -152,6 +159,14 @@ struct read_claim_row {
 // that an exhausted answer used up.
 [[nodiscard]] decision decide(const rules::match::match_result& facts, const rules::rule_set& rules,
                               const value_resolver& values, session_memory& memory);
+
+// A statement of a trusted user (trusted_users) that names a protected table: a trusted_write
+// decision when it is an UPDATE, INSERT, REPLACE, DELETE or LOAD DATA writing a stock table, with
+// the key its WHERE pins (a counter write or change of the full key with known values) or none;
+// else a plain forward. Never changes what is sent.
+[[nodiscard]] decision decide_trusted(const rules::sql::parsed_statement& st, const rules::match::match_result& facts,
+                                      const rules::match::rule_index& index, const value_resolver& values,
+                                      const session_memory& memory);
 
 // Which deferred takes of the open transaction go before this statement: all of them before
 // anything that may commit (COMMIT, BEGIN, SET autocommit = 1, DDL and other implicit commits),

@@ -48,7 +48,7 @@ summary summarize(const match::rule_index& index, const std::string& sql, bool t
     s.statement = sql;
     if (trusted) {
         s.decision = "forward";
-        s.note = "a trusted user: forwarded unchanged, never audited";
+        s.note = "a trusted user: forwarded unchanged (a write of a stock table audited as trusted-write)";
         return s;
     }
     std::ostringstream ignored;
@@ -127,7 +127,8 @@ int explain_command(const explain_request& request, std::ostream& out, std::ostr
     if (request.file.empty()) {
         if (trusted) {
             out << "user " << *request.user << " is in trusted_users: the statement is forwarded unchanged, never "
-                << "audited or counted\n";
+                << "refused; a write of a stock table is audited (trusted-write) and counted, and after its OK the "
+                << "read cache and the admission queue forget what they knew of its key\n";
             return 0;
         }
         if (!explain(index, request.sql, options, out)) {

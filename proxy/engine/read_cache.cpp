@@ -111,6 +111,14 @@ void read_cache::invalidate(const std::string& rule, const key_tuple& key) {
     it->second.generation = next_generation_++;
 }
 
+void read_cache::invalidate_rule(const std::string& rule) {
+    std::lock_guard lock(mutex_);
+    for (auto it = values_.lower_bound(key_id(rule, {})); it != values_.end() && it->first.first == rule; ++it) {
+        it->second.valid = false;
+        it->second.generation = next_generation_++;
+    }
+}
+
 std::size_t read_cache::keys() const {
     std::lock_guard lock(mutex_);
     return values_.size();

@@ -81,6 +81,9 @@ public:
                       clock::time_point now = clock::now());
     // A write that may raise the counter (a restock): the next read goes to the server.
     void invalidate(const std::string& rule, const key_tuple& key);
+    // A write that may raise the counter of keys not known (a trusted user's UPDATE without the
+    // key, a LOAD DATA): every key of `rule` is read from the server next.
+    void invalidate_rule(const std::string& rule);
 
     [[nodiscard]] std::size_t keys() const;
     [[nodiscard]] std::size_t templates() const;

@@ -68,9 +68,21 @@ std::string audit_line(const audit_event& e) {
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::string with_answer(std::string line, std::uint16_t error) {
+    // The line is one JSON object: the field goes before its closing brace.
+    if (line.empty() || line.back() != '}') return line;
+    line.pop_back();
+    line += error == 0 ? std::string(",\"answer\":\"ok\"}") : fmt::format(",\"answer\":{}}}", error);
+    return line;
+}
+
 void audit_log::write(const audit_event& e) {
     if (!file_) return;
-    auto line = audit_line(e);
+    write_line(audit_line(e));
+}
+
+void audit_log::write_line(std::string line) {
+    if (!file_) return;
     line += '\n';
     bool dropped = false;
     bool wake = false;

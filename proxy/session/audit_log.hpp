@@ -46,6 +46,10 @@ struct audit_event {
 
 // One audit line as JSON (no newline). Values may hold any bytes: invalid UTF-8 is replaced.
 [[nodiscard]] std::string audit_line(const audit_event& e);
+// The line with what the client got for the statement: "answer": "ok" (an OK or rows), or the ERR
+// code it was sent (the sidecar's own, or the database's it relayed). A line is made when the
+// engine acts and the answer comes after it, so the session keeps a command's lines to its end.
+[[nodiscard]] std::string with_answer(std::string line, std::uint16_t error);
 
 class audit_log {
 public:
@@ -67,6 +71,8 @@ public:
     audit_log& operator=(const audit_log&) = delete;
 
     void write(const audit_event& e);
+    // A line made by audit_line() (with_answer()), without its newline.
+    void write_line(std::string line);
     // Reopens the file by its path before the next batch (after logrotate moved it away); a file
     // that cannot be opened then keeps the old one and says so on standard error. Thread-safe.
     void reopen();

@@ -28,6 +28,9 @@ claim_metrics::claim_metrics()
           "claimguard_unmodeled_total",
           "Statements on protected tables in a shape claimguard does not model, by reason and policy",
           {"rule", "reason", "policy"})),
+      trusted_writes(admin::default_registry().counter_family(
+          "claimguard_trusted_writes_total",
+          "Writes of a stock table by a trusted user (trusted_users), forwarded unchanged and audited", {"rule"})),
       admission_waits(admin::default_registry().counter_family(
           "claimguard_admission_waits_total", "Decrements that waited in the per-key admission queue", {"rule"})),
       admission_timeouts(admin::default_registry().counter_family(

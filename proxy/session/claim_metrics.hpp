@@ -37,6 +37,7 @@ public:
 
     admin::family<admin::counter>& would;      // claimguard_would_rewrite_total{rule,action}
     admin::family<admin::counter>& unmodeled;  // claimguard_unmodeled_total{rule,reason,policy}
+    admin::family<admin::counter>& trusted_writes;  // claimguard_trusted_writes_total{rule}
     // The per-key admission queue (admission.cpp).
     admin::family<admin::counter>& admission_waits;
     admin::family<admin::counter>& admission_timeouts;

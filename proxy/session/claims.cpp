@@ -11,6 +11,7 @@
 #include "proxy/engine/bulk_claims.hpp"
 #include "proxy/engine/read_shape.hpp"
 #include "proxy/engine/several_statements.hpp"
+#include "proxy/engine/trusted_writes.hpp"
 #include "proxy/guards/redis_guard.hpp"
 #include "proxy/protocol/answers.hpp"
 #include "proxy/protocol/column.hpp"
@@ -75,6 +76,7 @@ awaitable<session::intercepted> session::intercept(const proto::packet_span& pac
             auto id = proto::peek_statement_id(payload);
             auto* ps = id ? prepared_.find(*id) : nullptr;
             if (!ps) co_return intercepted::forward;
+            if (trusted(*ps)) co_return co_await trusted_execute(*ps, packet, command);
             if (!large && command == com::stmt_bulk_execute) co_return co_await intercept_bulk_execute(*ps, packet);
             co_return co_await unmodeled_execute(*ps, packet, command, engine::unread_rows::large_execute);
         }
@@ -211,8 +213,11 @@ awaitable<session::intercepted> session::intercept_execute(const proto::packet_s
         if (std::holds_alternative<proto::long_data_value>(p))
             co_return co_await unmodeled_execute(ps, packet, com::stmt_execute, engine::unread_rows::long_data_execute);
     command_.snapshot = ps.snapshot;
-    auto d = connection_state_.decide_statement(ps.statement.parsed, ps.statement.facts, ps.snapshot->rules,
-                                                engine::bound_resolver(exec->params), memory_, transaction_);
+    auto d = trusted(ps)
+                 ? connection_state_.decide_trusted(ps.statement.parsed, ps.statement.facts, ps.snapshot->index,
+                                                    engine::bound_resolver(exec->params), memory_)
+                 : connection_state_.decide_statement(ps.statement.parsed, ps.statement.facts, ps.snapshot->rules,
+                                                      engine::bound_resolver(exec->params), memory_, transaction_);
     const auto patched = ps.frames_for_server(*exec, packet.first_seq);
     proto::bytes_view bytes =
         patched.empty() ? client_.in().readable().first(packet.raw_size) : proto::bytes_view(patched);
@@ -280,10 +285,41 @@ awaitable<session::intercepted> session::intercept_bulk_execute(engine::prepared
     co_return result;
 }
 
+bool session::trusted(const engine::prepared_statement& ps) const {
+    return ps.snapshot && ps.snapshot->rules.is_trusted(user_);
+}
+
+awaitable<session::intercepted> session::trusted_execute(const engine::prepared_statement& ps,
+                                                         const proto::packet_span& packet, std::uint8_t command) {
+    // A bulk execute, or one too large to read its values: the key is not known, every key of the
+    // rule is followed.
+    command_.snapshot = ps.snapshot;
+    const auto d = connection_state_.decide_trusted(ps.statement.parsed, ps.statement.facts, ps.snapshot->index,
+                                                    engine::resolve_literal, memory_);
+    if (!d.trusted_write) co_return intercepted::forward;
+    co_return co_await apply(d, ps.statement.parsed, command, client_.in().readable().first(packet.raw_size),
+                             packet.last_seq, nullptr, nullptr);
+}
+
+awaitable<session::intercepted> session::forward_trusted_write(const engine::decision& d,
+                                                               const sqlns::parsed_statement& st, std::uint8_t command,
+                                                               proto::bytes_view forward_bytes, std::uint8_t last_seq) {
+    auto reply = co_await backend_.roundtrip(forward_bytes, command, last_seq);
+    if (!reply) co_return intercepted::failed;
+    command_.forwarded_statement = true;
+    if (!reply->is_err) engine::follow_trusted_write(d, ctx_.read_cache, ctx_.admission);
+    counters_.follow(command_.snapshot);
+    counters_.dynamic(claim_metrics::get().trusted_writes, d.stock->name, {}).inc();
+    audit(d, "trusted-write", st);  // written with the answer at the command's end
+    co_return co_await client_.write(reply->raw) ? intercepted::handled : intercepted::failed;
+}
+
 awaitable<session::intercepted> session::apply(const engine::decision& d, const sqlns::parsed_statement& st,
                                                std::uint8_t command, proto::bytes_view forward_bytes,
                                                std::uint8_t last_seq, const std::vector<proto::binary_value>* params,
                                                const std::vector<proto::value_type>* types) {
+    // A trusted user's write: as written, whatever the rules say; followed, audited, counted.
+    if (d.trusted_write) co_return co_await forward_trusted_write(d, st, command, forward_bytes, last_seq);
     if (d.what == verdict::forward && !d.unmodeled && d.deferred == engine::deferred_step::none)
         co_return intercepted::forward;
     const engine::read_origin origin{command,

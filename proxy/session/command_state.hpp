@@ -15,6 +15,8 @@ struct command_state {
     bool forwarded_statement = false;  // apply() sent the client's statement to the database
     bool failed = false;               // the server answered the command (or the proxy's SQL for it) with ERR
     std::uint16_t error = 0;           // ... its code
+    bool answered = false;             // the sidecar answered the client itself (a rule's answer) ...
+    std::uint16_t answered_error = 0;  // ... with this ERR code (0: OK)
     bool ended = false;                // a query of several statements: each one's end was carried out already
     std::shared_ptr<const engine::rules_snapshot> snapshot;  // the rules the command is handled under
 };

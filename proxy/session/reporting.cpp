@@ -117,7 +117,7 @@ void session::report_deferred(const std::vector<std::pair<engine::event, engine:
         a.digest = digest;
         a.statement = statement;
         fill_audit_context(a);
-        ctx_.audit->write(a);
+        keep_audit_line(a);
     }
 }
 
@@ -156,7 +156,20 @@ void session::audit(const engine::decision& d, std::string_view action, const sq
     e.digest = digest;
     e.statement = statement;
     fill_audit_context(e);
-    ctx_.audit->write(e);
+    keep_audit_line(e);
+}
+
+void session::keep_audit_line(const audit_event& e) { audit_pending_.push_back(audit_line(e)); }
+
+void session::note_command_answer() {
+    audit_answer_ = command_.answered ? command_.answered_error : command_.failed ? command_.error : 0;
+}
+
+void session::flush_audit() {
+    if (audit_pending_.empty() || !ctx_.audit) return;
+    for (auto& line : audit_pending_)
+        ctx_.audit->write_line(audit_answer_ ? with_answer(std::move(line), *audit_answer_) : std::move(line));
+    audit_pending_.clear();
 }
 
 void session::fill_audit_context(audit_event& e) const {

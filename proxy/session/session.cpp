@@ -97,6 +97,8 @@ awaitable<void> session::run() {
     }
     abandon_transaction();  // a transaction still open dies with the connection
     release_admission();    // ... and so does its turn at the hot rows
+    audit_answer_.reset();  // lines of a command that got no answer, or of the connection's end
+    flush_audit();
 
     // After a protocol error's ERR (linger.hpp); the database connection is not held meanwhile.
     if (client_.wants_linger()) {
@@ -253,6 +255,8 @@ awaitable<bool> session::relay_reply(proto::command_exchange& exchange) {
 }
 
 bool session::end_command_now(bool was_in_transaction, clock_type::time_point started) {
+    note_command_answer();
+    flush_audit();
     connection_state_.command_ended(command_.failed);
     auto& end = ending_.emplace(engine::command_outcome{was_in_transaction, status_, command_.failed, command_.error},
                                 memory_, ctx_.ledger, transaction_, admission_held_, id_);
@@ -268,6 +272,7 @@ bool session::end_command_now(bool was_in_transaction, clock_type::time_point st
         return false;
     }
     ending_.reset();
+    flush_audit();  // lines of the settlement (deferred takes dropped at a commit)
     return true;  // done: only the database's answers can make the end fail
 }
 
@@ -281,6 +286,7 @@ awaitable<bool> session::end_command(clock_type::time_point started) {
             case kind::fail: {
                 const bool ok = act.type == kind::done;
                 ending_.reset();
+                flush_audit();
                 co_return ok;
             }
 

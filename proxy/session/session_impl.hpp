@@ -123,8 +123,21 @@ private:
                                  std::uint8_t command, proto::bytes_view forward_bytes, std::uint8_t last_seq,
                                  const std::vector<proto::binary_value>* params,
                                  const std::vector<proto::value_type>* types);
+    // The prepared statement's rules trust the session's current user (trusted_users).
+    [[nodiscard]] bool trusted(const engine::prepared_statement& ps) const;
+    // A trusted user's bulk execute, or one too large to read: forwarded, and followed as a write of
+    // every key of the rule when it writes a stock table.
+    awaitable<intercepted> trusted_execute(const engine::prepared_statement& ps, const proto::packet_span& packet,
+                                           std::uint8_t command);
+    // decision::trusted_write: sent as written; after its OK the read cache and the admission gate
+    // follow it (engine::follow_trusted_write); counted and audited whatever the answer.
+    awaitable<intercepted> forward_trusted_write(const engine::decision& d, const rules::sql::parsed_statement& st,
+                                                 std::uint8_t command, proto::bytes_view forward_bytes,
+                                                 std::uint8_t last_seq);
     // A rule's answer to the command being handled.
     awaitable<bool> answer(const rules::answer& a, std::uint16_t status, std::uint64_t ok_rows = 0) {
+        command_.answered = true;
+        command_.answered_error = a.type == rules::answer::kind::error ? a.code : 0;
         return client_.answer(a, proto::reply_seq(command_.seq), status, caps_, ok_rows);
     }
     // Counts, audits and logs what one step of a statement operation reported (reporting.cpp):
@@ -155,6 +168,14 @@ private:
                                                                   engine::recognition step);
     void audit(const engine::decision& d, std::string_view action, const rules::sql::parsed_statement& st,
                std::string_view note = {});
+    // An audit line of the command being handled: kept until its answer is known (flush_audit).
+    void keep_audit_line(const audit_event& e);
+    // The kept lines go to the audit log with the command's answer (audit_answer_; none: the session
+    // ended without one). Called at the command's end, after its settlement, and at the session's end.
+    void flush_audit();
+    // The answer the client got for the command ending now (command_: the sidecar's own, or the
+    // database's relayed), for its audit lines.
+    void note_command_answer();
     // The line's context: the rules version, this host, the session's database and backend thread.
     void fill_audit_context(audit_event& e) const;
     void forget_statements();
@@ -188,6 +209,8 @@ private:
     std::uint32_t mariadb_caps_ = 0;
     std::uint16_t status_ = 0;  // the server's status flags, as its last reply said
     command_state command_;     // the client command being handled
+    std::vector<std::string> audit_pending_;     // its audit lines (audit_line()), waiting for the answer
+    std::optional<std::uint16_t> audit_answer_;  // the answer flush_audit() writes (ERR code, 0: OK)
     link_deadline deadline_;
     client_link client_;
     backend_link backend_;

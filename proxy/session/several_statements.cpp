@@ -28,6 +28,7 @@ awaitable<session::intercepted> session::intercept_several(const proto::packet_s
         const bool was_in_transaction = status_ & proto::status::in_trans;
         command_.failed = false;
         command_.error = 0;
+        command_.answered = false;  // each statement's answer for its audit lines
         command_.forwarded_statement = false;
         client_.stitch(seq, i + 1 < statements.size());
         const auto done = co_await run_one_of_several(statements[i]);

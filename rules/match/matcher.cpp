@@ -525,4 +525,20 @@ match_result match(const parsed_statement& st, const rule_index& rules, const ma
     return out;
 }
 
+const stock_rule* stock_written(const parsed_statement& st, const rule_index& rules, const match_context& context) {
+    small_vector<const table_ref*, 2> tables;
+    if (const auto* u = std::get_if<sql::update_statement>(&st.body)) {
+        tables.push_back(&u->table);
+        for (const auto& t : u->joined) tables.push_back(&t);
+    } else if (const auto* i = std::get_if<sql::insert_statement>(&st.body)) {
+        tables.push_back(&i->table);
+    } else if (const auto* d = std::get_if<sql::delete_statement>(&st.body)) {
+        tables.push_back(&d->table);
+    }
+    for (const auto* t : tables)
+        for (const auto& rule : rules.rules().stocks)
+            if (table_matches(st, *t, rule.table, context)) return &rule;
+    return nullptr;
+}
+
 }  // namespace claimguard::rules::match

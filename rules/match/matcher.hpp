@@ -42,6 +42,12 @@ struct sql_prepared_use {
 [[nodiscard]] match_result match(const sql::parsed_statement& st, const rule_index& rules,
                                  const match_context& context = {});
 
+// The stock rule whose table an UPDATE (its joined tables too), INSERT, REPLACE or DELETE writes;
+// null: none (or not one of those kinds). For a trusted user's write (trusted_users), which has no
+// fact when it sets other columns or inserts a row.
+[[nodiscard]] const stock_rule* stock_written(const sql::parsed_statement& st, const rule_index& rules,
+                                              const match_context& context = {});
+
 // A value as the statement wrote it (exposed for the engine: bound prepared-statement
 // values are compared against these).
 [[nodiscard]] value_ref make_value(const sql::parsed_statement& st, const sql::operand& op);

@@ -382,6 +382,7 @@ class Ops(unittest.TestCase):
         self.assertEqual(line["database"], servers.DATABASE)
         self.assertEqual(line["backend_thread"], thread)
         self.assertEqual(line["keys"], {"campaign_id": "1"})
+        self.assertEqual(line["answer"], 1644, "the ERR the app was sent")
 
         # logrotate: move the file away, SIGUSR1, the next line goes to a new file by the same name.
         os.rename(audit, audit + ".1")
@@ -391,6 +392,12 @@ class Ops(unittest.TestCase):
         wait_for(lambda: any(l["action"] == "exhausted" for l in lines(audit)), ANSWER_TIMEOUT_S,
                  "a line in the new file")
         self.assertEqual(len([l for l in lines(audit + ".1") if l["action"] == "exhausted"]), 1)
+        # Observe mode: the line says what the app got from the database it was forwarded to.
+        self.assertEqual(http(proxy.control_port, "/-/mode-override/observe", method="POST")[0], 200)
+        self.assertIsNone(self.take_one(conn))
+        observed = wait_for(lambda: next((l for l in lines(audit) if l["action"] != "exhausted"), None),
+                            ANSWER_TIMEOUT_S, "the observe-mode audit line")
+        self.assertEqual(observed["answer"], "ok", observed)
         self.assertIsNone(proxy.proc.poll())
 
     def test_digests_show_each_shape_and_what_enforce_does_in_both_modes(self):

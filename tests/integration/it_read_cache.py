@@ -14,6 +14,7 @@ libmariadb's prepared statements (unix/stmt_client.cpp, with --stmt-client) read
 """
 
 import argparse
+import json
 import os
 import shutil
 import struct
@@ -37,6 +38,8 @@ LONG_TTL_S = 10  # the longest allowed, far above the test's run time: a reply i
 CAMPAIGN = 7
 STOCK = 5
 CLIENT_TIMEOUT_S = 20
+TRUSTED_USER = "cg_dba"  # trusted_users: restocks through the sidecar (test_trusted_restock_...)
+TRUSTED_PASSWORD = "dba-Pw1"
 METRIC = "claimguard_read_cache_total"
 TEXT_READS = (
     f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}",
@@ -300,6 +303,81 @@ class ReadCache(unittest.TestCase):
             self.assertEqual(self.via.text(sql)[-2][1], b"\x010")
         self.assertEqual(self.db_selects(), selects)
         self.assertEqual(self.via.text(sql), self.direct.text(sql))
+
+    def test_trusted_restock_seen_at_once_audited_and_counted(self):
+        # Issue 21: a DBA restocks a sold-out campaign as a trusted user through the sidecar while
+        # the app's reads are cached for 10 s: the next read shows the new stock at once (not after
+        # the TTL), 5 more claims succeed, the write is audited with its answer and counted.
+        self.cluster.reset({CAMPAIGN: 2})
+        self.cluster.sql(f"CREATE USER IF NOT EXISTS '{TRUSTED_USER}'@'%' IDENTIFIED BY '{TRUSTED_PASSWORD}'; "
+                         f"GRANT SELECT, INSERT, UPDATE, DELETE ON {cluster.DATABASE}.* TO '{TRUSTED_USER}'@'%';")
+        rules = cluster.rules_with_stock_lines(os.path.join(self.work, "rules-trusted-source.yaml"),
+                                               [f"read_cache: {LONG_TTL_S}s"])
+        trusted_rules = os.path.join(self.work, "rules-trusted.yaml")
+        with open(rules, encoding="utf-8") as f, open(trusted_rules, "w", encoding="utf-8") as out:
+            out.write(f"trusted_users: [{TRUSTED_USER}]\n" + f.read())
+        audit = os.path.join(self.work, "audit-trusted.jsonl")
+        proxy = servers.Claimguard(ARGS.claimguard, self.cluster.dir, "claimguard-trusted", self.cluster.db.port,
+                                   extra_args=["--rules", trusted_rules, "--audit-log", audit])
+        self.cluster.proxies.append(proxy)
+        proxy.start()
+        read = f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}"
+        take = f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = {CAMPAIGN}"
+
+        def connect(user, password):
+            return pymysql.connect(host=servers.HOST, port=proxy.port, user=user, password=password,
+                                   database=cluster.DATABASE, autocommit=True, connect_timeout=CLIENT_TIMEOUT_S)
+
+        def remain(cur):
+            cur.execute(read)
+            return cur.fetchone()[0]
+
+        def takes(cur, n):
+            taken = 0
+            for _ in range(n):
+                try:
+                    taken += cur.execute(take)
+                except pymysql.MySQLError as e:
+                    self.assertEqual(e.args[0], 1644, e)
+            return taken
+
+        def lines():
+            with open(audit, encoding="utf-8") as f:
+                return [json.loads(line) for line in f if line.strip()]
+
+        with connect(cluster.APP_USER, cluster.APP_PASSWORD) as app, app.cursor() as cur, \
+                connect(TRUSTED_USER, TRUSTED_PASSWORD) as dba, dba.cursor() as dba_cur:
+            self.assertEqual(remain(cur), 2)
+            self.assertEqual(takes(cur, 3), 2, "two units, the third sold out")
+            self.assertEqual(remain(cur), 0)
+            hits = itlib.metric(proxy.admin_port, METRIC, {"rule": "coupon_stock", "result": "hit"})
+            self.assertEqual(remain(cur), 0)
+            self.assertEqual(itlib.metric(proxy.admin_port, METRIC, {"rule": "coupon_stock", "result": "hit"}),
+                             hits + 1, "the sold-out key is answered from the cache")
+            self.assertEqual(dba_cur.execute(
+                f"UPDATE coupon_stock SET remain = remain + 5 WHERE campaign_id = {CAMPAIGN}"), 1)
+            restocked = time.monotonic()
+            self.assertEqual(remain(cur), 5, "the restock is seen at once, not after the TTL")
+            self.assertLess(time.monotonic() - restocked, LONG_TTL_S / 2)
+            self.assertEqual(takes(cur, 6), 5, "five more claims, then sold out again")
+            self.assertEqual(self.cluster.sql(
+                f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN};").split()[-1], "0")
+            # A trusted write the database refuses: audited with its ERR, the cache left alone.
+            with self.assertRaises(pymysql.MySQLError) as refused:
+                dba_cur.execute(f"UPDATE coupon_stock SET no_such_column = 1 WHERE campaign_id = {CAMPAIGN}")
+            self.assertEqual(refused.exception.args[0], 1054)
+        self.assertEqual(itlib.metric(proxy.admin_port, "claimguard_trusted_writes_total", {"rule": "coupon_stock"}), 2)
+        itlib.wait_for(lambda: len([l for l in lines() if l["action"] == "trusted-write"]) == 2, CLIENT_TIMEOUT_S,
+                       "both trusted-write lines")
+        written = [l for l in lines() if l["action"] == "trusted-write"]
+        self.assertEqual(written[0]["user"], TRUSTED_USER)
+        self.assertEqual(written[0]["rule"], "coupon_stock")
+        self.assertEqual(written[0]["statement"], "UPDATE coupon_stock SET remain = remain + ? WHERE campaign_id = ?")
+        self.assertEqual(written[0]["keys"], {"campaign_id": str(CAMPAIGN)})
+        self.assertEqual(written[0]["answer"], "ok")
+        self.assertEqual(written[1]["answer"], 1054)
+        sold_out = [l for l in lines() if l["action"] == "exhausted"]
+        self.assertTrue(sold_out and all(l["answer"] == 1644 for l in sold_out), sold_out)
 
     def test_reads_that_must_see_the_server(self):
         bypass = self.count("bypass")

@@ -149,6 +149,23 @@ TEST(AdmissionGate, ATakeOrRestockEndsSoldOutAtOnce) {
     g.release(r.id, t0 + 3ms);
 }
 
+// A trusted user's restock of every key of a rule (issue 21): none of them is sold out any more;
+// another rule's key still is.
+TEST(AdmissionGate, ARestockOfEveryKeyOfARuleEndsSoldOutForEach) {
+    admission_gate g;
+    const auto t0 = clock::now();
+    g.note_sold_out(rule, key7, 1, t0);
+    g.note_sold_out(rule, key8, 1, t0);
+    g.note_sold_out("other_rule", key7, 1, t0);
+    g.note_available_rule(rule);
+    for (const auto& k : {key7, key8}) {
+        auto r = g.enter(rule, k, limits(1), 1, {}, t0 + 2ms);
+        EXPECT_EQ(r.what, admission::admitted);
+        g.release(r.id, t0 + 3ms);
+    }
+    EXPECT_EQ(g.enter("other_rule", key7, limits(1), 1, {}, t0 + 4ms).what, admission::sold_out);
+}
+
 TEST(AdmissionGate, SoldOutForLargerTakesLetsSmallerOnesWait) {
     admission_gate g;
     wakes w;

@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "proxy/engine/bound_values.hpp"
 #include "proxy/engine/connection_state.hpp"
+#include "proxy/engine/trusted_writes.hpp"
 #include "proxy/protocol/capabilities.hpp"
 #include "proxy/protocol/column.hpp"
 #include "proxy/protocol/packets.hpp"
@@ -789,10 +791,15 @@ struct untouched_case {
 };
 
 const untouched_case untouched_cases[] = {
-    {"trusted_user_forwards_a_write", "stock_admin", "UPDATE coupon_stock SET remain = 100 WHERE campaign_id = 7",
-     false, rec::forward, rec::forward},
+    // A trusted user's write of a stock table is followed (issue 21: audited, counted, the read cache
+    // told); sent unchanged all the same (trusted_writes below).
+    {"trusted_user_write_of_stock_is_followed", "stock_admin",
+     "UPDATE coupon_stock SET remain = 100 WHERE campaign_id = 7", false, rec::decided, rec::keep_prepared},
     {"trusted_user_forwards_a_claim", "stock_admin", "INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, 7)",
      false, rec::forward, rec::forward},
+    // A trusted user's read costs what it did: not even parsed.
+    {"trusted_user_read_is_untouched", "stock_admin", "SELECT remain FROM coupon_stock WHERE campaign_id = 7", false,
+     rec::forward, rec::forward},
     {"trusted_user_forwards_with_deferred_takes", "stock_admin", "CREATE TABLE t (a INT)", true, rec::forward,
      rec::forward},
     {"app_user_write_is_decided", "app", "UPDATE coupon_stock SET remain = 100 WHERE campaign_id = 7", false,
@@ -817,7 +824,8 @@ TEST_P(untouched, by_the_front) {
         f.memory.deferred.push_back(take);
     }
     EXPECT_EQ(f.query(c.sql, c.user), c.query);
-    if (c.query == rec::forward) {
+    // (A trusted user's INSERT is read to see whether it writes a stock table.)
+    if (c.query == rec::forward && c.sql.rfind("INSERT", 0) != 0) {
         EXPECT_TRUE(f.last().parsed.sql.empty() || f.last().facts.facts.empty()) << "forwarded after a match";
     }
     EXPECT_EQ(f.prepare(c.sql, c.user), c.prepare);
@@ -825,6 +833,131 @@ TEST_P(untouched, by_the_front) {
 
 INSTANTIATE_TEST_SUITE_P(connection_state, untouched, ::testing::ValuesIn(untouched_cases),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// ---- a trusted user's writes (issue 21) -------------------------------------------------------------
+
+struct trusted_case {
+    const char* name;
+    std::string sql;
+    bool followed;                 // decided as a trusted write of coupon_stock
+    std::vector<std::string> key;  // the key it pins (empty: every key of the rule)
+};
+
+const trusted_case trusted_cases[] = {
+    {"relative_restock_pins_its_key", "UPDATE coupon_stock SET remain = remain + 5 WHERE campaign_id = 7", true, {"7"}},
+    {"absolute_restock_pins_its_key", "update coupon_stock set remain = 20 where campaign_id = '7'", true, {"7"}},
+    {"restock_of_every_row", "UPDATE coupon_stock SET remain = remain + 5", true, {}},
+    {"other_column", "UPDATE coupon_stock SET version = 0 WHERE campaign_id = 7", true, {}},
+    {"new_stock_row", "INSERT INTO coupon_stock (campaign_id, remain) VALUES (8, 5)", true, {}},
+    {"replace", "REPLACE INTO coupon_stock VALUES (7, 5, 0)", true, {}},
+    {"delete", "DELETE FROM coupon_stock WHERE campaign_id = 7", true, {}},
+    {"load_data", "LOAD DATA INFILE '/tmp/stock.csv' INTO TABLE coupon_stock", true, {}},
+    {"claim_row_is_not_stock", "DELETE FROM coupon_order WHERE user_id = 1", false, {}},
+    {"read_with_a_join_writes_nothing",
+     "SELECT s.remain FROM coupon_stock s JOIN coupon_order o ON o.campaign_id = s.campaign_id",
+     false,
+     {}},
+};
+
+class trusted_writes : public ::testing::TestWithParam<trusted_case> {};
+
+TEST_P(trusted_writes, are_forwarded_unchanged_and_followed) {
+    const auto& c = GetParam();
+    front f(trusted_env());
+    ASSERT_TRUE(f.ready()) << f.error();
+    const auto r = f.query(c.sql, "stock_admin");
+    if (!c.followed) {
+        EXPECT_EQ(r, rec::forward);
+        return;
+    }
+    ASSERT_EQ(r, rec::decided);
+    const auto& d = f.last().decided;
+    EXPECT_TRUE(d.trusted_write);
+    EXPECT_EQ(d.what, verdict::forward) << "never a take, a refusal or a rewrite";
+    EXPECT_FALSE(d.unmodeled);
+    ASSERT_NE(d.stock, nullptr);
+    EXPECT_EQ(d.stock->name, "coupon_stock");
+    EXPECT_EQ(d.key, c.key);
+    // The same statement from the app is not a trusted write.
+    front app(trusted_env());
+    if (app.query(c.sql, "app") == rec::decided) EXPECT_FALSE(app.last().decided.trusted_write);
+}
+
+INSTANTIATE_TEST_SUITE_P(connection_state, trusted_writes, ::testing::ValuesIn(trusted_cases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// A prepared restock: kept at prepare time, its key known at the execute (the bound value).
+TEST(connection_state, trusted_prepared_restock_pins_the_bound_key) {
+    front f(trusted_env());
+    ASSERT_TRUE(f.ready()) << f.error();
+    ASSERT_EQ(f.prepare("UPDATE coupon_stock SET remain = remain + ? WHERE campaign_id = ?", "stock_admin"),
+              rec::keep_prepared);
+    const auto& st = f.last();
+    const std::vector<protocol::binary_value> values{std::int64_t{5}, std::int64_t{9}};
+    auto d = f.state.decide_trusted(st.parsed, st.facts, *trusted_env().index, bound_resolver(values), f.memory);
+    EXPECT_TRUE(d.trusted_write);
+    EXPECT_EQ(d.key, key_tuple{"9"});
+}
+
+// Several statements in one query: not screened out as a read, so the session splits it and each
+// statement is recognised (a restock after a SELECT is followed).
+TEST(connection_state, trusted_several_statements_are_looked_at) {
+    front f(trusted_env());
+    ASSERT_TRUE(f.ready()) << f.error();
+    EXPECT_TRUE(f.state.query_passes_untouched("SELECT remain FROM coupon_stock WHERE campaign_id = 7",
+                                               f.inputs("stock_admin")));
+    EXPECT_FALSE(f.state.query_passes_untouched(
+        "SELECT 1; UPDATE coupon_stock SET remain = remain + 5 WHERE campaign_id = 7", f.inputs("stock_admin")));
+    EXPECT_TRUE(f.state.query_passes_untouched("SELECT 1; SELECT 2", f.inputs("stock_admin")))
+        << "names no protected table";
+}
+
+// After its OK: the read cache forgets the key (or every key of the rule), the gate hears the key
+// is available again: a sold-out key sells again at once, not after the TTL or the re-check.
+TEST(connection_state, trusted_write_followed_by_the_read_cache_and_the_gate) {
+    using namespace std::chrono_literals;
+    auto text = read_coupon_yaml();
+    const std::string floor = "    floor: 0";
+    const auto at = text.find(floor);
+    ASSERT_NE(at, std::string::npos);
+    text.insert(at + floor.size(), "\n    read_cache: 10s\n    admission: {max_in_flight: 1, queue_timeout: 2s}");
+    const auto env = env_of_text("trusted_users: [stock_admin]\n" + text);
+    ASSERT_TRUE(env->error.empty()) << env->error;
+    front f(*env);
+    const auto& rule = env->rules->stocks.front();
+    ASSERT_TRUE(rule.read_cache && rule.admission);
+    read_cache cache;
+    admission_gate gate;
+    const key_tuple k7{"7"}, k8{"8"};
+    const auto now = read_cache::clock::now();
+    const auto sell_out = [&] {
+        for (const auto& k : {k7, k8}) {
+            cache.on_exhausted(rule.name, k, 0, now);
+            gate.note_sold_out(rule.name, k, 1, now);
+        }
+    };
+    // (What the read cache does is read_cache_test's and it_read_cache's: its answers need a reply template.)
+    const auto sold_out = [&](const key_tuple& k) {
+        return gate.enter(rule.name, k, *rule.admission, 1, {}, now).what == admission::sold_out;
+    };
+    sell_out();
+    ASSERT_EQ(f.query("UPDATE coupon_stock SET remain = remain + 5 WHERE campaign_id = 7", "stock_admin"),
+              rec::decided);
+    follow_trusted_write(f.last().decided, &cache, &gate);
+    EXPECT_FALSE(sold_out(k7)) << "the restocked key";
+    EXPECT_TRUE(sold_out(k8)) << "another key";
+    sell_out();
+    ASSERT_EQ(f.query("UPDATE coupon_stock SET remain = remain + 5", "stock_admin"), rec::decided);
+    follow_trusted_write(f.last().decided, &cache, &gate);
+    EXPECT_FALSE(sold_out(k8)) << "every key of the rule";
+    // The app's own statements are never followed as a trusted write.
+    decision app;
+    app.stock = &rule;
+    app.key = k8;
+    sell_out();
+    follow_trusted_write(app, &cache, &gate);
+    EXPECT_TRUE(sold_out(k8));
+}
 
 // A prepare of a statement the rules do not model gets its policy at once: refused under
 // `unmodeled: refuse`, kept under `forward` (counted at each execute).

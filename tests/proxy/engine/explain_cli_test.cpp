@@ -170,8 +170,10 @@ TEST_F(explain_cli, one_statement_as_a_trusted_user_and_with_admission) {
     r.sql = "UPDATE coupon_stock SET remain = remain + 100 WHERE campaign_id = 7";
     r.user = "stock_admin";
     ASSERT_EQ(run(r), 0) << err_.str();
-    EXPECT_EQ(out_.str(), "user stock_admin is in trusted_users: the statement is forwarded unchanged, never audited "
-                          "or counted\n");
+    EXPECT_EQ(out_.str(),
+              "user stock_admin is in trusted_users: the statement is forwarded unchanged, never refused; a write of "
+              "a stock table is audited (trusted-write) and counted, and after its OK the read cache and the "
+              "admission queue forget what they knew of its key\n");
     std::string with_admission = coupon_rules;
     with_admission.replace(with_admission.find("    floor: 0\n"), 13,
                            "    floor: 0\n    admission:\n      max_in_flight: 2\n      queue_timeout: 500ms\n");

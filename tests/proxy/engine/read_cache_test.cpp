@@ -108,6 +108,20 @@ TEST_F(read_cache_test, a_restock_sends_the_next_read_to_the_server) {
     EXPECT_EQ(cache.find(rule, key, shape, ttl, t0 + 3ms).value, 30);
 }
 
+// A trusted user's restock whose WHERE pins no key (issue 21): every key of the rule asks the
+// server next, the other rules' keys stay answered.
+TEST_F(read_cache_test, a_restock_of_every_key_of_a_rule_sends_their_reads_to_the_server) {
+    server_read(0, t0);
+    server_read(3, t0, key_tuple{"8"});
+    cache.on_exhausted("other_rule", key, 0, t0);
+    cache.invalidate_rule(rule);
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, t0 + 1ms).what, outcome::refresh);
+    EXPECT_EQ(cache.find(rule, key_tuple{"8"}, shape, ttl, t0 + 1ms).what, outcome::refresh);
+    EXPECT_EQ(cache.find("other_rule", key, shape, ttl, t0 + 1ms).what, outcome::miss) << "no template, but a value";
+    cache.invalidate_rule("no_such_rule");  // nothing to do
+    EXPECT_EQ(cache.keys(), 3u);
+}
+
 TEST_F(read_cache_test, a_reply_older_than_a_local_change_does_not_overwrite_it) {
     server_read(10, t0);
     auto refresh = cache.find(rule, key, shape, ttl, t0 + 60ms);  // sent to the server...
