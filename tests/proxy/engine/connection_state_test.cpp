@@ -880,7 +880,9 @@ TEST_P(trusted_writes, are_forwarded_unchanged_and_followed) {
     EXPECT_EQ(d.key, c.key);
     // The same statement from the app is not a trusted write.
     front app(trusted_env());
-    if (app.query(c.sql, "app") == rec::decided) EXPECT_FALSE(app.last().decided.trusted_write);
+    if (app.query(c.sql, "app") == rec::decided) {
+        EXPECT_FALSE(app.last().decided.trusted_write);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(connection_state, trusted_writes, ::testing::ValuesIn(trusted_cases),

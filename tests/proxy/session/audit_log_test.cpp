@@ -211,6 +211,24 @@ TEST(audit_log, a_line_carries_its_context_when_given) {
     EXPECT_EQ(full.at("backend_thread"), 1187);
 }
 
+// Issue 21 item 6: the answer the client got, added once the command ended (the line is made before).
+TEST(audit_log, a_line_carries_the_answer_the_client_got) {
+    const auto line = audit_line(event(3, "exhausted"));
+    EXPECT_FALSE(nlohmann::json::parse(line).contains("answer"));
+    auto ok = nlohmann::json::parse(with_answer(line, 0));
+    EXPECT_EQ(ok.at("answer"), "ok");
+    EXPECT_EQ(ok.at("action"), "exhausted") << "the rest of the line as it was";
+    EXPECT_EQ(nlohmann::json::parse(with_answer(line, 1644)).at("answer"), 1644);
+    const auto path = temp_file("answer.jsonl");
+    {
+        audit_log log(path.string());
+        log.write_line(with_answer(line, 1205));
+    }
+    const auto lines = read_lines(path);
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_EQ(lines[0].at("answer"), 1205);
+}
+
 TEST(audit_log, reopen_starts_a_new_file_after_logrotate_moved_the_old_one) {
     const auto path = temp_file("rotate.jsonl");
     const auto rotated = fs::path(path.string() + ".1");
