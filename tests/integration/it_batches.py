@@ -40,7 +40,9 @@ ARGS = None
 
 
 class Cluster(unittest.TestCase):
-    """One MariaDB, Redis and two sidecars for the cases of a class."""
+    """One MariaDB, Redis and SIDECARS sidecars for the cases of a class."""
+
+    SIDECARS = 2
 
     @classmethod
     def setUpClass(cls):
@@ -49,7 +51,7 @@ class Cluster(unittest.TestCase):
         try:
             cls.cluster.start_db(unique_index=True)
             cls.cluster.start_redis()
-            cls.proxies = cls.cluster.start_proxies(ARGS.claimguard, 2)
+            cls.proxies = cls.cluster.start_proxies(ARGS.claimguard, cls.SIDECARS)
         except BaseException:
             cls.cluster.stop()
             raise
@@ -76,7 +78,10 @@ class Cluster(unittest.TestCase):
 
 
 class Batches(Cluster):
-    """A claim INSERT of several rows: one claim per row."""
+    """A claim INSERT of several rows: one claim per row. Eight sidecars (issue 19: "through 8 sidecars"): the
+    concurrent users spread over all of them."""
+
+    SIDECARS = 8
 
     def redis_key(self, user, campaign):
         """EXISTS of a claim's Redis key (the rule has no schema: the key names the database)."""
@@ -170,14 +175,14 @@ class Batches(Cluster):
 
     def test_executemany_concurrent_users_claim_exactly_the_stock(self):
         """Users read, write the stale literal (remain - 1) per campaign and record their orders with
-        executemany (one multi-row INSERT); each tries twice. Through two sidecars: exactly the stock."""
+        executemany (one multi-row INSERT); each tries twice. Through eight sidecars: exactly the stock."""
         stock = {CAMPAIGN: 12, CAMPAIGN + 1: 7}
         self.cluster.reset(stock)
         errors = []
 
         def user(uid, attempts):
             try:
-                with self.connect(uid % 2) as c, c.cursor() as cur:
+                with self.connect(uid % self.SIDECARS) as c, c.cursor() as cur:
                     for _ in range(attempts):
                         got = []
                         for campaign in stock:
@@ -225,7 +230,10 @@ class Batches(Cluster):
 class SeveralStatements(Cluster):
     """A query of several statements (CLIENT_MULTI_STATEMENTS: MyBatis <foreach> with allowMultiQueries):
     split at the `;`s and each statement decided in order; one result per statement; the server's stop
-    at the first error. Was refused as several_statements: 0 sold."""
+    at the first error. Was refused as several_statements: 0 sold. Eight sidecars: the concurrent users spread
+    over all of them."""
+
+    SIDECARS = 8
 
     def multi(self, sidecar=0):
         return self.connect(sidecar, client_flag=CLIENT.MULTI_STATEMENTS)
@@ -351,7 +359,7 @@ class SeveralStatements(Cluster):
 
         def user(uid, attempts):
             try:
-                with self.multi(uid % 2) as c, c.cursor() as cur:
+                with self.multi(uid % self.SIDECARS) as c, c.cursor() as cur:
                     for _ in range(attempts):
                         got = self.results(cur, f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = "
                                                 f"{CAMPAIGN}; INSERT INTO coupon_order (user_id, campaign_id) VALUES "
@@ -504,7 +512,10 @@ class ConnectorJ(Cluster):
 
 
 class ConnectorC(Cluster):
-    """A claim INSERT with MariaDB Connector/C array binding (STMT_ATTR_ARRAY_SIZE: COM_STMT_BULK_EXECUTE)."""
+    """A claim INSERT with MariaDB Connector/C array binding (STMT_ATTR_ARRAY_SIZE: COM_STMT_BULK_EXECUTE), through
+    eight sidecars (issue 19: "through 8 sidecars"; PyMySQL and MySQLdb cannot send a bulk)."""
+
+    SIDECARS = 8
 
     SOURCE = os.path.join(HERE, "capi", "claim_bulk.c")
 
@@ -552,16 +563,16 @@ class ConnectorC(Cluster):
         self.assertEqual(self.refusals(), before + 1)
 
     def test_concurrent_users_claim_exactly_the_stock(self):
-        """Users on both sidecars at once on small stock, each a bulk of two orders around two takes: never more
+        """Users on all eight sidecars at once on small stock, each a bulk of two orders around two takes: never more
         orders than units taken, no duplicates; a user left with one take gets the exhausted answer for its bulk
         and that unit waits in its sidecar's ledger, where claims without a take of their own then use it."""
         stock = 9
         self.cluster.reset({CAMPAIGN: stock})
         before = self.refusals()
-        results = [None] * 12
+        results = [None] * 2 * self.SIDECARS
 
         def run(i):
-            results[i] = self.app(100 + 2 * i, sidecar=i % 2)
+            results[i] = self.app(100 + 2 * i, sidecar=i % self.SIDECARS)
 
         threads = [threading.Thread(target=run, args=(i,)) for i in range(len(results))]
         for t in threads:
@@ -574,7 +585,7 @@ class ConnectorC(Cluster):
         self.assertEqual((facts["remain"], facts["duplicate_pairs"]), (0, 0))
         self.assertLessEqual(facts["rows"], stock)
         # The waiting units: one-row claims without a take of their own, on each sidecar until sold out.
-        for sidecar in (0, 1):
+        for sidecar in range(self.SIDECARS):
             with self.connect(sidecar) as c, c.cursor() as cur:
                 for uid in range(600 + 20 * sidecar, 620 + 20 * sidecar):
                     try:

@@ -4,8 +4,8 @@
 Usage: it_cancel.py --claimguard PATH --work-dir DIR [unittest args]
 
 One MariaDB with the incident's schema and unique index (tests/incident/cluster.py), one Redis, one
-claimguard with the example rules (on_cancel: keep_stock, the default) and two with the same rules plus
-on_cancel: return_stock. The app is PyMySQL, the incident's flow: read remain, write remain = <read - 1>,
+claimguard with the example rules (on_cancel: keep_stock, the default) and eight with the same rules plus
+on_cancel: return_stock (issue 19: "through 8 sidecars"). The app is PyMySQL, the incident's flow: read remain, write remain = <read - 1>,
 insert the claim; a refund deletes the claim row (by user and campaign) and, in the refund flow, gives the
 unit back itself with remain = remain + 1.
 - P15: the refund's DELETE was refused (other_statement); now it goes through, the app's restock is a
@@ -15,7 +15,8 @@ unit back itself with remain = remain + 1.
 - return_stock, a DELETE by the row's id (an ORM's delete of a row it loaded; text and prepared): the
   rows are read with their lock first, each stock key they name gets its units back, the app's restock of
   their sum after it is absorbed once; with ORDER BY / LIMIT it is still refused (cancel_without_stock_key).
-- the refund flow with concurrent users over two sidecars (claim, cancel some, claim again): at the end
+- the refund flow with concurrent users over the eight sidecars (claim, cancel some, claim again; by user and
+  campaign, and by the row's id): at the end
   remain + claim rows == the initial stock exactly, no user holds two rows, every re-claim after a cancel
   that found stock went in.
 """
@@ -44,6 +45,7 @@ ERR_REFUSED = 1644
 CAMPAIGN = 1
 BY_ID, BY_ID_OTHER = 3, 4  # test_return_stock_delete_by_row_id's campaigns
 ER_LOCK_DEADLOCK = 1213
+RETURNING_SIDECARS = 8
 ARGS = None
 
 
@@ -69,7 +71,7 @@ class Cancel(unittest.TestCase):
         cls.keep = cls.cluster.start_proxies(ARGS.claimguard, 1)[0]
         returning = rules_returning_stock(cluster.EXAMPLE_RULES, os.path.join(cls.work, "return_stock.yaml"))
         cls.returning = []
-        for i in (1, 2):
+        for i in range(1, RETURNING_SIDECARS + 1):
             p = servers.Claimguard(ARGS.claimguard, cls.work, f"claimguard-return-{i}", cls.cluster.db.port,
                                    extra_args=["--rules", returning, "--redis",
                                                f"{servers.HOST}:{cls.cluster.redis.port}",
@@ -283,11 +285,11 @@ class Cancel(unittest.TestCase):
         self.assertGreaterEqual(itlib.metric(proxy.admin_port, "claimguard_cancellations_total",
                                              {"rule": "coupon_order", "stock": "returned"}), 4)
 
-    def test_refund_by_id_concurrent_users_over_two_sidecars(self):
+    def test_refund_by_id_concurrent_users_over_eight_sidecars(self):
         """As the refund flow below, with the ORM's refund: load the row, delete it by id, restock."""
         self.refund_flow(self.refund_by_id)
 
-    def test_refund_flow_concurrent_users_over_two_sidecars(self):
+    def test_refund_flow_concurrent_users_over_eight_sidecars(self):
         """Users claim, a third of those who got one refund it (half in a transaction), then claim again; the
         stock is smaller than the demand. The database must end with remain + claims == stock, one row per user."""
         self.refund_flow(self.refund)
@@ -299,7 +301,7 @@ class Cancel(unittest.TestCase):
         lock = threading.Lock()
 
         def user(u):
-            proxy = self.returning[u % 2]
+            proxy = self.returning[u % len(self.returning)]
             try:
                 with self.connect(proxy) as c, c.cursor() as cur:
                     if not self.claim(cur, u) or u % 3 != 0:

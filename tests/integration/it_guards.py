@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Guards in any equivalent form, through two claimguard sidecars, a real MariaDB, Redis and PyMySQL.
+"""Guards in any equivalent form, through eight claimguard sidecars (issue 19: "through 8 sidecars"), a real
+MariaDB, Redis and PyMySQL.
 
 Usage: it_guards.py --claimguard PATH --work-dir DIR [unittest args]
 
@@ -35,6 +36,7 @@ import servers  # noqa: E402
 ER_CLAIMGUARD = 1644
 CAMPAIGN = 77
 CLIENTS = 24
+SIDECARS = 8  # the concurrent users are spread over all of them
 ARGS = None
 
 P12 = "UPDATE coupon_stock SET remain = remain - 2 WHERE campaign_id = %s AND remain - 2 >= 0"
@@ -84,7 +86,7 @@ class Guards(unittest.TestCase):
             cls.cluster.start_db(unique_index=True)
             cls.cluster.sql("CREATE TABLE campaign (id INT PRIMARY KEY, status VARCHAR(8) NOT NULL);")
             cls.cluster.start_redis()
-            cls.proxies = cls.cluster.start_proxies(ARGS.claimguard, 2)
+            cls.proxies = cls.cluster.start_proxies(ARGS.claimguard, SIDECARS)
         except BaseException:
             cls.cluster.stop()
             raise

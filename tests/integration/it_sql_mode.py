@@ -10,10 +10,13 @@ the same UPDATE prepared and executed in the binary protocol; XA PREPARE "x" (wh
 SELECT) not asked;
 NO_BACKSLASH_ESCAPES set by CONCAT (a string ends where the server ends it); a SET GLOBAL by another
 client directly on the database reaches the sidecar's next connections; a PyMySQL app that sets
-ANSI_QUOTES per session with CONCAT and claims concurrently on small stock sells exactly the stock.
+ANSI_QUOTES per session with CONCAT and claims concurrently on small stock through eight sidecars sells
+exactly the stock.
 GlobalModes (a MariaDB started with --sql-mode=...ANSI_QUOTES,NO_BACKSLASH_ESCAPES): the server's default
 is read, the app's double-quoted UPDATE is a take, `"campaign_id" = "campaign_id"` (every row there)
-is refused, and a backslash in a string reads as the server reads it.
+is refused, and a backslash in a string reads as the server reads it; the same concurrent app without its
+SET (the server's default has ANSI_QUOTES) through eight sidecars sells exactly the stock.
+Each class runs eight sidecars (issue 19: "through 8 sidecars"); the single-connection cases use the first.
 MariaDB and the coupon schema come from tests/incident/cluster.py (rules/examples/coupon.yaml).
 """
 
@@ -36,6 +39,7 @@ import rawmysql  # noqa: E402
 import servers  # noqa: E402
 
 ER_CLAIMGUARD = 1644
+SIDECARS = 8
 CAMPAIGN = 77
 ARGS = None
 P11_UPDATE = f'UPDATE "coupon_stock" SET "remain" = 99 WHERE "campaign_id" = {CAMPAIGN}'
@@ -63,7 +67,8 @@ class Base(unittest.TestCase):
         try:
             cls.cluster.start_db(unique_index=True)
             cls.cluster.start_redis()
-            cls.proxy = cls.cluster.start_proxies(ARGS.claimguard, 1)[0]
+            cls.proxies = cls.cluster.start_proxies(ARGS.claimguard, SIDECARS)
+            cls.proxy = cls.proxies[0]
         except BaseException:
             cls.cluster.stop()
             raise
@@ -72,13 +77,69 @@ class Base(unittest.TestCase):
     def tearDownClass(cls):
         cls.cluster.stop()
 
-    def connect(self, **kwargs):
-        return pymysql.connect(host=servers.HOST, port=self.proxy.port, user=cluster.APP_USER,
+    def connect(self, sidecar=0, **kwargs):
+        return pymysql.connect(host=servers.HOST, port=self.proxies[sidecar].port, user=cluster.APP_USER,
                                password=cluster.APP_PASSWORD, database=cluster.DATABASE, autocommit=True,
                                read_timeout=20, write_timeout=20, **kwargs)
 
     def set_stock(self, remain):
         self.cluster.reset({CAMPAIGN: remain, CAMPAIGN + 1: 50})
+
+    def unmodeled_everywhere(self, reason=None):
+        return sum(unmodeled(p, reason) for p in self.proxies)
+
+    def claim_concurrently_exactly_the_stock(self, set_session_mode):
+        """The racy legacy flow in double quotes (read, check in the app, write the literal, record), 60 users on
+        12 connections spread over the eight sidecars, each connection adding ANSI_QUOTES with CONCAT first when
+        `set_session_mode`: exactly the stock sold, no duplicate, every user answered OK or sold out."""
+        stock, users, threads = 15, 60, 12
+        self.set_stock(stock)
+        outcomes = {"ok": 0, "sold_out": 0, "other": []}
+        lock = threading.Lock()
+        next_user = iter(range(1, users + 1))
+
+        def worker(i):
+            with self.connect(i % SIDECARS) as c, c.cursor() as cur:
+                if set_session_mode:
+                    cur.execute("SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')")
+                while True:
+                    with lock:
+                        user = next(next_user, None)
+                    if user is None:
+                        return
+                    try:
+                        cur.execute(f'SELECT "remain" FROM "coupon_stock" WHERE "campaign_id" = {CAMPAIGN}')
+                        remain = cur.fetchone()[0]
+                        if remain <= 0:
+                            with lock:
+                                outcomes["sold_out"] += 1
+                            continue
+                        cur.execute(f'UPDATE "coupon_stock" SET "remain" = {remain - 1} '
+                                    f'WHERE "campaign_id" = {CAMPAIGN}')
+                        cur.execute(f'INSERT INTO "coupon_order" ("user_id", "campaign_id") '
+                                    f'VALUES ({user}, {CAMPAIGN})')
+                        with lock:
+                            outcomes["ok"] += 1
+                    except pymysql.MySQLError as e:
+                        with lock:
+                            if e.args[0] == ER_CLAIMGUARD and "sold out" in e.args[1]:
+                                outcomes["sold_out"] += 1
+                            else:
+                                outcomes["other"].append(e.args)
+
+        pool = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+        self.assertEqual(outcomes["other"], [])
+        facts = self.stock()
+        self.assertEqual(facts["rows"], stock)
+        self.assertEqual(facts["remain"], 0)
+        self.assertEqual(facts["duplicate_pairs"], 0)
+        self.assertEqual(outcomes["ok"], stock)
+        self.assertEqual(outcomes["ok"] + outcomes["sold_out"], users)
+        self.assertEqual(self.unmodeled_everywhere("sql_mode_unknown"), 0)
 
     def stock(self, campaign=CAMPAIGN):
         return self.cluster.facts(campaign)
@@ -194,53 +255,7 @@ class SessionModes(Base):
         self.assertEqual(self.stock(CAMPAIGN + 1)["remain"], 50)
 
     def test_app_sets_ansi_quotes_by_concat_and_claims_concurrently_exactly_the_stock(self):
-        stock, users, threads = 15, 60, 12
-        self.set_stock(stock)
-        outcomes = {"ok": 0, "sold_out": 0, "other": []}
-        lock = threading.Lock()
-        next_user = iter(range(1, users + 1))
-
-        def worker():
-            with self.connect() as c, c.cursor() as cur:
-                cur.execute("SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')")
-                while True:
-                    with lock:
-                        user = next(next_user, None)
-                    if user is None:
-                        return
-                    try:  # the racy legacy flow: read, check in the app, write the literal, record
-                        cur.execute(f'SELECT "remain" FROM "coupon_stock" WHERE "campaign_id" = {CAMPAIGN}')
-                        remain = cur.fetchone()[0]
-                        if remain <= 0:
-                            with lock:
-                                outcomes["sold_out"] += 1
-                            continue
-                        cur.execute(f'UPDATE "coupon_stock" SET "remain" = {remain - 1} '
-                                    f'WHERE "campaign_id" = {CAMPAIGN}')
-                        cur.execute(f'INSERT INTO "coupon_order" ("user_id", "campaign_id") '
-                                    f'VALUES ({user}, {CAMPAIGN})')
-                        with lock:
-                            outcomes["ok"] += 1
-                    except pymysql.MySQLError as e:
-                        with lock:
-                            if e.args[0] == ER_CLAIMGUARD and "sold out" in e.args[1]:
-                                outcomes["sold_out"] += 1
-                            else:
-                                outcomes["other"].append(e.args)
-
-        pool = [threading.Thread(target=worker) for _ in range(threads)]
-        for t in pool:
-            t.start()
-        for t in pool:
-            t.join()
-        self.assertEqual(outcomes["other"], [])
-        facts = self.stock()
-        self.assertEqual(facts["rows"], stock)
-        self.assertEqual(facts["remain"], 0)
-        self.assertEqual(facts["duplicate_pairs"], 0)
-        self.assertEqual(outcomes["ok"], stock)
-        self.assertEqual(outcomes["ok"] + outcomes["sold_out"], users)
-        self.assertEqual(unmodeled(self.proxy, "sql_mode_unknown"), 0)
+        self.claim_concurrently_exactly_the_stock(set_session_mode=True)
 
 
 class GlobalModes(Base):
@@ -256,6 +271,9 @@ class GlobalModes(Base):
             self.assertEqual(ctx.exception.args[0], ER_CLAIMGUARD)
         facts = self.stock()
         self.assertEqual((facts["remain"], facts["rows"]), (99, 1))
+
+    def test_app_on_the_server_default_claims_concurrently_exactly_the_stock(self):
+        self.claim_concurrently_exactly_the_stock(set_session_mode=False)
 
     def test_server_default_column_compared_with_itself_is_refused(self):
         self.set_stock(100)

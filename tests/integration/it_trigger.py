@@ -4,16 +4,18 @@ claimguards, MariaDB and Redis.
 
 Usage: it_trigger.py --claimguard PATH --work-dir DIR [unittest args]
 
-One MariaDB with the incident's schema and unique index (tests/incident/cluster.py), one Redis, two
-claimguards with the example rules plus `decremented_by_trigger: true` on coupon_order. The app only
-inserts the claim row (autocommit, or BEGIN; INSERT; COMMIT) and lets a trigger on coupon_order take the
-coupon. Three triggers, one at a time:
+One MariaDB with the incident's schema and unique index (tests/incident/cluster.py), one Redis, eight
+claimguards with the example rules plus `decremented_by_trigger: true` on coupon_order (issue 19: "through
+8 sidecars"). The app only inserts the claim row (autocommit, or BEGIN; INSERT; COMMIT) and lets a trigger
+on coupon_order take the coupon. Three triggers, one at a time:
 - guarded with SIGNAL (correct directly): through claimguard the same claims as directly, the trigger's
-  own SIGNAL for the users after the last coupon;
-- guarded without SIGNAL (the row goes in, nothing is taken: over-issues directly) and unguarded (remain
-  goes below 0 directly): through claimguard exactly the stock, remain never below 0.
-Each with 60 users on 24 threads over both sidecars, stock 15, every user trying twice: claim rows ==
-min(stock, users), no duplicates, rows + remain == the initial stock.
+  own SIGNAL for the users after the last coupon; through all eight sidecars;
+- guarded without SIGNAL (the row goes in, nothing is taken: over-issues directly), through two sidecars,
+  and unguarded (remain goes below 0 directly), through all eight: through claimguard exactly the stock,
+  remain never below 0.
+Each with 60 users on 24 threads spread over the sidecars, stock 15, every user trying twice: claim rows ==
+min(stock, users), no duplicates, rows + remain == the initial stock; through eight, every sidecar decided
+claims of its own (its metrics).
 Without the field the same claim is answered sold out (require_decrement: no take of the sidecar's).
 `claimguard check`: the field without the trigger is an error (exit 1); the trigger without the field a
 warning that says to set it (exit 0).
@@ -44,6 +46,7 @@ CAMPAIGN = 1
 STOCK = 15
 USERS = 60
 THREADS = 24
+SIDECARS = 8  # the trigger sidecars (issue 19's "through 8 sidecars")
 ARGS = None
 
 GUARDED_SIGNAL = """
@@ -79,7 +82,7 @@ class Trigger(unittest.TestCase):
         cls.cluster.start_redis()
         cls.rules = rules_with_field(cluster.EXAMPLE_RULES, os.path.join(cls.work, "trigger.yaml"))
         cls.proxies = []
-        for i in (1, 2):
+        for i in range(1, SIDECARS + 1):
             p = servers.Claimguard(ARGS.claimguard, cls.work, f"claimguard-trigger-{i}", cls.cluster.db.port,
                                    extra_args=["--rules", cls.rules, "--redis",
                                                f"{servers.HOST}:{cls.cluster.redis.port}",
@@ -110,6 +113,26 @@ class Trigger(unittest.TestCase):
 
     def facts(self):
         return self.cluster.facts(CAMPAIGN)
+
+    def spread(self):
+        """Per trigger sidecar: (client connections it accepted, claims it decided by the trigger: claimed or
+        exhausted, from its metrics)."""
+        def decided(p):
+            return sum(itlib.metric(p.admin_port, "claimguard_trigger_claims_total",
+                                    {"rule": "coupon_order", "result": r}) for r in ("claimed", "exhausted"))
+        return [(itlib.metric(p.admin_port, "claimguard_client_connections_accepted_total"), decided(p))
+                for p in self.proxies]
+
+    def assert_every_sidecar_used(self, before, decided):
+        """Each of the eight sidecars served users in this test (the load was spread, none idle), and, when
+        `decided`, decided trigger claims of its own (an unguarded trigger: each user's first INSERT is
+        claimed or exhausted; a guarded one may answer a sidecar's late users with its SIGNAL only)."""
+        after = self.spread()
+        self.assertEqual(len(after), SIDECARS)
+        for i, ((c0, d0), (c1, d1)) in enumerate(zip(before, after)):
+            self.assertGreater(c1, c0, f"sidecar {i + 1} served no connection: {before} -> {after}")
+            if decided:
+                self.assertGreater(d1, d0, f"sidecar {i + 1} decided no trigger claim: {before} -> {after}")
 
     @staticmethod
     def claim(cur, user, transaction):
@@ -169,8 +192,10 @@ class Trigger(unittest.TestCase):
         self.assertEqual((want["rows"], want["remain"], want["duplicate_pairs"]), (STOCK, 0, 0), want)
         self.assertTrue(any(a and "trigger: sold out" in a[1] for got in direct.values() for a in got))
         self.cluster.reset({CAMPAIGN: STOCK})
+        before = self.spread()
         answers = self.run_users([p.port for p in self.proxies])
         self.assert_exact(answers, "guarded with SIGNAL")
+        self.assert_every_sidecar_used(before, decided=False)
         # After the last coupon the app gets the trigger's own SIGNAL, as directly.
         self.assertTrue(any(a and "trigger: sold out" in a[1] for got in answers.values() for a in got), answers)
         claimed = sum(itlib.metric(p.admin_port, "claimguard_trigger_claims_total",
@@ -184,7 +209,7 @@ class Trigger(unittest.TestCase):
         direct = self.facts()
         self.assertEqual(direct["rows"], USERS, direct)  # directly every user gets a row: over-issued
         self.cluster.reset({CAMPAIGN: STOCK})
-        answers = self.run_users([p.port for p in self.proxies])
+        answers = self.run_users([p.port for p in self.proxies[:2]])
         self.assert_exact(answers, "guarded without SIGNAL")
         exhausted = sum(itlib.metric(p.admin_port, "claimguard_trigger_claims_total",
                                      {"rule": "coupon_order", "result": "exhausted"}) for p in self.proxies)
@@ -197,8 +222,10 @@ class Trigger(unittest.TestCase):
         direct = self.facts()
         self.assertLess(direct["remain"], 0, direct)  # directly the counter goes below the floor
         self.cluster.reset({CAMPAIGN: STOCK})
+        before = self.spread()
         answers = self.run_users([p.port for p in self.proxies])
         self.assert_exact(answers, "unguarded")
+        self.assert_every_sidecar_used(before, decided=True)
 
     def test_4_insert_id_and_status_are_the_inserts(self):
         """The app gets the INSERT's own OK: its insert id, and autocommit status after claimguard's COMMIT."""
