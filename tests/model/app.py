@@ -30,6 +30,11 @@ RETRYABLE_ERRNOS = {1205, 1213, 1399, 1402, 1613, 1614, 2006, 2013, 2055}
 LOST_ERRNOS = {2006, 2013, 2055, 0}
 
 
+def trigger_table(trigger):
+    """The claim table whose INSERT trigger decrements coupon_stock (grammar dimension `trigger`)."""
+    return f"coupon_order_t{trigger}"
+
+
 class Vanished(Exception):
     """The app's process vanished between two statements (a client fault)."""
 
@@ -314,6 +319,8 @@ class AppRun:
             stock, order, key = "coupon_stock", "coupon_order", "campaign_id"
         if s["carrier"] == "view":
             stock = "v_stock"
+        if s["trigger"] != "none":
+            order = trigger_table(s["trigger"])
         if s["sql_mode"] == "ansi_quotes_session":  # names as ANSI SQL writes them
             qual = "".join(f'"{part}".' for part in self.qual.split(".") if part)
             return f'{qual}"{stock}"', f'{qual}"{order}"', f'"{key}"'
@@ -431,20 +438,27 @@ class AppRun:
     def cancel(self, user, camp):
         """The user's claim cancelled, as a correct refund flow does it: delete_then_restock in a transaction
         (BEGIN; DELETE the row by user and key; remain = remain + 1; COMMIT), delete_only as one DELETE in
-        autocommit (COMMIT after it ends the implicit transaction under autocommit = 0). A deadlock or lock
-        wait timeout is retried, as an app retries it. As text on the base tables, whatever the app's carrier."""
+        autocommit (COMMIT after it ends the implicit transaction under autocommit = 0). The delete_by_id_*
+        values do the same as an ORM deletes a row it loaded: SELECT the claim row's id, then DELETE ... WHERE
+        id = <it> (no row read: nothing to cancel). A deadlock or lock wait timeout is retried, as an app
+        retries it. As text on the base tables, whatever the app's carrier."""
         s = self.spec
         stock, order, key = self.names()
         stock = stock.replace("v_stock", "coupon_stock")  # a view carrier's app refunds on the table itself
         k = self.stock_key(camp)
-        in_tx = s["cancel"] == "delete_then_restock"
+        in_tx = s["cancel"] in ("delete_then_restock", "delete_by_id_then_restock")
+        by_id = s["cancel"].startswith("delete_by_id")
         conn = self.lender.borrow(user, "write")
         try:
             for retry in range(20):
                 r = conn.q(user, "BEGIN") if in_tx else Res()
                 deleted = 0
-                if r.ok:
-                    r = conn.q(user, f"DELETE FROM {order} WHERE user_id = {user} AND {key} = {k}")
+                where = f"user_id = {user} AND {key} = {k}"
+                if r.ok and by_id:
+                    r = conn.q(user, f"SELECT id FROM {order} WHERE {where}")
+                    where = f"id = {r.rows[0]['id']}" if r.ok and r.rows else None
+                if r.ok and where:
+                    r = conn.q(user, f"DELETE FROM {order} WHERE {where}")
                     deleted = r.affected if r.ok else 0
                 if r.ok and deleted == 1 and in_tx:
                     r = conn.q(user, f"UPDATE {stock} SET remain = remain + 1 WHERE {key} = {k}")
@@ -680,7 +694,9 @@ class AppRun:
                 return None
 
             steps = (do_write, do_claim) if s["order"] == "decrement_first" else (do_claim, do_write)
-            if s["carrier"] == "multi_statement":
+            if s["trigger"] != "none":
+                steps = (do_claim,)  # the claim table's trigger decrements the stock
+            elif s["carrier"] == "multi_statement":
                 steps = (do_write_and_claim,)
             for i, step in enumerate(steps):
                 e = step()

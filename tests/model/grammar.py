@@ -70,13 +70,20 @@ DIMENSIONS = {
     "opt_defer_decrement": ["off", "on"],
     "opt_unmodeled": ["refuse", "forward"],
     # after a claim, some users cancel it (a refund): DELETE the claim row by user and key, then give the unit
-    # back themselves (remain = remain + 1) or not; the claim rule's on_cancel
-    "cancel": ["none", "delete_then_restock", "delete_only"],
+    # back themselves (remain = remain + 1) or not; or as an ORM deletes a row it loaded: read the claim row's
+    # id, then DELETE ... WHERE id = ? (then restock, or not); the claim rule's on_cancel
+    "cancel": ["none", "delete_then_restock", "delete_only", "delete_by_id_then_restock", "delete_by_id_only"],
     "opt_on_cancel": ["keep_stock", "return_stock"],
+    # who decrements the stock: the app's write (above); or a trigger on the claim table, the app only inserting
+    # the claim row (the claim rule then says decremented_by_trigger: true). The trigger is guarded with a
+    # SIGNAL (correct directly: the INSERT fails after the last unit), guarded without one (the row goes in,
+    # nothing is taken: over-issues directly), or unguarded (remain goes below 0 directly). Each trigger is on
+    # a claim table of its own (coupon_order_t<value>, consuming coupon_stock).
+    "trigger": ["none", "guarded_signal", "guarded_quiet", "unguarded"],
 }
 
 # relative weights of some values (default 1): most apps run without faults and claim once
-WEIGHTS = {("write_answer", "checked"): 3, ("fault", "none"): 3, ("repeat", "once"): 2, ("schema", "default"): 2, ("key", "int"): 2}
+WEIGHTS = {("trigger", "none"): 15, ("write_answer", "checked"): 3, ("fault", "none"): 3, ("repeat", "once"): 2, ("schema", "default"): 2, ("key", "int"): 2}
 
 TX_STYLES_WITH_TRANSACTION = {"begin", "start_transaction", "autocommit0", "read_then_begin", "savepoint",
                               "savepoint_rollback", "xa_commit", "xa_rollback_retry"}
@@ -85,6 +92,8 @@ VERSION_WRITES = {"version_abs", "version_rel"}
 GUARDED_WRITES = {"guard_gt0", "guard_ge1", "guard_minus_ge0", "guard_join"}
 RELATIVE_WRITES = {"rel"} | GUARDED_WRITES  # need no value read before them
 UPSERT_WRITES = {"upsert_odku", "upsert_replace"}
+# the cancellations that give the unit back only through on_cancel: return_stock
+CANCELS_WITHOUT_RESTOCK = {"delete_only", "delete_by_id_only"}
 
 
 def _hot_options_locking_read(s):
@@ -212,8 +221,15 @@ def valid(spec):
             return False
     if s["key"] in ("string", "string_case") and s["write"] in UPSERT_WRITES:
         return False
-    if s["cancel"] == "delete_only" and s["opt_on_cancel"] != "return_stock":
+    if s["cancel"] in CANCELS_WITHOUT_RESTOCK and s["opt_on_cancel"] != "return_stock":
         return False  # the app never gives the unit back: only return_stock keeps the stock whole
+    if s["trigger"] != "none":
+        # the app only inserts the claim, as text (SQL-level PREPARE of a protected table gets the unmodeled
+        # policy whatever the table), on the integer-keyed table: the rule reads only a one-row plain INSERT
+        # as the trigger's take (docs/RULES.md); the write's dimensions are not used (the trigger is the write)
+        if s["carrier"] != "text" or s["key"] not in ("int", "quoted") \
+                or s["claim"] not in ("insert", "no_columns", "insert_set"):
+            return False
     return True
 
 
@@ -231,8 +247,15 @@ def repair(spec, enabled):
     if s["read"] == "none" and (s["write"] not in RELATIVE_WRITES or s["tx"] == "read_then_begin") \
             and "read.plain" in enabled:
         s["read"] = "plain"
-    if s["cancel"] == "delete_only" and "opt_on_cancel.return_stock" in enabled:
+    if s["cancel"] in CANCELS_WITHOUT_RESTOCK and "opt_on_cancel.return_stock" in enabled:
         s["opt_on_cancel"] = "return_stock"
+    if s["trigger"] != "none":
+        if s["carrier"] != "text" and "carrier.text" in enabled:
+            s["carrier"] = "text"
+        if s["key"] not in ("int", "quoted") and "key.int" in enabled:
+            s["key"] = "int"
+        if s["claim"] not in ("insert", "no_columns", "insert_set") and "claim.insert" in enabled:
+            s["claim"] = "insert"
 
 
 def correct_directly(spec):
@@ -241,6 +264,8 @@ def correct_directly(spec):
     writes. The racy ones (a literal from a plain read, an unguarded relative write) are what
     claimguard exists for; they are checked for every promise except selling as much as directly."""
     s = spec
+    if s["trigger"] != "none":
+        return s["trigger"] == "guarded_signal"  # the app's write dimensions are not used
     if s["carrier"] == "procedure" or s["write"] in UPSERT_WRITES or s["write_answer"] == "ignored":
         return False
     if s["write"] in GUARDED_WRITES or s["write"] in VERSION_WRITES:
@@ -251,7 +276,7 @@ def correct_directly(spec):
 
 # Dimensions added after the CI seeds were chosen draw from a generator of their own, so each CI seed's
 # apps keep every habit and load they had, and gain only the new dimension's value.
-OWN_GENERATOR = {"sql_mode"}
+OWN_GENERATOR = {"sql_mode", "trigger"}
 
 
 def generate(seed, index, enabled):

@@ -37,7 +37,7 @@ import pymysql  # noqa: E402
 import servers  # noqa: E402  (tests/integration/servers.py)
 
 import grammar  # noqa: E402
-from app import AppRun, classify  # noqa: E402
+from app import AppRun, classify, trigger_table  # noqa: E402
 
 # The seeds model.ci runs (x --apps-per-seed 6): about 2 minutes on a loaded 2-core machine (the first 30 of
 # this list; the rest run with --seeds ci-all). More families are enabled since the fixes of issue 17 landed,
@@ -48,7 +48,7 @@ CI_SEEDS_ALL = [11, 23, 37, 41, 53, 67, 71, 83, 97, 101, 113, 127, 131, 149, 151
 CI_SEEDS = CI_SEEDS_ALL[:30]
 
 # Audit actions that take stock from the counter (docs/OPERATIONS.md section 5, proxy/engine/claim_operation.cpp).
-TAKE_ACTIONS = {"rewritten", "tracked", "deferred-flushed", "deferred-committed"}
+TAKE_ACTIONS = {"rewritten", "tracked", "deferred-flushed", "deferred-committed", "claimed-by-trigger"}
 FORWARDED = {"forwarded-unmodeled"}
 
 EXTRA_SCHEMA = """
@@ -80,6 +80,32 @@ CREATE TABLE campaign (
   UNIQUE KEY uq_code (code)
 ) ENGINE=InnoDB;
 """
+
+# The claim tables whose INSERT trigger decrements coupon_stock (grammar dimension `trigger`), one per trigger:
+# guarded with a SIGNAL (correct directly), guarded without one (over-issues directly), unguarded (remain goes
+# below 0 directly). As tests/integration/it_trigger.py.
+TRIGGERS = {
+    "guarded_signal": """BEFORE INSERT ON incident.coupon_order_tguarded_signal FOR EACH ROW BEGIN
+  UPDATE incident.coupon_stock SET remain = remain - 1 WHERE campaign_id = NEW.campaign_id AND remain > 0;
+  IF ROW_COUNT() = 0 THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'trigger: sold out'; END IF;
+END""",
+    "guarded_quiet": """AFTER INSERT ON incident.coupon_order_tguarded_quiet FOR EACH ROW
+  UPDATE incident.coupon_stock SET remain = remain - 1 WHERE campaign_id = NEW.campaign_id AND remain > 0""",
+    "unguarded": """AFTER INSERT ON incident.coupon_order_tunguarded FOR EACH ROW
+  UPDATE incident.coupon_stock SET remain = remain - 1 WHERE campaign_id = NEW.campaign_id""",
+}
+
+
+def trigger_schema():
+    """The DDL of the trigger apps' claim tables (the incident's coupon_order with the unique index) and their
+    triggers, one statement per item."""
+    out = []
+    for name, body in TRIGGERS.items():
+        table = trigger_table(name)
+        out.append(f"CREATE TABLE incident.{table} LIKE incident.coupon_order")
+        out.append(f"CREATE TRIGGER incident.trg_{table} {body}")
+    return out
+
 
 # The legacy claim as a stored procedure (issue 17 row 1): read, write the literal, insert. As racy as directly.
 PROCEDURE = """
@@ -167,6 +193,28 @@ claim_rules:
     strictness: require_decrement
     on_cancel: {on_cancel}
     unmodeled: {unmodeled}
+{trigger_rules}"""
+
+# A claim rule per trigger table (TRIGGERS): the INSERT is the take.
+TRIGGER_RULE_TEMPLATE = """  - name: {table}
+    table: {table}
+    idempotency_columns: [user_id, campaign_id]
+    consumes:
+      rule: coupon_stock
+      columns:
+        campaign_id: campaign_id
+    redis:
+      key: "lock:{table}:{{user_id}}:{{campaign_id}}"
+      ttl: 3000ms
+    duplicate:
+      type: error
+      code: 1644
+      sqlstate: "45000"
+      message: "claimguard: already claimed"
+    strictness: require_decrement
+    decremented_by_trigger: true
+    on_cancel: {on_cancel}
+    unmodeled: {unmodeled}
 """
 
 
@@ -179,7 +227,10 @@ def rules_text(okey):
         opts.append("    admission: {max_in_flight: 2, queue_timeout: 2s}")
     if defer == "on":
         opts.append("    defer_decrement: true")
-    return RULES_TEMPLATE.format(unmodeled=unmodeled, on_cancel=on_cancel, options="\n".join(opts))
+    trigger_rules = "".join(TRIGGER_RULE_TEMPLATE.format(table=trigger_table(t), on_cancel=on_cancel,
+                                                         unmodeled=unmodeled) for t in TRIGGERS)
+    return RULES_TEMPLATE.format(unmodeled=unmodeled, on_cancel=on_cancel, options="\n".join(opts),
+                                 trigger_rules=trigger_rules)
 
 
 def wall_ms():
@@ -283,6 +334,8 @@ class Model:
             for stmt in [s for s in EXTRA_SCHEMA.split(";") if s.strip()]:
                 cur.execute(stmt)
             cur.execute(PROCEDURE)
+            for stmt in trigger_schema():
+                cur.execute(stmt)
         admin.close()
         self.write_rules(("off", "off", "off", "refuse", "keep_stock"))
         # The schema check (a DBA's check user) finds the procedure and the view that reach the stock, and the
@@ -356,7 +409,8 @@ class Model:
                 else:
                     cur.execute("SELECT remain FROM coupon_stock WHERE campaign_id = %s", (c,))
                     remain = cur.fetchone()
-                    cur.execute("SELECT user_id FROM coupon_order WHERE campaign_id = %s", (c,))
+                    order = trigger_table(spec["trigger"]) if spec.get("trigger", "none") != "none" else "coupon_order"
+                    cur.execute(f"SELECT user_id FROM {order} WHERE campaign_id = %s", (c,))
                 users = [int(r[0]) for r in cur.fetchall()]
                 out[c] = {"remain": int(remain[0]) if remain else None, "orders": len(users),
                           "holders": sorted(set(users)), "duplicate_rows": len(users) - len(set(users))}
