@@ -334,9 +334,9 @@ match::match_result connection_state::match(const sqlns::parsed_statement& st, c
     for (const auto& f : facts.facts)
         if (const auto* ci = std::get_if<match::claim_insert>(&f); ci && !ci->columns_known) unresolved = ci;
     if (unresolved == nullptr) return facts;
-    auto key = columns_key(*unresolved->rule);
+    auto key = columns_key(*unresolved->rule, unresolved->table.schema);
     if (table_columns_.contains(key)) return facts;  // looked up before: not known
-    lookup = columns_lookup{std::move(key), columns_query(*unresolved->rule)};
+    lookup = columns_lookup{std::move(key), columns_query(*unresolved->rule, unresolved->table.schema)};
     return facts;
 }
 
@@ -345,7 +345,7 @@ void connection_state::learn_columns(std::string key, std::vector<std::string> c
     table_columns_[std::move(key)] = std::move(columns);
 }
 
-match::rewritten_sql connection_state::columns_query(const rules::claim_rule& rule) {
+match::rewritten_sql connection_state::columns_query(const rules::claim_rule& rule, std::string_view schema) {
     // The table's columns in order, asked of this connection's database. The names are the rule's
     // (validated identifiers), sent as hex literals so nothing is spliced into the SQL as text.
     auto hex = [](std::string_view v) {
@@ -358,10 +358,13 @@ match::rewritten_sql connection_state::columns_query(const rules::claim_rule& ru
         return out + " USING utf8mb4)";
     };
     const auto& table = rule.table;
+    // The database of the table the statement writes: its qualifier (`INSERT INTO shop.orders`, from a
+    // session in another database or in none), else the rule's, else the session's.
+    const std::string in = !schema.empty() ? sqlns::unquote_identifier(schema) : table.schema;
     match::rewritten_sql q;
     q.sql = "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = " +
-            (table.schema.empty() ? std::string("DATABASE()") : hex(table.schema)) +
-            " AND TABLE_NAME = " + hex(table.name) + " ORDER BY ORDINAL_POSITION";
+            (in.empty() ? std::string("DATABASE()") : hex(in)) + " AND TABLE_NAME = " + hex(table.name) +
+            " ORDER BY ORDINAL_POSITION";
     return q;
 }
 
@@ -386,11 +389,16 @@ match::match_result connection_state::match_now(const sqlns::parsed_statement& s
     return match::match(st, index, mctx);
 }
 
-std::string connection_state::columns_key(const rules::claim_rule& rule) const { return rule.name + "\n" + database_; }
+std::string connection_state::columns_key(const rules::claim_rule& rule, std::string_view schema) const {
+    // A qualified table is the same table from any database; an unqualified one is the session's.
+    if (!schema.empty()) return rule.name + "\n." + sqlns::unquote_identifier(schema);
+    return rule.name + "\n" + database_;
+}
 
-const std::vector<std::string>* connection_state::columns_of(const void* self, const rules::claim_rule& rule) {
+const std::vector<std::string>* connection_state::columns_of(const void* self, const rules::claim_rule& rule,
+                                                             std::string_view schema) {
     const auto* s = static_cast<const connection_state*>(self);
-    auto it = s->table_columns_.find(s->columns_key(rule));
+    auto it = s->table_columns_.find(s->columns_key(rule, schema));
     return it == s->table_columns_.end() || it->second.empty() ? nullptr : &it->second;
 }
 

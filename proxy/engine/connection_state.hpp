@@ -173,7 +173,9 @@ public:
     // The columns a lookup found (empty: none; the table stays unmodeled on this connection).
     void learn_columns(std::string key, std::vector<std::string> columns);
     // The query that asks this connection's database for a claim table's columns in order.
-    [[nodiscard]] static rules::match::rewritten_sql columns_query(const rules::claim_rule& rule);
+    // `schema`: the statement's qualifier of the claim table as written (empty: unqualified).
+    [[nodiscard]] static rules::match::rewritten_sql columns_query(const rules::claim_rule& rule,
+                                                                   std::string_view schema = {});
     // The column names in a lookup's reply (one column, a row each).
     [[nodiscard]] static std::vector<std::string> column_names(const protocol::reply_view* reply);
 
@@ -192,8 +194,9 @@ private:
     // After the statement: what it may have done to the sql_mode that no literal SET says.
     void note_sql_mode_change(const rules::sql::parsed_statement& st);
     [[nodiscard]] recognition after_match(const statement_inputs& in, recognised_statement& out);
-    [[nodiscard]] std::string columns_key(const rules::claim_rule& rule) const;
-    static const std::vector<std::string>* columns_of(const void* self, const rules::claim_rule& rule);
+    [[nodiscard]] std::string columns_key(const rules::claim_rule& rule, std::string_view schema) const;
+    static const std::vector<std::string>* columns_of(const void* self, const rules::claim_rule& rule,
+                                                      std::string_view schema);
     static const std::vector<std::string>* sql_prepared_of(const void* self, std::string_view name);
 
     rules::sql::lexer_options lexer_;

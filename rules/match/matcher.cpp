@@ -367,7 +367,7 @@ void match_insert(const parsed_statement& st, const rule_index& rules, const mat
         ci.on_duplicate_update = !ins.on_duplicate.empty();
         const std::vector<std::string>* columns = nullptr;
         if (!ins.has_column_list && ctx.table_columns) {
-            columns = ctx.table_columns(ctx.table_columns_owner, rule);
+            columns = ctx.table_columns(ctx.table_columns_owner, rule, ci.table.schema);
             if (columns != nullptr && columns->size() != ins.row_width) columns = nullptr;
         }
         ci.columns_known = ins.has_column_list || columns != nullptr;

@@ -17,8 +17,11 @@ struct match_context {
     // table name matches a rule of any schema (protecting too much rather than too little).
     std::optional<std::string_view> current_database;
     // The columns of a claim table in table order, for INSERTs without a column list. Null, or
-    // an empty result: not known (the insert stays unmodeled until they are).
-    const std::vector<std::string>* (*table_columns)(const void* owner, const claim_rule& rule) = nullptr;
+    // an empty result: not known (the insert stays unmodeled until they are). `schema` is the
+    // statement's qualifier of the table as written (empty when unqualified): the table that is
+    // written may be in another database than the session's.
+    const std::vector<std::string>* (*table_columns)(const void* owner, const claim_rule& rule,
+                                                     std::string_view schema) = nullptr;
     const void* table_columns_owner = nullptr;
     // The stock and claim rules a SQL-level prepared statement of this session reaches (PREPARE
     // name FROM '...' forwarded earlier), by name as the server compares it; null: none.

@@ -159,6 +159,27 @@ class SilentPaths(unittest.TestCase):
             self.assertEqual(ctx.exception.args[0], ER_CLAIMGUARD)
         self.assertEqual(self.stock()["remain"], 99)
 
+    def test_qualified_claim_without_column_list_from_another_or_no_database(self):
+        """`INSERT INTO incident.coupon_order VALUES (NULL, ...)` from a session whose default database is another
+        one, or none: the claim table's columns are asked of `incident` (the statement's qualifier). They were
+        asked of the session's database (DATABASE()), found nothing there, and the claim of a correct app was
+        refused ("a claim insert without a column list"); found by the model test (claim.no_columns with
+        schema.other_db / schema.no_db)."""
+        self.set_stock(5)
+        self.cluster.sql("CREATE DATABASE IF NOT EXISTS other; GRANT SELECT ON other.* TO 'cg_app'@'%';")
+        before = unmodeled(self.proxy, "no_column_list")
+        for user, database in ((7401, "other"), (7402, None)):
+            with pymysql.connect(host=servers.HOST, port=self.proxy.port, user=cluster.APP_USER,
+                                 password=cluster.APP_PASSWORD, database=database, autocommit=True,
+                                 read_timeout=20, write_timeout=20) as c, c.cursor() as cur:
+                self.assertEqual(cur.execute("UPDATE incident.coupon_stock SET remain = remain - 1 "
+                                             f"WHERE campaign_id = {CAMPAIGN}"), 1)
+                self.assertEqual(cur.execute("INSERT INTO incident.coupon_order VALUES "
+                                             f"(NULL, {user}, {CAMPAIGN}, NOW())"), 1, database)
+        facts = self.stock()
+        self.assertEqual((facts["remain"], facts["rows"], facts["users"]), (3, 2, [7401, 7402]))
+        self.assertEqual(unmodeled(self.proxy, "no_column_list"), before)
+
     def test_insert_select_and_counter_from_subquery_are_refused_with_advice(self):
         # Issue "Refuse less": the two shapes get their own code and an ERR that says what to write.
         self.set_stock(5)

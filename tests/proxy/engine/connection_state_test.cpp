@@ -635,6 +635,13 @@ TEST(connection_state, sql_prepared_limit) {
 
 // ---- a claim table's columns ------------------------------------------------------------------------------
 
+rules::claim_rule r_shop() {
+    rules::claim_rule r;
+    r.table.name = "coupon_order";
+    r.table.schema = "shop";
+    return r;
+}
+
 TEST(connection_state, columns_query_is_hex_literals) {
     rules::claim_rule r;
     r.table.name = "coupon_order";
@@ -647,6 +654,11 @@ TEST(connection_state, columns_query_is_hex_literals) {
               "ORDINAL_POSITION");
     r.table.name = "o'rder";  // never spliced as text
     EXPECT_EQ(connection_state::columns_query(r).sql.find('\''), std::string::npos);
+    // The statement's qualifier names the table's database, unquoted, whatever the rule says.
+    rules::claim_rule u;
+    u.table.name = "coupon_order";
+    EXPECT_EQ(connection_state::columns_query(u, "`shop`").sql, connection_state::columns_query(r_shop()).sql);
+    EXPECT_EQ(connection_state::columns_query(u, "shop").sql, connection_state::columns_query(r_shop()).sql);
 }
 
 struct column_names_case {
@@ -711,6 +723,29 @@ TEST(connection_state, claim_insert_without_columns_needs_them_then_matches) {
     f.state.reset();
     EXPECT_EQ(f.state.known_tables(), 0u);
     EXPECT_EQ(f.query(claim_without_columns), rec::needs_columns);
+}
+
+// A claim INSERT without a column list that names the table's database (`INSERT INTO shop.coupon_order
+// VALUES (...)`) from a session in another database: the columns are asked of that database, not of the
+// session's (which has no such table: the lookup found nothing, and the claim of a correct app was refused).
+// Once known, the same table is known from any database.
+TEST(connection_state, qualified_claim_insert_without_columns_asks_the_tables_database) {
+    front f(env_for(variant_id::coupon));
+    ASSERT_TRUE(f.ready()) << f.error();
+    (void)f.run("USE other");
+    ASSERT_EQ(f.query("INSERT INTO shop.coupon_order VALUES (NULL, 42, 7, NOW())"), rec::needs_columns);
+    ASSERT_TRUE(f.last().lookup);
+    EXPECT_EQ(f.last().lookup->sql.sql, connection_state::columns_query(r_shop()).sql);
+    EXPECT_EQ(f.columns(&order_columns), rec::decided);
+    EXPECT_EQ(f.last().decided.what, verdict::claim);
+    EXPECT_EQ(f.last().decided.idempotency, (key_tuple{"42", "7"}));
+    (void)f.run("USE another");
+    EXPECT_EQ(f.run("INSERT INTO `shop`.coupon_order VALUES (NULL, 43, 7, NOW())"), rec::decided);
+    EXPECT_EQ(f.last().decided.what, verdict::claim);
+    EXPECT_EQ(f.state.known_tables(), 1u);
+    // The unqualified table is the session's database's: asked of it.
+    ASSERT_EQ(f.query(claim_without_columns), rec::needs_columns);
+    EXPECT_EQ(f.last().lookup->sql.sql, order_lookup);
 }
 
 // The lookup found nothing (no reply that reads, or no rows): the insert stays unmodeled, and the

@@ -473,8 +473,9 @@ TEST(matcher, insert_without_column_list_uses_the_table_columns) {
     const rule_index index(rules);
     static const std::vector<std::string> columns{"id", "user_id", "campaign_id", "created_at"};
     match_context ctx;
-    ctx.table_columns = [](const void*, const claim_rule& r) -> const std::vector<std::string>* {
-        return r.name == "coupon_order" ? &columns : nullptr;
+    ctx.table_columns = [](const void*, const claim_rule& r,
+                           std::string_view schema) -> const std::vector<std::string>* {
+        return r.name == "coupon_order" && schema.empty() ? &columns : nullptr;
     };
     const auto st = sql::parse("INSERT INTO coupon_order VALUES (NULL, 42, '7', NOW())", {});
     const auto with = match(st, index, ctx);
@@ -491,6 +492,13 @@ TEST(matcher, insert_without_column_list_uses_the_table_columns) {
     ASSERT_EQ(without.facts.size(), 1u);
     EXPECT_FALSE(std::get<claim_insert>(without.facts[0]).columns_known);
     EXPECT_FALSE(std::get<claim_insert>(match(st, index).facts[0]).columns_known);
+    // A qualified table's columns are asked with its qualifier as written (another database's table).
+    ctx.table_columns = [](const void*, const claim_rule&, std::string_view schema) -> const std::vector<std::string>* {
+        return schema == "`shop`" ? &columns : nullptr;
+    };
+    const auto qualified = sql::parse("INSERT INTO `shop`.coupon_order VALUES (NULL, 42, 7, NOW())", {});
+    EXPECT_TRUE(std::get<claim_insert>(match(qualified, index, ctx).facts[0]).columns_known);
+    EXPECT_FALSE(std::get<claim_insert>(match(st, index, ctx).facts[0]).columns_known);
 }
 
 // The unmodeled facts of a statement, as "rule code" strings, and the first one's reason.
