@@ -238,7 +238,8 @@ APPS = {
     "shapes_writes": App("python", "shapes_app.py", "PyMySQL: how the counter is written", (
         V("expression", "SET remain = 57 - 1"),
         V("two_units", "an order of 2 units: SET remain = R - 2", left_max=1),
-        V("multi_statement", "UPDATE ...; INSERT ... in one COM_QUERY (CLIENT_MULTI_STATEMENTS)", may_refuse=True),
+        V("multi_statement", "UPDATE ...; INSERT ... in one COM_QUERY (CLIENT_MULTI_STATEMENTS): issue 19's MyBatis "
+          "<foreach> row (was refused, several_statements; now each statement decided in order)"),
         V("optimistic_version", "SET remain = R - 1, version = V + 1 ... AND version = V; 0 rows: read again "
           "(5 tries); a duplicate key gives the unit back", works_directly=True),
         V("hand_fixed", "the post-mortem's fix: remain = remain - 1 ... AND remain > 0, 0 rows = sold out, a "
