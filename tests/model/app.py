@@ -438,16 +438,16 @@ class AppRun:
     def cancel(self, user, camp):
         """The user's claim cancelled, as a correct refund flow does it: delete_then_restock in a transaction
         (BEGIN; DELETE the row by user and key; remain = remain + 1; COMMIT), delete_only as one DELETE in
-        autocommit (COMMIT after it ends the implicit transaction under autocommit = 0). The delete_by_id_*
-        values do the same as an ORM deletes a row it loaded: SELECT the claim row's id, then DELETE ... WHERE
+        autocommit (COMMIT after it ends the implicit transaction under autocommit = 0). With cancel_where
+        row_id the same as an ORM deletes a row it loaded: SELECT the claim row's id, then DELETE ... WHERE
         id = <it> (no row read: nothing to cancel). A deadlock or lock wait timeout is retried, as an app
         retries it. As text on the base tables, whatever the app's carrier."""
         s = self.spec
         stock, order, key = self.names()
         stock = stock.replace("v_stock", "coupon_stock")  # a view carrier's app refunds on the table itself
         k = self.stock_key(camp)
-        in_tx = s["cancel"] in ("delete_then_restock", "delete_by_id_then_restock")
-        by_id = s["cancel"].startswith("delete_by_id")
+        in_tx = s["cancel"] == "delete_then_restock"
+        by_id = s["cancel_where"] == "row_id"
         conn = self.lender.borrow(user, "write")
         try:
             for retry in range(20):

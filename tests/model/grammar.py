@@ -69,11 +69,13 @@ DIMENSIONS = {
     "opt_admission": ["off", "on"],
     "opt_defer_decrement": ["off", "on"],
     "opt_unmodeled": ["refuse", "forward"],
-    # after a claim, some users cancel it (a refund): DELETE the claim row by user and key, then give the unit
-    # back themselves (remain = remain + 1) or not; or as an ORM deletes a row it loaded: read the claim row's
-    # id, then DELETE ... WHERE id = ? (then restock, or not); the claim rule's on_cancel
-    "cancel": ["none", "delete_then_restock", "delete_only", "delete_by_id_then_restock", "delete_by_id_only"],
+    # after a claim, some users cancel it (a refund): DELETE the claim row, then give the unit back themselves
+    # (remain = remain + 1) or not; the claim rule's on_cancel
+    "cancel": ["none", "delete_then_restock", "delete_only"],
     "opt_on_cancel": ["keep_stock", "return_stock"],
+    # which rows the cancellation's DELETE names: the claim's user and key; or, as an ORM deletes a row it
+    # loaded, the claim row's id read just before (SELECT id ...; DELETE ... WHERE id = ?)
+    "cancel_where": ["key", "row_id"],
     # who decrements the stock: the app's write (above); or a trigger on the claim table, the app only inserting
     # the claim row (the claim rule then says decremented_by_trigger: true). The trigger is guarded with a
     # SIGNAL (correct directly: the INSERT fails after the last unit), guarded without one (the row goes in,
@@ -92,8 +94,6 @@ VERSION_WRITES = {"version_abs", "version_rel"}
 GUARDED_WRITES = {"guard_gt0", "guard_ge1", "guard_minus_ge0", "guard_join"}
 RELATIVE_WRITES = {"rel"} | GUARDED_WRITES  # need no value read before them
 UPSERT_WRITES = {"upsert_odku", "upsert_replace"}
-# the cancellations that give the unit back only through on_cancel: return_stock
-CANCELS_WITHOUT_RESTOCK = {"delete_only", "delete_by_id_only"}
 
 
 def _hot_options_locking_read(s):
@@ -221,7 +221,7 @@ def valid(spec):
             return False
     if s["key"] in ("string", "string_case") and s["write"] in UPSERT_WRITES:
         return False
-    if s["cancel"] in CANCELS_WITHOUT_RESTOCK and s["opt_on_cancel"] != "return_stock":
+    if s["cancel"] == "delete_only" and s["opt_on_cancel"] != "return_stock":
         return False  # the app never gives the unit back: only return_stock keeps the stock whole
     if s["trigger"] != "none":
         # the app only inserts the claim, as text (SQL-level PREPARE of a protected table gets the unmodeled
@@ -247,7 +247,7 @@ def repair(spec, enabled):
     if s["read"] == "none" and (s["write"] not in RELATIVE_WRITES or s["tx"] == "read_then_begin") \
             and "read.plain" in enabled:
         s["read"] = "plain"
-    if s["cancel"] in CANCELS_WITHOUT_RESTOCK and "opt_on_cancel.return_stock" in enabled:
+    if s["cancel"] == "delete_only" and "opt_on_cancel.return_stock" in enabled:
         s["opt_on_cancel"] = "return_stock"
     if s["trigger"] != "none":
         if s["carrier"] != "text" and "carrier.text" in enabled:
@@ -276,18 +276,20 @@ def correct_directly(spec):
 
 # Dimensions added after the CI seeds were chosen draw from a generator of their own, so each CI seed's
 # apps keep every habit and load they had, and gain only the new dimension's value.
-OWN_GENERATOR = {"sql_mode", "trigger"}
+OWN_GENERATOR = {"sql_mode", "trigger", "cancel_where"}
 
 
 def generate(seed, index, enabled):
     """One app: deterministic in (seed, index, enabled)."""
     rng = random.Random(f"claimguard-model:{seed}:{index}")
-    own = random.Random(f"claimguard-model:{seed}:{index}:own")
+    # one generator per such dimension (sql_mode keeps the one it had), so that adding one changes no other's draws
+    own = {d: random.Random(f"claimguard-model:{seed}:{index}:own" + ("" if d == "sql_mode" else f":{d}"))
+           for d in OWN_GENERATOR}
     for _ in range(2000):
         spec = {}
         for d, vals in DIMENSIONS.items():
             choices = [v for v in vals if f"{d}.{v}" in enabled]
-            draw = own if d in OWN_GENERATOR else rng
+            draw = own.get(d, rng)
             spec[d] = draw.choices(choices, weights=[WEIGHTS.get((d, v), 1) for v in choices])[0]
         repair(spec, enabled)
         if not valid(spec):
