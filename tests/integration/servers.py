@@ -225,18 +225,49 @@ class MariaDB:
         ] + list(self.extra_args)
 
     def start(self, timeout_s=MARIADB_START_TIMEOUT_S):
-        if self.port is None:
-            self.port = free_port()
-        with open(self.log, "ab") as err:
-            proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=err,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
-        # mariadbd writes its pid file itself, but only once it is up; write ours at once so
-        # that stop works even if start-up hangs.
-        with open(self.pid_file + ".launcher", "w", encoding="ascii") as f:
-            f.write(f"{proc.pid}\n")
-        wait_mysql_greeting(self.port, timeout_s, proc, self.log)
-        self.proc = proc
-        return self
+        # A port free_port() chose may be taken by another test's server before mariadbd binds it: then the
+        # greeting on it is the other server's and ours exits. A port we chose is chosen again (a few times).
+        chosen = self.port is None
+        for _ in range(PORT_COLLISION_RETRIES if chosen else 1):
+            if chosen:
+                self.port = free_port()
+            log_size = os.path.getsize(self.log) if os.path.exists(self.log) else 0
+            if os.path.exists(self.socket):  # a killed instance's: the new one's tells that it is up
+                os.unlink(self.socket)
+            with open(self.log, "ab") as err:
+                proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=err,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+            # mariadbd writes its pid file itself, but only once it is up; write ours at once so
+            # that stop works even if start-up hangs.
+            with open(self.pid_file + ".launcher", "w", encoding="ascii") as f:
+                f.write(f"{proc.pid}\n")
+            try:
+                wait_mysql_greeting(self.port, timeout_s, proc, self.log)
+            except RuntimeError:
+                if proc.poll() is None:
+                    raise  # nothing answered in time
+            if proc.poll() is None and self._wait_own_socket(proc, timeout_s):
+                self.proc = proc
+                return self
+            with open(self.log, "rb") as f:
+                f.seek(log_size)
+                said = f.read().decode(errors="replace")
+            if "Address already in use" not in said and "Bind on TCP/IP port" not in said:
+                raise RuntimeError(f"mariadbd exited with {proc.returncode} (port {self.port}); see {self.log}")
+        raise RuntimeError(f"mariadbd found its port taken {PORT_COLLISION_RETRIES} times; see {self.log}")
+
+    def _wait_own_socket(self, proc, timeout_s):
+        """True once this mariadbd's own unix socket exists (it binds the TCP port first, so the greeting
+        came from it); False when it exited instead (its TCP port was another server's)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                return False
+            if os.path.exists(self.socket):
+                return True
+            time.sleep(POLL_INTERVAL_S)
+        raise RuntimeError(f"mariadbd answered on port {self.port} but made no socket {self.socket} "
+                           f"within {timeout_s}s; see {self.log}")
 
     def stop(self):
         kill_pidfile(self.pid_file, "mariadbd")
