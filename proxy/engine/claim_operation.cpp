@@ -128,12 +128,7 @@ action claim_operation::defer_take() {
     record_take(memory_, ledger_, d_, d_.units, true, ctx_.session);
     events_.push_back(event::deferred);
     if (d_.app_meant) events_.push_back(event::app_meant_other);
-    action a;
-    a.type = action::kind::answer;
-    a.answer.type = rules::answer::kind::ok;
-    a.ok_rows = 1;  // the promised row (also what the app's ROW_COUNT() sees once it is sent)
-    a.status = static_cast<std::uint16_t>(ctx_.status | status::in_trans);
-    return finish(std::move(a));
+    return one_row_ok(static_cast<std::uint16_t>(ctx_.status | status::in_trans));
 }
 
 action claim_operation::start_main() {
@@ -241,12 +236,7 @@ action claim_operation::start_main() {
         if (!absorbed && !in_transaction_) absorbed = ledger_.use_credit(d_.stock->name, d_.key, d_.units, ctx_.session);
         if (absorbed) {
             events_.push_back(event::absorbed);
-            action a;
-            a.type = action::kind::answer;
-            a.answer.type = rules::answer::kind::ok;
-            a.ok_rows = 1;
-            a.status = ctx_.status;
-            return finish(std::move(a));
+            return one_row_ok(ctx_.status);
         }
         action a;
         a.type = action::kind::send_statement;
@@ -353,11 +343,17 @@ action claim_operation::answer_grouped_take() {
     record_take(memory_, ledger_, d_, d_.units, false, ctx_.session);
     events_.push_back(event::took);
     if (d_.app_meant) events_.push_back(event::app_meant_other);
+    return one_row_ok(ctx_.status);
+}
+
+// The synthesized answer of a write the sidecar stands for (a deferred take, a grouped take, an
+// absorbed restock): OK, 1 row (also what the app's ROW_COUNT() sees once it is sent).
+action claim_operation::one_row_ok(std::uint16_t status) {
     action a;
     a.type = action::kind::answer;
     a.answer.type = rules::answer::kind::ok;
     a.ok_rows = 1;
-    a.status = ctx_.status;
+    a.status = status;
     return finish(std::move(a));
 }
 

@@ -255,6 +255,7 @@ private:
     void credit_cancelled();
     action cancel_fails(std::string why, std::uint16_t status);
     action cancel_server_error(const reply_summary& r);
+    action one_row_ok(std::uint16_t status);
     reservation reserve_for(const key_tuple& key);
     bool cancel_deferred_of(const key_tuple& key, std::int64_t units, bool from_ledger);
     // trigger_claims.cpp: a claim INSERT whose stock the claim table's trigger decrements
