@@ -5,6 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 jobs=${CLAIMGUARD_JOBS:-$(nproc)}
+# Tests wait on servers, fsync and sleeps: ctest runs half as many again as there are cores. The heavy
+# ones (8 sidecars and a load, PROCESSORS 2 and RESOURCE_LOCK claimguard_incident) still run one at a
+# time, each beside at most one lighter test.
+test_jobs=${CLAIMGUARD_TEST_JOBS:-$((jobs + (jobs + 1) / 2))}
 fuzz_seconds=${CLAIMGUARD_FUZZ_SECONDS:-10}
 # Each stage says how long the one before it took (CI's budget is watched per stage).
 stage_started=$SECONDS
@@ -19,6 +23,33 @@ stage "build (Release)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLAIMGUARD_TEST_CASES=OFF >/dev/null
 cmake --build build -j"$jobs"
 
+# The ASan+UBSan build and the libFuzzer build compile in the background, at the lowest CPU priority,
+# while the Release tests run: those tests wait on servers, fsync and sleeps much of the time (measured:
+# apps.django 22 CPU-seconds in 24 s, peers.capi 53 in 109 s), so the builds take the idle CPU and the
+# tests keep theirs (nice 19 weighs 15 against the tests' 1024). Their output goes to a log, printed if
+# a build fails; the stage that needs a build waits for it.
+# -O0 -g1 for ASan: the sanitizers need line tables, not full debug info, and -O0 halves the compile time
+# of the coroutine-heavy files on CI's 2 cores.
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCLAIMGUARD_SANITIZE=ON -DCLAIMGUARD_BENCH=OFF \
+  -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" -DCLAIMGUARD_TEST_CASES=OFF >/dev/null
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
+  -DCLAIMGUARD_FUZZ=ON >/dev/null
+background_log="$root/build-asan/background-build.log"
+setsid nice -n 19 bash -c "cmake --build build-asan -j$jobs && cmake --build build-fuzz -j$jobs" \
+  > "$background_log" 2>&1 &
+background_build=$!
+# A failing stage ends the script: the background build goes with it.
+trap 'kill -- -"$background_build" 2>/dev/null || true' EXIT
+wait_for_background_build() {
+  if ! wait "$background_build"; then
+    tail -n 80 "$background_log"
+    echo "the background ASan/fuzz build failed (whole log: $background_log)"
+    exit 1
+  fi
+  trap - EXIT
+  tail -n 2 "$background_log"
+}
+
 # The integration and incident tests (labels integration, incident) run once, in the ASan+UBSan
 # stage below, except the few that stage leaves out (asan_skip): here the unit tests, the app zoo,
 # the model test, the peer suites, the Redis Cluster and Helm tests, and those few.
@@ -29,16 +60,12 @@ cmake --build build -j"$jobs"
 asan_skip="^incident\.(fixed_direct|baseline_direct|mysql_restart|mysql_restart_transaction|sidecar_killed)$"
 asan_skip+="|blob_20mib|slow_client_one_byte_a_second|^it_cli\.claimguard$"
 stage "tests (Release)"
-ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600 -LE "integration|incident"
+ctest --test-dir build --output-on-failure -j"$test_jobs" --timeout 600 -LE "integration|incident"
 stage "integration and incident tests the ASan stage leaves out (Release)"
-ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600 -R "$asan_skip"
+ctest --test-dir build --output-on-failure -j"$test_jobs" --timeout 600 -R "$asan_skip"
 
-stage "build and tests under ASan+UBSan"
-# -O0 -g1: the sanitizers need line tables, not full debug info, and -O0 halves the
-# compile time of the coroutine-heavy files on CI's 2 cores.
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCLAIMGUARD_SANITIZE=ON -DCLAIMGUARD_BENCH=OFF \
-  -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" -DCLAIMGUARD_TEST_CASES=OFF >/dev/null
-cmake --build build-asan -j"$jobs"
+stage "waiting for the background ASan+UBSan and fuzz builds"
+wait_for_background_build
 stage "unit tests under ASan+UBSan"
 # Under the sanitizers: every unit test (codec, rules, engine, admin server over real
 # sockets, webhook over real TLS, config). The app zoo, the model test, the Redis Cluster tests (label
@@ -55,7 +82,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 stage "integration and incident tests under ASan+UBSan"
 touch build-asan/.sanitizer-stage-start
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900 -L "integration|incident" -E "$asan_skip"
+  ctest --test-dir build-asan --output-on-failure -j"$test_jobs" --timeout 900 -L "integration|incident" -E "$asan_skip"
 reports=$(find build-asan/it_* build-asan/integration-* build-asan/incident -name '*.log' \
             -newer build-asan/.sanitizer-stage-start -not -path '*/mariadb/*' -not -path '*/redis/*' \
             -exec grep -lE 'ERROR: (Address|Leak)Sanitizer|runtime error:|UndefinedBehaviorSanitizer' {} + \
@@ -74,30 +101,53 @@ if [ -n "$leftover" ]; then
   exit 1
 fi
 
-stage "fuzzers (${fuzz_seconds}s each)"
-cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-14 \
-  -DCLAIMGUARD_FUZZ=ON >/dev/null
-cmake --build build-fuzz -j"$jobs"
-for fuzzer in build-fuzz/tests/fuzz/fuzz_*; do
-  [ -x "$fuzzer" ] || continue
+stage "fuzzers (${fuzz_seconds}s each, ${jobs} at a time)"
+# Each fuzzer is one process on one core: they run side by side, $jobs at a time. A finding prints
+# libFuzzer's report and the input (hex) so the run that found it can be replayed: save the hex as a
+# file and run the fuzzer on it.
+run_fuzzer() {
+  local fuzzer=$1 name corpus seeds artifacts
   name=$(basename "$fuzzer")
   corpus="$root/build-fuzz/corpus/$name"
-  mkdir -p "$corpus"
   seeds="$root/tests/fuzz/corpus/$name"
   [ -d "$seeds" ] || seeds=""
   artifacts="$root/build-fuzz/artifacts/$name"
-  mkdir -p "$artifacts"
+  mkdir -p "$corpus" "$artifacts"
+  "$fuzzer" -max_total_time="$fuzz_seconds" -print_final_stats=1 -artifact_prefix="$artifacts/" \
+    "$corpus" $seeds > "$artifacts/log" 2>&1
+}
+report_fuzzer() {
+  local name artifacts
+  name=$(basename "$1")
+  artifacts="$root/build-fuzz/artifacts/$name"
   echo "-- $name"
-  # A finding prints libFuzzer's report and the input (hex) so the run that found it can be replayed:
-  # save the hex as a file and run the fuzzer on it.
-  if ! "$fuzzer" -max_total_time="$fuzz_seconds" -print_final_stats=1 -artifact_prefix="$artifacts/" \
-      "$corpus" $seeds > "$artifacts/log" 2>&1; then
+  if [ "$2" != 0 ]; then
     grep -v '^"' "$artifacts/log" | tail -n 60
     for input in "$artifacts"/crash-* "$artifacts"/leak-* "$artifacts"/timeout-* "$artifacts"/oom-*; do
       [ -f "$input" ] && { echo "input $(basename "$input"):"; od -An -tx1 -v "$input" | tr -d " \n"; echo; }
     done
-    exit 1
+    return 1
   fi
   tail -n 4 "$artifacts/log"
+}
+fuzzers=()
+for fuzzer in build-fuzz/tests/fuzz/fuzz_*; do
+  [ -x "$fuzzer" ] && fuzzers+=("$fuzzer")
 done
+[ ${#fuzzers[@]} -gt 0 ] || { echo "no fuzzer was built"; exit 1; }
+failed=0
+for ((i = 0; i < ${#fuzzers[@]}; i += jobs)); do
+  batch=("${fuzzers[@]:i:jobs}")
+  pids=()
+  for fuzzer in "${batch[@]}"; do
+    run_fuzzer "$fuzzer" &
+    pids+=($!)
+  done
+  for j in "${!batch[@]}"; do
+    rc=0
+    wait "${pids[$j]}" || rc=$?
+    report_fuzzer "${batch[$j]}" "$rc" || failed=1
+  done
+done
+[ "$failed" = 0 ] || exit 1
 stage "all tests passed (in ${SECONDS} s)"
