@@ -29,6 +29,8 @@
 #   BENCH_FLASH_HERD_USERS [20000]       BENCH_FLASH_HOTROW_THREADS [64]  BENCH_FLASH_HOTROW_SECONDS [10]
 #   BENCH_FLASH_APP_WORK_MS [1]          BENCH_FLASH_AUTOCOMMIT_THREADS ["8 64"]  BENCH_FLASH_AUTOCOMMIT_SECONDS [10]
 #   BENCH_FLASH_WARMUP [2]  BENCH_FLASH_RULE_LINES  "FEATURE=yaml; yaml|FEATURE=..." the stock-rule lines of features
+#   BENCH_FLASH_FSYNC_DELAY_US [0]  slow storage: every fsync/fdatasync of MariaDB waits this much longer
+#       (tests/load/slow_fsync.cpp, preloaded); its results go to a block of their own (flash-slow-storage)
 #   BENCH_CLAIMS_PROTOCOL, BENCH_CLAIMS_FOUND_ROWS, BENCH_CLAIMGUARD_THREADS, BUILD_DIR, BENCH_DOC, BENCH_KEEP as above
 set -euo pipefail
 
@@ -61,7 +63,7 @@ if [ "$mode" = flash ]; then
              BENCH_FLASH_AUTOCOMMIT_CELLS BENCH_FLASH_HERD_THREADS BENCH_FLASH_HERD_STOCK BENCH_FLASH_HERD_ATTEMPTS \
              BENCH_FLASH_HERD_USERS BENCH_FLASH_HOTROW_THREADS BENCH_FLASH_HOTROW_SECONDS BENCH_FLASH_APP_WORK_MS \
              BENCH_FLASH_AUTOCOMMIT_THREADS BENCH_FLASH_AUTOCOMMIT_SECONDS BENCH_FLASH_WARMUP BENCH_FLASH_RULE_LINES \
-             BENCH_CLAIMS_PROTOCOL BENCH_CLAIMS_FOUND_ROWS BENCH_CLAIMGUARD_THREADS; do
+             BENCH_FLASH_FSYNC_DELAY_US BENCH_CLAIMS_PROTOCOL BENCH_CLAIMS_FOUND_ROWS BENCH_CLAIMGUARD_THREADS; do
     if [ -n "${!var:-}" ]; then
       value="${!var}"
       [ "$var" = BUILD_DIR ] && value="${value#"$root"/}"
@@ -84,6 +86,11 @@ if [ "$mode" = flash ]; then
     var="BENCH_FLASH_${pair%%:*}"
     [ -n "${!var:-}" ] && flash+=("--${pair#*:}" "${!var}")
   done
+  if [ "${BENCH_FLASH_FSYNC_DELAY_US:-0}" != 0 ]; then
+    cmake --build "$build_dir" --target claimguard-slow-fsync -j2
+    flash+=(--fsync-delay-us "$BENCH_FLASH_FSYNC_DELAY_US"
+            --slow-fsync-lib "$build_dir/tests/load/claimguard-slow-fsync.so")
+  fi
   if [ -n "${BENCH_FLASH_RULE_LINES:-}" ]; then
     IFS='|' read -r -a specs <<<"$BENCH_FLASH_RULE_LINES"
     for spec in "${specs[@]}"; do flash+=(--rule-lines "$spec"); done

@@ -24,6 +24,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import time
 
 import bench_claims as bc  # scripts/bench_claims.py, beside this file
 
@@ -31,6 +32,10 @@ cluster, servers = bc.cluster, bc.servers
 BEGIN_MARKER = "<!-- flash:begin -->"
 END_MARKER = "<!-- flash:end -->"
 SECTION_TITLE = "## Flash sale (issue 11)"
+# With --fsync-delay-us the results go to a block of their own, so both storage settings stay in the document.
+SLOW_BEGIN_MARKER = "<!-- flash-slow-storage:begin -->"
+SLOW_END_MARKER = "<!-- flash-slow-storage:end -->"
+SLOW_SECTION_TITLE = "## Flash sale with slow storage (issue 20)"
 CAMPAIGN = bc.CAMPAIGN
 SEED = bc.SEED
 US_PER_S = bc.US_PER_S
@@ -47,7 +52,10 @@ STATEMENT_COUNTERS = ("Com_select", "Com_update", "Com_insert", "Com_delete", "C
                       "Com_rollback")
 PREPARED_COUNTER = "Com_stmt_execute"
 # Issue 11's goals.
-HERD_GOAL_STATEMENTS = 0.1      # database statements per attempt through claimguard
+HERD_GOAL_STATEMENTS = 0.1
+HERD_GOAL_REJECTED = 0.001      # issue 20: database statements per rejected attempt in a herd
+FLUSH_CHECK_COMMITS = 100       # serial durable commits timed by FlashBench.flush_check
+SOLD_OUT_ATTEMPTS = 2_000       # the herd's after-sale phase: attempts on the sold-out stock, measured alone      # database statements per attempt through claimguard
 HOTROW_GOAL_RATIO = 5.0         # claims/s through claimguard vs the hand fix directly
 AUTOCOMMIT_GOAL_RATIO = 1.0
 HOT_STOCK = 1_000_000           # hot row and autocommit: nothing sells out
@@ -84,17 +92,48 @@ def parse_cell(name):
 
 
 class DurableMariaDB(servers.MariaDB):
-    """The fixture's MariaDB with a binary log, sync_binlog = 1 and innodb_flush_log_at_trx_commit = 1."""
+    """The fixture's MariaDB with a binary log, sync_binlog = 1 and innodb_flush_log_at_trx_commit = 1; with
+    slow_fsync (library, microseconds) every fsync and fdatasync of mariadbd waits that much longer
+    (tests/load/slow_fsync.cpp, preloaded): storage that flushes like network block storage."""
+
+    slow_fsync = None
 
     def command(self):
         cmd = [a for a in super().command() if a not in UNDURABLE_FLAGS]
-        return cmd + [f"--log-bin={os.path.join(self.dir, 'binlog')}", *DURABLE_FLAGS]
+        cmd += [f"--log-bin={os.path.join(self.dir, 'binlog')}", *DURABLE_FLAGS]
+        if self.slow_fsync:
+            library, delay_us = self.slow_fsync
+            cmd = ["env", f"LD_PRELOAD={library}", f"CLAIMGUARD_FSYNC_DELAY_US={delay_us}"] + cmd
+        return cmd
 
 
 class FlashBench(bc.Bench):
     def start(self):
         self.cluster.db = DurableMariaDB(self.cluster.db.dir)
+        if self.args.fsync_delay_us:
+            self.cluster.db.slow_fsync = (self.args.slow_fsync_lib, self.args.fsync_delay_us)
         super().start()
+
+    def flush_check(self, commits=FLUSH_CHECK_COMMITS):
+        """How long one durable commit takes on this set-up: serial autocommit UPDATEs of one row, directly, in
+        one session, with the server's sync counters around them. Shows that the storage-latency delay reached
+        the server's flushes (each commit waits for the binary log's and the redo log's)."""
+        status = "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_os_log_fsyncs', 'Innodb_data_fsyncs');"
+
+        def counters():
+            return {k: int(v) for k, v in (line.split("\t") for line in self.cluster.db.sql(status).splitlines())}
+
+        before = counters()
+        # +1 then -1: every statement changes the row (a statement that changes nothing commits nothing), and the
+        # stock ends as it started.
+        script = "".join(f"UPDATE coupon_stock SET remain = remain {'+' if i % 2 == 0 else '-'} 1 "
+                         f"WHERE campaign_id = {CAMPAIGN};\n" for i in range(commits - commits % 2))
+        started = time.monotonic()
+        self.cluster.db.sql(script, database=cluster.DATABASE)
+        elapsed = time.monotonic() - started
+        after = counters()
+        return {"commits": commits, "ms_per_commit": elapsed / commits * 1e3,
+                "fsyncs_per_commit": {k: (after[k] - before[k]) / commits for k in after}}
 
     def proxy_args(self, via):
         extra = super().proxy_args("rules_redis")
@@ -192,8 +231,34 @@ def measure(bench, suite, cell, threads):
          "statements_per_attempt": statements / s["attempts"] if s["attempts"] else 0.0,
          "cpu_s": cpu, "others_cpu_share": max(0.0, busy - ours) / total if total > 0 else 0.0,
          "loadavg": (load_before + os.getloadavg()[0]) / 2}
+    if suite == "herd":
+        r.update(after_sale(bench, port, cell, threads))
     r.update(bench.order_facts(stock))
     return r
+
+
+def after_sale(bench, port, cell, threads):
+    """The herd's second figure: SOLD_OUT_ATTEMPTS more attempts by new users on the sold-out stock, measured
+    alone, give the database statements per rejected attempt; the run's statements less its rejected attempts'
+    at that rate give the statements per claim. A claim here would be an over-issue: it counts in the
+    invariants like the run's."""
+    args = bench.args
+    extra = ["--first-user", str(args.herd_users + 1), "--users", str(SOLD_OUT_ATTEMPTS),
+             "--attempts", str(SOLD_OUT_ATTEMPTS)]
+    before = bench.statement_counters()
+    s = bc.run_load(load_command(args, port, cell.flow, threads, extra), args.herd_timeout)
+    after = bench.statement_counters()
+    statements = sum(after[k] - before[k] for k in STATEMENT_COUNTERS)
+    return {"after_sale_attempts": s["attempts"], "after_sale_claimed": s["claimed"],
+            "after_sale_statements": statements,
+            "statements_per_rejected": statements / s["attempts"] if s["attempts"] else 0.0}
+
+
+def statements_per_claim(r):
+    if not r["claimed"]:
+        return None
+    rejected = r["attempts"] - r["claimed"]
+    return max(0.0, r["statements"] - rejected * r["statements_per_rejected"]) / r["claimed"]
 
 
 def invariants(r, cell):
@@ -204,8 +269,9 @@ def invariants(r, cell):
         problems.append(f"over-issue: {r['rows']} rows of a stock of {r['stock']}, remain {r['remain']}")
     if r["rows"] != r["consumed"]:
         problems.append(f"rows {r['rows']} != stock consumed {r['consumed']}")
-    if r["claimed"] != r["rows"]:
-        problems.append(f"app told {r['claimed']} claimed vs {r['rows']} rows")
+    told = r["claimed"] + r.get("after_sale_claimed", 0)
+    if told != r["rows"]:
+        problems.append(f"app told {told} claimed vs {r['rows']} rows")
     if r["duplicate_rows"]:
         problems.append(f"{r['duplicate_rows']} duplicate rows")
     if not problems:
@@ -225,15 +291,18 @@ def errors_text(r):
 
 def herd_table(results):
     lines = ["| threads | cell | attempts | claimed | sold out | already claimed | other errors | DB statements "
-             "per attempt | Com_* deltas (select/update/insert/delete/begin/commit/rollback; stmt_execute) | "
+             "per attempt | per rejected attempt (sold out) | per claim | Com_* deltas "
+             "(select/update/insert/delete/begin/commit/rollback; stmt_execute) | "
              "claims/s until last claim | last claim s | p50 ms | p99 ms | all done s | "
              "CPU us/attempt MariaDB / claimguard | invariants | load avg | others' CPU |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---|---:|---:|"]
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---|---:|---:|"]
     for r in results:
         c = r["counters"]
+        per_claim = statements_per_claim(r)
         lines.append(
             f"| {r['threads']} | {r['cell']} | {r['attempts']} | {r['claimed']} | {r['sold_out']} | "
             f"{r['duplicate']} | {r['other_errors']} | {r['statements_per_attempt']:.2f} | "
+            f"{r['statements_per_rejected']:.4f} | {'-' if per_claim is None else f'{per_claim:.2f}'} | "
             f"{'/'.join(str(c[k]) for k in STATEMENT_COUNTERS)}; {c[PREPARED_COUNTER]} | "
             f"{r['claims_per_s_until_last_claim']:.0f} | "
             f"{r['last_claim_s']:.2f} | {r['p50']:.2f} | {r['p99']:.2f} | {r['elapsed_s']:.2f} | "
@@ -270,6 +339,9 @@ def goals(results):
             ok = r["statements_per_attempt"] <= HERD_GOAL_STATEMENTS
             lines.append(f"- {what}{r['statements_per_attempt']:.2f} DB statements per attempt, goal <= "
                          f"{HERD_GOAL_STATEMENTS}: {'met' if ok else 'not met'}.")
+            ok = r["statements_per_rejected"] <= HERD_GOAL_REJECTED
+            lines.append(f"- {what}{r['statements_per_rejected']:.4f} DB statements per rejected attempt once sold "
+                         f"out, goal <= {HERD_GOAL_REJECTED}: {'met' if ok else 'not met'}.")
             continue
         reference = "fixed_tx_direct" if r["suite"] == "hotrow" else "fixed_direct"
         goal = HOTROW_GOAL_RATIO if r["suite"] == "hotrow" else AUTOCOMMIT_GOAL_RATIO
@@ -284,7 +356,8 @@ def goals(results):
 
 
 def render(args, runs, skipped, facts, variables, started, commands):
-    lines = [BEGIN_MARKER, "", SECTION_TITLE, ""]
+    slow = bool(args.fsync_delay_us)
+    lines = [SLOW_BEGIN_MARKER if slow else BEGIN_MARKER, "", SLOW_SECTION_TITLE if slow else SECTION_TITLE, ""]
     lines.append("Issue 11's flash-sale benchmarks side by side in one run, written by `scripts/bench_claims.sh "
                  "flash` (helper `scripts/bench_flash.py`): a private MariaDB with production durability "
                  "(`sql/legacy_schema.sql` + the UNIQUE index migration), a Redis, and one claimguard per rules "
@@ -311,6 +384,16 @@ def render(args, runs, skipped, facts, variables, started, commands):
                  "the 1-minute load average around a run and counts this benchmark's own threads too (MariaDB "
                  "threads waiting on a log flush, the load tool's threads); \"others' CPU\" is the share of the "
                  "machine's CPU time (/proc/stat) that processes other than this benchmark's took during the run.")
+    lines.append("")
+    check = facts["flush_check"]
+    lines.append(("Storage: every fsync and fdatasync of mariadbd waits "
+                  f"{args.fsync_delay_us / 1000:g} ms longer (`tests/load/slow_fsync.cpp` preloaded with LD_PRELOAD, "
+                  "standing for network block storage that flushes in 0.5-1 ms). " if slow else
+                  "Storage: this machine's disk, no delay added (`--fsync-delay-us` adds one). ")
+                 + f"Checked before the runs: {check['commits']} serial autocommit UPDATEs of one row, directly, took "
+                 f"{check['ms_per_commit']:.2f} ms per commit, with "
+                 + ", ".join(f"{v:.2f} {k}" for k, v in sorted(check["fsyncs_per_commit"].items()))
+                 + " per commit (the binary log's syncs are not counted by the server).")
     lines.append("")
     lines.append("Server (queried with SELECT @@...): " + ", ".join(f"`{k}` = {v}" for k, v in variables.items())
                  + ".")
@@ -344,7 +427,7 @@ def render(args, runs, skipped, facts, variables, started, commands):
                                                for (suite, name, why), ts in grouped.items()) + "."]
     errs = [f"{r['suite']} {r['cell']} at {r['threads']} threads: {errors_text(r)}" for r in all_results if r["errors"]]
     lines += ["", "Other errors by cell: " + ("; ".join(errs) if errs else "none") + ".", "", "Commands:", "", "```"]
-    lines += commands + ["```", "", END_MARKER]
+    lines += commands + ["```", "", SLOW_END_MARKER if slow else END_MARKER]
     return "\n".join(lines) + "\n"
 
 
@@ -394,7 +477,12 @@ def parse_args():
     ap.add_argument("--build-type", default="unknown")
     ap.add_argument("--invocation", default="")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--fsync-delay-us", type=int, default=0,
+                    help="add this many microseconds to every fsync/fdatasync of MariaDB (0: none)")
+    ap.add_argument("--slow-fsync-lib", default="", help="the claimguard-slow-fsync.so shim (with --fsync-delay-us)")
     args = ap.parse_args()
+    if args.fsync_delay_us and not os.path.isfile(args.slow_fsync_lib):
+        ap.error("--fsync-delay-us needs --slow-fsync-lib (build target claimguard-slow-fsync)")
     args.feature_lines = {k: list(v) for k, v in FEATURES.items()}
     for spec in args.rule_lines:
         feature, sep, yaml = spec.partition("=")
@@ -427,6 +515,9 @@ def main():
         facts = bc.machine_facts(args.doc)
         bench.start()
         variables = bench.server_variables()
+        bench.reset(HOT_STOCK)
+        facts["flush_check"] = bench.flush_check()
+        print(f"flush check: {facts['flush_check']}", flush=True)
         print("server: " + ", ".join(f"{k}={v}" for k, v in variables.items()), flush=True)
         for suite in args.suites:
             for t in args.threads[suite]:
@@ -460,8 +551,9 @@ def main():
             load = load_command(args, "PORT", "FLOW", "N", suite_load_args(args, suite))
             commands.append(f"# {suite}, per run after the tables' reset (PORT: MariaDB's or a claimguard's):")
             commands.append(shlex.join(load).replace(bc.REPO + os.sep, "").replace(":PORT", ":$PORT"))
+        slow = bool(args.fsync_delay_us)
         bc.benchdoc.write_block(args.doc, render(args, runs, skipped, facts, variables, started, commands),
-                                BEGIN_MARKER, END_MARKER)
+                                SLOW_BEGIN_MARKER if slow else BEGIN_MARKER, SLOW_END_MARKER if slow else END_MARKER)
         print(f"wrote {args.doc}")
     finally:
         bench.stop()
