@@ -68,6 +68,9 @@ DIMENSIONS = {
     "opt_read_cache": ["off", "on"],
     "opt_admission": ["off", "on"],
     "opt_defer_decrement": ["off", "on"],
+    # group_update (coalesced autocommit takes of one key); it needs admission, which the rules then get
+    # whatever opt_admission says
+    "opt_group_update": ["off", "on"],
     "opt_unmodeled": ["refuse", "forward"],
     # after a claim, some users cancel it (a refund): DELETE the claim row, then give the unit back themselves
     # (remain = remain + 1) or not; the claim rule's on_cancel
@@ -276,7 +279,7 @@ def correct_directly(spec):
 
 # Dimensions added after the CI seeds were chosen draw from a generator of their own, so each CI seed's
 # apps keep every habit and load they had, and gain only the new dimension's value.
-OWN_GENERATOR = {"sql_mode", "trigger", "cancel_where"}
+OWN_GENERATOR = {"sql_mode", "trigger", "cancel_where", "opt_group_update"}
 
 
 def generate(seed, index, enabled):
@@ -333,7 +336,7 @@ def normalize(spec):
 def options_key(spec):
     """The rules file an app needs: apps with the same key run under the same rules (one reload)."""
     return (spec["opt_read_cache"], spec["opt_admission"], spec["opt_defer_decrement"], spec["opt_unmodeled"],
-            spec["opt_on_cancel"])
+            spec["opt_on_cancel"], spec["opt_group_update"])
 
 
 def describe(spec):

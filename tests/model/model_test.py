@@ -219,12 +219,14 @@ TRIGGER_RULE_TEMPLATE = """  - name: {table}
 
 
 def rules_text(okey):
-    read_cache, admission, defer, unmodeled, on_cancel = okey
+    read_cache, admission, defer, unmodeled, on_cancel, group_update = okey
     opts = []
     if read_cache == "on":
         opts.append("    read_cache: 50ms")
-    if admission == "on":
+    if admission == "on" or group_update == "on":
         opts.append("    admission: {max_in_flight: 2, queue_timeout: 2s}")
+    if group_update == "on":
+        opts.append("    group_update: {max_batch: 8, max_wait: 2ms}")
     if defer == "on":
         opts.append("    defer_decrement: true")
     trigger_rules = "".join(TRIGGER_RULE_TEMPLATE.format(table=trigger_table(t), on_cancel=on_cancel,
@@ -337,7 +339,7 @@ class Model:
             for stmt in trigger_schema():
                 cur.execute(stmt)
         admin.close()
-        self.write_rules(("off", "off", "off", "refuse", "keep_stock"))
+        self.write_rules(("off", "off", "off", "refuse", "keep_stock", "off"))
         # The schema check (a DBA's check user) finds the procedure and the view that reach the stock, and the
         # key columns' collations: as a DBA deploys claimguard. Traffic waits for its first result.
         check = ["--schema-check", "warn", "--schema-check-user", cluster.ADMIN_USER,
