@@ -43,6 +43,9 @@ struct proxy_options {
     std::string rules_dir;                 // every *.yaml/*.yml in it (a mounted ConfigMap)
     bool watch_rules = true;               // reload when the files or the directory change
     bool observe_override = false;         // the kill switch: every rule observes (mode_override: observe)
+    // Tables no rule names whose read-then-write shapes /digests shows (unlisted:<db>.<table>) for
+    // `claimguard suggest --digests`; 0: off, nothing looked at (engine/unlisted_watch.hpp).
+    std::size_t watch_unlisted_tables = 0;
     // The claim rules' Redis first filter (issue 12): one Redis, or a cluster's seed nodes.
     std::vector<endpoint> redis;                  // empty: none
     std::chrono::milliseconds redis_timeout{50};  // the Redis step of a claim, then fail open

@@ -66,6 +66,8 @@ std::chrono::seconds parse_keepalive_seconds(std::string_view text, bool zero_al
 std::string show_endpoint(const endpoint& e) { return e.host + ":" + std::to_string(e.port); }
 
 constexpr std::size_t max_threads = 256;
+// watch_unlisted_tables: /digests keeps at most max_statement_digests shapes in all anyway.
+constexpr std::size_t max_watched_unlisted_tables = 1024;
 constexpr std::size_t max_unix_path_bytes = sizeof(sockaddr_un::sun_path) - 1;  // 107 on Linux
 constexpr std::size_t max_connections_limit = 1'000'000;
 constexpr std::size_t max_packet_limit = 1u << 30;  // MySQL's own max_allowed_packet ceiling (1 GiB)
@@ -136,6 +138,12 @@ std::vector<setting> make_settings() {
         "/-/mode-override/observe on the control endpoint); off: the files decide",
         [](o& x, std::string_view v) { x.observe_override = one_of(v, {"off", "observe"}) == "observe"; },
         [](const o& x) { return std::string(x.observe_override ? "observe" : "off"); });
+    add(
+        "watch_unlisted_tables",
+        "Also watch this many tables no rule names: their read-then-write shapes show in /digests as "
+        "unlisted:<db>.<table>, for claimguard suggest --digests (0: off; forwarded untouched either way)",
+        [](o& x, std::string_view v) { x.watch_unlisted_tables = parse_count(v, max_watched_unlisted_tables); },
+        [](const o& x) { return std::to_string(x.watch_unlisted_tables); });
     // --- Redis (issue 12): kept together ---------------------------------------------------------
     add(
         "redis",
@@ -320,6 +328,7 @@ const std::map<std::string_view, presentation>& presentations() {
         {"rules_dir", {"DIR", "Rules"}},
         {"watch_rules", {"BOOL", "Rules"}},
         {"mode_override", {"off|observe", "Rules"}},
+        {"watch_unlisted_tables", {"COUNT", "Rules"}},
         {"audit_log", {"-|off|PATH", "Logging"}},
         {"redis", {"HOST:PORT[,...]|off", "Redis"}},
         {"redis_timeout", {"DURATION", "Redis"}},

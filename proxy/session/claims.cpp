@@ -65,8 +65,10 @@ awaitable<session::intercepted> session::intercept(const proto::packet_span& pac
     switch (command) {
         case com::query:
             // Most statements name no rule's table: forwarded before a statement is built or a frame allocated.
-            if (!large && connection_state_.query_passes_untouched(text, engine_inputs()))
+            if (!large && connection_state_.query_passes_untouched(text, engine_inputs())) {
+                if (opt_.watch_unlisted_tables != 0) watch_unlisted(text);
                 co_return intercepted::forward;
+            }
             co_return co_await intercept_query(packet, text);
         case com::stmt_prepare: co_return co_await intercept_prepare(packet, text);
         case com::stmt_execute:
@@ -94,6 +96,7 @@ awaitable<session::intercepted> session::intercept(const proto::packet_span& pac
         case com::change_user:
             abandon_transaction();  // the server rolls back an open transaction
             forget_statements();
+            if (unlisted_) unlisted_->reset();
             connection_state_.reset();
             connection_state_.forget_sql_mode();  // the session's variables are the global ones again
             co_return intercepted::forward;

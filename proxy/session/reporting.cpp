@@ -6,6 +6,7 @@
 #include "audit_log.hpp"
 #include "statement_digests.hpp"
 #include "claim_metrics.hpp"
+#include "proxy/admin/metrics.hpp"
 #include "proxy/engine/catalogue.hpp"
 #include "session_impl.hpp"
 
@@ -157,6 +158,19 @@ void session::audit(const engine::decision& d, std::string_view action, const sq
     e.statement = statement;
     fill_audit_context(e);
     keep_audit_line(e);
+}
+
+void session::watch_unlisted(std::string_view sql) {
+    // Only statements that may start a shape are tokenised (the rest cost a first-word check).
+    if (ctx_.digests == nullptr || !engine::may_watch(sql)) return;
+    if (!unlisted_) unlisted_ = std::make_unique<engine::unlisted_watch>();
+    const auto st = sqlns::parse(sql, connection_state_.lexer());
+    const auto shape = unlisted_->observe(st, connection_state_.database());
+    if (!shape) return;
+    if (!ctx_.digests->record_unlisted(shape->table, statement_digest(st), normalized_statement(st), shape->action,
+                                       shape->notes, opt_.watch_unlisted_tables) &&
+        ctx_.unlisted_dropped != nullptr)
+        ctx_.unlisted_dropped->inc();
 }
 
 void session::keep_audit_line(const audit_event& e) { audit_pending_.push_back(audit_line(e)); }

@@ -401,6 +401,9 @@ int run_server(const config::proxy_options& options) {
         }
         state.session_ctx.audit = state.audit.get();
         state.session_ctx.digests = &state.digests;
+        state.session_ctx.unlisted_dropped = &admin::default_registry().add_counter(
+            "claimguard_unlisted_tables_dropped_total",
+            "Statements of tables beyond watch_unlisted_tables, not kept in /digests");
         if (!options.redis.empty()) {
             guards::redis_options ropts;
             try {

@@ -15,7 +15,8 @@ class context;
 
 namespace claimguard::admin {
 struct health_state;
-}
+class counter;
+}  // namespace claimguard::admin
 namespace claimguard::engine {
 class rules_holder;
 class take_ledger;
@@ -44,6 +45,8 @@ struct session_context {
     engine::read_cache* read_cache = nullptr;  // set with rules: counter reads answered by the sidecar (read_cache)
     engine::admission_gate* admission = nullptr;  // set with rules: per-key admission queues of the sidecar
     statement_digests* digests = nullptr;  // set with rules: the shapes audited, for GET /digests
+    // Statements of tables beyond watch_unlisted_tables (claimguard_unlisted_tables_dropped_total).
+    admin::counter* unlisted_dropped = nullptr;
 };
 
 // A client connection: TCP (listen) or a unix socket (listen_unix), one session code for both.

@@ -25,6 +25,7 @@
 #include "proxy/engine/rules_snapshot.hpp"
 #include "proxy/engine/statement_operation.hpp"
 #include "proxy/engine/transaction_tracker.hpp"
+#include "proxy/engine/unlisted_watch.hpp"
 #include "proxy/protocol/answers.hpp"
 #include "proxy/protocol/binary_value.hpp"
 #include "proxy/protocol/exchange.hpp"
@@ -168,6 +169,9 @@ private:
                                                                   engine::recognition step);
     void audit(const engine::decision& d, std::string_view action, const rules::sql::parsed_statement& st,
                std::string_view note = {});
+    // watch_unlisted_tables: a statement the rules ignore, forwarded as it is, looked at for
+    // /digests' unlisted shapes (reporting.cpp). Never called when the setting is 0.
+    void watch_unlisted(std::string_view sql);
     // An audit line of the command being handled: kept until its answer is known (flush_audit).
     void keep_audit_line(const audit_event& e);
     // The kept lines go to the audit log with the command's answer (audit_answer_; none: the session
@@ -235,6 +239,8 @@ private:
     std::optional<engine::command_end> ending_;  // the command's end, while end_command() goes on with it
     engine::command_end_action ending_next_;     // ... from this action
     engine::admission_slots admission_held_;     // slots held until the reply / the transaction's end
+    // watch_unlisted_tables: made at its first statement (nothing when the setting is 0).
+    std::unique_ptr<engine::unlisted_watch> unlisted_;
 };
 
 }  // namespace claimguard::session

@@ -19,19 +19,18 @@ std::string iso_time(std::chrono::system_clock::time_point t) {
 }
 
 constexpr std::string_view observe_prefix = "would-";
+constexpr std::string_view unlisted_prefix = "unlisted:";
 
 }  // namespace
 
-void statement_digests::record(std::string_view rule, std::string_view digest, std::string_view statement,
-                               std::string_view action, std::chrono::system_clock::time_point at) {
-    const bool observed = action.starts_with(observe_prefix);
-    if (observed) action.remove_prefix(observe_prefix.size());
-    std::lock_guard lock(mutex_);
+statement_digests::shape* statement_digests::shape_of(std::string_view rule, std::string_view digest,
+                                                      std::string_view statement,
+                                                      std::chrono::system_clock::time_point at) {
     auto it = shapes_.find(std::tuple(rule, digest));
     if (it == shapes_.end()) {
         if (shapes_.size() >= capacity_) {
             ++dropped_;
-            return;
+            return nullptr;
         }
         it = shapes_.emplace(key{std::string(rule), std::string(digest)}, shape{}).first;
         it->second.statement = statement;
@@ -40,9 +39,43 @@ void statement_digests::record(std::string_view rule, std::string_view digest, s
     auto& s = it->second;
     ++s.count;
     s.last_seen = at;
-    auto a = s.actions.find(action);
-    if (a == s.actions.end()) a = s.actions.emplace(std::string(action), counts{}).first;
+    return &s;
+}
+
+statement_digests::shape* statement_digests::record_locked(std::string_view rule, std::string_view digest,
+                                                           std::string_view statement, std::string_view action,
+                                                           std::chrono::system_clock::time_point at) {
+    const bool observed = action.starts_with(observe_prefix);
+    if (observed) action.remove_prefix(observe_prefix.size());
+    auto* s = shape_of(rule, digest, statement, at);
+    if (s == nullptr) return nullptr;
+    auto a = s->actions.find(action);
+    if (a == s->actions.end()) a = s->actions.emplace(std::string(action), counts{}).first;
     ++(observed ? a->second.observed : a->second.enforced);
+    return s;
+}
+
+void statement_digests::record(std::string_view rule, std::string_view digest, std::string_view statement,
+                               std::string_view action, std::chrono::system_clock::time_point at) {
+    std::lock_guard lock(mutex_);
+    (void)record_locked(rule, digest, statement, action, at);
+}
+
+bool statement_digests::record_unlisted(std::string_view table, std::string_view digest, std::string_view statement,
+                                        std::string_view action, const std::vector<std::string>& notes,
+                                        std::size_t max_tables, std::chrono::system_clock::time_point at) {
+    std::lock_guard lock(mutex_);
+    if (!unlisted_tables_.contains(table)) {
+        if (unlisted_tables_.size() >= max_tables) {
+            ++unlisted_dropped_;
+            return false;
+        }
+        unlisted_tables_.emplace(table);
+    }
+    const auto rule = std::string(unlisted_prefix) + std::string(table);
+    if (auto* s = record_locked(rule, digest, statement, action, at))
+        for (const auto& n : notes) ++s->notes[n];
+    return true;
 }
 
 std::size_t statement_digests::size() const {
@@ -67,8 +100,9 @@ std::string statement_digests::json() const {
                         {"first_seen", iso_time(s.first_seen)},
                         {"last_seen", iso_time(s.last_seen)},
                         {"actions", std::move(actions)}});
+        if (!s.notes.empty()) list.back()["notes"] = s.notes;
     }
-    nlohmann::json j{{"shapes", std::move(list)}, {"dropped", dropped_}};
+    nlohmann::json j{{"shapes", std::move(list)}, {"dropped", dropped_}, {"unlisted_dropped", unlisted_dropped_}};
     return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -86,6 +120,9 @@ std::string statement_digests::text() const {
     if (j["dropped"].get<std::uint64_t>() > 0)
         out += fmt::format("{} statement(s) of shapes beyond the first {} not kept\n", j["dropped"].get<std::uint64_t>(),
                            max_statement_digests);
+    if (j["unlisted_dropped"].get<std::uint64_t>() > 0)
+        out += fmt::format("{} statement(s) of tables beyond watch_unlisted_tables not kept\n",
+                           j["unlisted_dropped"].get<std::uint64_t>());
     return out;
 }
 

@@ -477,6 +477,78 @@ class Ops(unittest.TestCase):
         finally:
             del os.environ["CLAIMGUARD_CHECK_PASSWORD"]
 
+    # --- watching tables no rule names (watch_unlisted_tables), suggest --digests -----------------
+
+    def unlisted_tables(self):
+        """wu_stock / wu_order: the incident's tables under names no rule knows; wu_x1, wu_x2: two more."""
+        db = self.database()
+        db.sql("DROP TABLE IF EXISTS wu_stock, wu_order, wu_x1, wu_x2; "
+               "CREATE TABLE wu_stock (campaign_id INT PRIMARY KEY, remain INT NOT NULL); "
+               "CREATE TABLE wu_order (id INT AUTO_INCREMENT PRIMARY KEY, user_id INT NOT NULL, "
+               "campaign_id INT NOT NULL, created_at DATETIME NOT NULL); "
+               "CREATE TABLE wu_x1 (id INT PRIMARY KEY, n INT NOT NULL); "
+               "CREATE TABLE wu_x2 (id INT PRIMARY KEY, n INT NOT NULL); "
+               "INSERT INTO wu_stock VALUES (1, 100), (2, 100); INSERT INTO wu_x1 VALUES (1, 5); "
+               "INSERT INTO wu_x2 VALUES (1, 5)", database=servers.DATABASE)
+
+    def unlisted_flow(self, conn, user, campaign):
+        """The incident's naive claim: read the counter, write it back lowered, insert the order.
+        The stock's remain after it, or None when it read 0 (sold out, as the app sees it)."""
+        with conn.cursor() as cur:
+            cur.execute("SELECT remain FROM wu_stock WHERE campaign_id = %s", (campaign,))
+            remain = cur.fetchone()[0]
+            if remain <= 0:
+                return None
+            cur.execute("UPDATE wu_stock SET remain = %s WHERE campaign_id = %s", (remain - 1, campaign))
+            cur.execute("INSERT INTO wu_order (user_id, campaign_id, created_at) VALUES (%s, %s, NOW())",
+                        (user, campaign))
+            return remain - 1
+
+    def run_unlisted_flow(self, proxy, users):
+        conns = [self.connect(proxy) for _ in range(3)]
+        for user in range(users):
+            self.unlisted_flow(conns[user % 3], 100 + user, 1 + user % 2)
+
+    def test_watch_unlisted_tables_files_the_flows_shapes_and_changes_nothing(self):
+        self.unlisted_tables()
+        rules = os.path.join(self.work, "rules_unlisted")
+        os.makedirs(rules)
+        audit = os.path.join(self.work, "audit-unlisted.jsonl")
+        proxy = self.start_proxy("unlisted", "--rules-dir", rules, "--watch-unlisted-tables", "2",
+                                 "--audit-log", audit)
+        self.run_unlisted_flow(proxy, 12)
+        # Pure relay: the app's own writes, as it sent them.
+        db = self.database()
+        self.assertEqual(db.sql("SELECT SUM(remain) FROM wu_stock", database=servers.DATABASE).strip(), "188")
+        self.assertEqual(db.sql("SELECT COUNT(*) FROM wu_order", database=servers.DATABASE).strip(), "12")
+        # Two more tables' read-then-write on one connection: wu_x1 is a third table, beyond the bound of 2.
+        conn = self.connect(proxy)
+        self.query(conn, "SELECT n FROM wu_x1 WHERE id = 1")
+        self.query(conn, "UPDATE wu_x1 SET n = 4 WHERE id = 1")
+        status, body = http(proxy.admin_port, "/digests")
+        self.assertEqual(status, 200, body)
+        digests = json.loads(body)
+        shapes = {s["rule"]: s for s in digests["shapes"]}
+        self.assertEqual(set(shapes), {f"unlisted:{servers.DATABASE}.wu_stock", f"unlisted:{servers.DATABASE}.wu_order"},
+                         digests)
+        take = shapes[f"unlisted:{servers.DATABASE}.wu_stock"]
+        self.assertEqual(take["statement"], "UPDATE wu_stock SET remain = ? WHERE campaign_id = ?")
+        self.assertEqual(take["actions"], {"rewritten": {"enforced": 0, "observed": 12}})
+        self.assertEqual(take["notes"], {"counter: remain": 12, "key_columns: campaign_id": 12, "after_read: yes": 12})
+        claim = shapes[f"unlisted:{servers.DATABASE}.wu_order"]
+        self.assertEqual(claim["actions"], {"claimed": {"enforced": 0, "observed": 12}})
+        self.assertEqual(claim["notes"]["consumes: campaign_id=campaign_id"], 12, claim)
+        self.assertEqual(claim["notes"]["columns: user_id, campaign_id"], 12, claim)
+        self.assertEqual(digests["unlisted_dropped"], 1)
+        self.assertEqual(metric(proxy.admin_port, "claimguard_unlisted_tables_dropped_total"), 1)
+        # Never audited as actions on rules, never counted as such.
+        self.assertFalse(os.path.exists(audit) and open(audit, encoding="utf-8").read().strip())
+        self.assertEqual(metric(proxy.admin_port, "claimguard_would_rewrite_total"), 0)
+        # Off by default: the same flow through a sidecar without the setting files nothing.
+        plain = self.start_proxy("unlisted_off", "--rules-dir", rules)
+        self.run_unlisted_flow(plain, 3)
+        self.assertEqual(json.loads(http(plain.admin_port, "/digests")[1])["shapes"], [])
+
     # --- graceful shutdown -----------------------------------------------------------------------
 
     def check_graceful_shutdown(self, name, trigger):

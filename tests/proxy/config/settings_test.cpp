@@ -230,6 +230,21 @@ TEST(orphan_settings, defaults_and_values) {
     EXPECT_EQ(show(o, "orphan_kill"), "false");
 }
 
+// --- watch_unlisted_tables (issue 21): off by default, a bounded count ---------------------------------
+
+TEST(watch_unlisted_tables, off_by_default_a_count_when_set_and_bounded) {
+    proxy_options o;
+    EXPECT_EQ(o.watch_unlisted_tables, 0u);
+    apply_setting(o, "watch_unlisted_tables", {"16"}, "--watch-unlisted-tables");
+    EXPECT_EQ(o.watch_unlisted_tables, 16u);
+    EXPECT_EQ(show(o, "watch_unlisted_tables"), "16");
+    const auto msg =
+        error_of([&] { apply_setting(o, "watch_unlisted_tables", {"100000"}, "--watch-unlisted-tables"); });
+    EXPECT_NE(msg.find("watch"), std::string::npos) << msg;
+    EXPECT_FALSE(
+        error_of([&] { apply_setting(o, "watch_unlisted_tables", {"many"}, "--watch-unlisted-tables"); }).empty());
+}
+
 struct bad_setting_case {
     std::string name;
     std::string setting;

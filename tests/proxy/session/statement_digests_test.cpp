@@ -46,5 +46,34 @@ TEST(statement_digests, shapes_beyond_the_capacity_are_counted_not_kept) {
     EXPECT_EQ(j["shapes"][0]["count"], 2);
 }
 
+TEST(statement_digests, unlisted_tables_are_filed_under_a_pseudo_rule_with_their_notes_and_bounded) {
+    statement_digests d;
+    const std::string_view take = "UPDATE t1 SET remain = ? WHERE id = ?";
+    EXPECT_TRUE(d.record_unlisted("shop.t1", "aa", take, "would-rewritten", {"counter: remain", "key_columns: id"}, 2));
+    EXPECT_TRUE(d.record_unlisted("shop.t1", "aa", take, "would-rewritten", {"counter: remain", "key_columns: id"}, 2));
+    EXPECT_TRUE(
+        d.record_unlisted("shop.t2", "bb", "INSERT INTO t2 (a) VALUES (?)", "would-claimed", {"after: shop.t1"}, 2));
+    // A third table is beyond the bound: counted, not kept; the kept ones still count.
+    EXPECT_FALSE(d.record_unlisted("shop.t3", "cc", "UPDATE t3 SET n = ? WHERE id = ?", "would-rewritten", {}, 2));
+    EXPECT_TRUE(
+        d.record_unlisted("shop.t2", "bb", "INSERT INTO t2 (a) VALUES (?)", "would-claimed", {"after: shop.t1"}, 2));
+    const auto j = nlohmann::json::parse(d.json());
+    ASSERT_EQ(j["shapes"].size(), 2u);
+    EXPECT_EQ(j["unlisted_dropped"], 1);
+    const auto& first = j["shapes"][0];
+    EXPECT_EQ(first["rule"], "unlisted:shop.t1");
+    EXPECT_EQ(first["statement"], take);
+    EXPECT_EQ(first["actions"]["rewritten"], (nlohmann::json{{"enforced", 0}, {"observed", 2}}));
+    EXPECT_EQ(first["notes"], (nlohmann::json{{"counter: remain", 2}, {"key_columns: id", 2}}));
+    EXPECT_EQ(j["shapes"][1]["rule"], "unlisted:shop.t2");
+    // A rule's shapes carry no notes.
+    d.record("coupon_stock", "dd", take, "rewritten");
+    for (const auto& s : nlohmann::json::parse(d.json())["shapes"])
+        if (s["rule"] == "coupon_stock") {
+            EXPECT_FALSE(s.contains("notes")) << s;
+        }
+    EXPECT_NE(d.text().find("1 statement(s) of tables beyond watch_unlisted_tables not kept"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace claimguard::session
