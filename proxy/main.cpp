@@ -149,11 +149,24 @@ int main(int argc, char** argv) {
 
     std::vector<std::string> ddl_files;
     std::vector<std::string> suggest_files;
+    std::vector<std::string> suggest_digests;
     auto* suggest_cmd = app.add_subcommand(
-        "suggest", "Draft a rules file from what the app sent: a general log or a .sql script of its statements");
-    suggest_cmd->add_option("LOG", suggest_files, "General log or script files (- for standard input)")
-        ->type_name("PATH")
-        ->required();
+        "suggest",
+        "Draft a rules file from what the app sent: a general log or a .sql script of its statements, or "
+        "a sidecar's /digests with watch_unlisted_tables on");
+    auto* suggest_logs =
+        suggest_cmd->add_option("LOG", suggest_files, "General log or script files (- for standard input)")
+            ->type_name("PATH");
+    auto* suggest_digests_opt =
+        suggest_cmd
+            ->add_option("--digests", suggest_digests,
+                         "A saved GET /digests JSON (curl http://ADMIN/digests > FILE) of a sidecar with "
+                         "watch_unlisted_tables on (repeatable: one per sidecar)")
+            ->type_name("FILE");
+    suggest_cmd->callback([suggest_logs, suggest_digests_opt] {
+        if (suggest_logs->count() == 0 && suggest_digests_opt->count() == 0)
+            throw CLI::RequiredError("LOG or --digests");
+    });
     auto* ddl_cmd = app.add_subcommand("ddl", "Print the UNIQUE indexes that back each claim rule");
     ddl_cmd->add_option("RULES", ddl_files, "Rules files or directories")->type_name("PATH|DIR")->required();
 
@@ -226,7 +239,7 @@ int main(int argc, char** argv) {
     if (*validate_cmd) return validate_command(validate_flags, print_config);
     if (*lint_cmd) return rules_cli::lint(lint_files, std::cout, std::cerr);
     if (*ddl_cmd) return rules_cli::ddl(ddl_files, std::cout, std::cerr);
-    if (*suggest_cmd) return rules_cli::suggest(suggest_files, std::cout, std::cerr);
+    if (*suggest_cmd) return rules_cli::suggest(suggest_files, suggest_digests, std::cout, std::cerr);
     if (*explain_cmd) return engine::explain_command(explain_req, std::cout, std::cerr);
     // The control endpoint's clients: --timeout is a duration with its unit.
     const auto post_to_control = [](std::string_view command, const std::string& control, const std::string& path,

@@ -8,6 +8,11 @@
 //   holds the stock key's value maps the claim to its stock (`consumes`); the INSERT's columns given
 //   values (not times) are the proposed idempotency columns.
 // Every guess is written as a YAML comment with its evidence. The draft starts in observe.
+//
+// From a sidecar's GET /digests (--digests, watch_unlisted_tables) instead: the shapes filed under
+// `unlisted:<db>.<table>` already say which write was a take (the counter, its key, an optimistic
+// lock's version) and which INSERT followed it (the stock key's column, the valued columns), counted
+// over every connection; the same votes are drawn from them.
 #include <algorithm>
 #include <cctype>
 #include <fstream>
@@ -18,6 +23,8 @@
 #include <regex>
 #include <set>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "rules/cli/rules_cli.hpp"
 #include "rules/model/rules.hpp"
@@ -145,6 +152,7 @@ struct stock_votes {
     std::map<std::string, std::size_t> read_and_set;  // column set after being read (the fallback counter)
     std::string example_read;
     std::string example_write;
+    bool from_digests = false;  // the votes are the sidecar's notes (the counter is named, not inferred)
 };
 
 struct claim_votes {
@@ -249,9 +257,36 @@ public:
         // transaction and writes in the next.
     }
 
+    // One /digests document: its `unlisted:` shapes (a rule's own shapes are the rules already
+    // written). Takes first, so that each claim finds the stock table its `after` note names.
+    // Returns how many shapes were read; throws on a document that is not /digests' JSON.
+    std::size_t add_digests(const nlohmann::json& doc) {
+        std::size_t used = 0;
+        for (const bool takes : {true, false})
+            for (const auto& shape : doc.at("shapes")) {
+                const auto rule = shape.at("rule").get<std::string>();
+                if (!rule.starts_with(unlisted_prefix)) continue;
+                const auto& actions = shape.at("actions");
+                const char* action = takes ? "rewritten" : "claimed";
+                if (!actions.contains(action)) continue;
+                const auto count = actions[action].at("observed").get<std::size_t>();
+                std::map<std::string, std::size_t> notes;
+                if (shape.contains("notes"))
+                    for (const auto& [note, n] : shape["notes"].items()) notes[note] = n.get<std::size_t>();
+                const auto text = shape.at("statement").get<std::string>();
+                if (takes ? add_digest_take(rule.substr(unlisted_prefix.size()), text, count, notes)
+                          : add_digest_claim(text, count, notes))
+                    ++used;
+            }
+        return used;
+    }
+
     void print(std::ostream& out, const std::vector<std::string>& files) const {
-        out << "# Drafted by `claimguard suggest` from " << statements_ << " statement(s) on " << connections_.size()
-            << " connection(s)";
+        out << "# Drafted by `claimguard suggest` from " << statements_ << " statement(s)";
+        if (digest_shapes_ == 0)
+            out << " on " << connections_.size() << " connection(s)";
+        else
+            out << " (" << digest_shapes_ << " shape(s) a sidecar's watch_unlisted_tables filed in /digests)";
         if (!files.empty()) {
             out << " (";
             for (std::size_t i = 0; i < files.size(); ++i) out << (i ? ", " : "") << files[i];
@@ -300,9 +335,14 @@ public:
             const auto name = unique_name(table, names);
             stock_names[table] = name;
             stock_keys[table] = key;
-            out << "  # " << table << ": " << v.writes << " write(s) with a WHERE of equalities; " << lowered
-                << " lowered " << counter << " (the counter), " << v.after_read
-                << " wrote a column the same connection had just read (the race a rule closes)\n";
+            if (v.from_digests)
+                out << "  # " << table << ": " << v.writes << " write(s) the sidecar filed as takes of " << counter
+                    << " (a relative decrement, or a number written right after the same connection read it); "
+                    << v.after_read << " came right after such a read (the race a rule closes)\n";
+            else
+                out << "  # " << table << ": " << v.writes << " write(s) with a WHERE of equalities; " << lowered
+                    << " lowered " << counter << " (the counter), " << v.after_read
+                    << " wrote a column the same connection had just read (the race a rule closes)\n";
             if (!v.example_read.empty()) out << "  #   read:  " << sql::one_line(v.example_read, 160) << "\n";
             out << "  #   write: " << sql::one_line(v.example_write, 160) << "\n";
             out << "  #   key_columns: the WHERE's equalities in " << key_votes << " of " << v.writes << " write(s)\n";
@@ -311,7 +351,8 @@ public:
                 units = amount;
                 out << "  #   units: " << units << ", the amount of " << n << " relative decrement(s)\n";
             } else {
-                out << "  #   units: 1 assumed (the writes are absolute: what one claim takes is not in the log; check)\n";
+                out << "  #   units: 1 assumed (the writes are absolute: what one claim takes is not in what was seen; "
+                       "check)\n";
             }
             if (!version.empty())
                 out << "  #   version_column: " << raised << " write(s) raised " << version
@@ -329,7 +370,8 @@ public:
         std::set<std::string> claim_tables;
         for (const auto& [tables, v] : claims_) {
             const auto& [table, stock_table] = tables;
-            if (stock_names.count(stock_table) == 0 || claim_tables.count(lower(table)) > 0) continue;
+            if (stock_names.count(stock_table) == 0 || claim_tables.count(lower(table)) > 0 || v.columns.empty())
+                continue;
             claim_tables.insert(lower(table));  // one claim rule per table: the most common stock first below
             if (!claims_header) {
                 out << "\nclaim_rules:\n";
@@ -366,6 +408,84 @@ public:
     }
 
 private:
+    static constexpr std::string_view unlisted_prefix = "unlisted:";
+
+    // The value of each `name: value` note, with its count.
+    static std::map<std::string, std::size_t> notes_named(const std::map<std::string, std::size_t>& notes,
+                                                          std::string_view name) {
+        std::map<std::string, std::size_t> out;
+        const auto prefix = std::string(name) + ": ";
+        for (const auto& [note, n] : notes)
+            if (note.starts_with(prefix)) out[note.substr(prefix.size())] += n;
+        return out;
+    }
+    static std::vector<std::string> split_list(const std::string& s) {
+        std::vector<std::string> out;
+        std::size_t from = 0;
+        while (from <= s.size() && !s.empty()) {
+            const auto comma = s.find(", ", from);
+            out.push_back(s.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+            if (comma == std::string::npos) break;
+            from = comma + 2;
+        }
+        return out;
+    }
+
+    // A take the sidecar filed: `qualified` is its "<db>.<table>"; the statement, normalized (`?`).
+    bool add_digest_take(const std::string& qualified, const std::string& text, std::size_t count,
+                         const std::map<std::string, std::size_t>& notes) {
+        const auto st = sql::parse(text, {});
+        if (st.kind != sql::statement_kind::update || count == 0) return false;
+        const auto table = table_of(st, std::get<sql::update_statement>(st.body).table);
+        digest_tables_[lower(qualified)] = table;
+        auto& votes = stocks_[table];
+        votes.from_digests = true;
+        votes.writes += count;
+        for (const auto& [counter, n] : notes_named(notes, "counter")) votes.decrements[counter] += n;
+        for (const auto& [key, n] : notes_named(notes, "key_columns")) votes.keys[split_list(key)] += n;
+        for (const auto& [version, n] : notes_named(notes, "version")) votes.bumps[version] += n;
+        for (const auto& [units, n] : notes_named(notes, "units"))
+            if (units != "?") {
+                try {
+                    votes.units[std::stoll(units)] += n;
+                } catch (const std::exception&) {
+                }
+            }
+        votes.after_read += notes_named(notes, "after_read")["yes"];
+        if (votes.example_write.empty()) votes.example_write = text;
+        statements_ += count;
+        ++digest_shapes_;
+        return true;
+    }
+
+    // The INSERT the sidecar filed right after a take (`after: <db>.<table>`).
+    bool add_digest_claim(const std::string& text, std::size_t count, const std::map<std::string, std::size_t>& notes) {
+        const auto st = sql::parse(text, {});
+        if (st.kind != sql::statement_kind::insert || count == 0) return false;
+        const auto table = table_of(st, std::get<sql::insert_statement>(st.body).table);
+        std::vector<claim_votes*> gave;  // one claim per stock table its `after` names
+        for (const auto& [after, n] : notes_named(notes, "after")) {
+            const auto stock = digest_tables_.find(lower(after));
+            if (stock == digest_tables_.end()) continue;  // its take's table was not kept
+            auto& votes = claims_[{table, stock->second}];
+            votes.count += n;
+            if (votes.example.empty()) votes.example = text;
+            gave.push_back(&votes);
+        }
+        if (gave.empty()) return false;
+        // (The notes of a shape are not split by its `after`: each claim it gave gets them all.)
+        for (auto* votes : gave) {
+            for (const auto& [pair, n] : notes_named(notes, "consumes")) {
+                const auto eq = pair.find('=');
+                if (eq != std::string::npos) votes->mapping[pair.substr(eq + 1)][pair.substr(0, eq)] += n;
+            }
+            for (const auto& [columns, n] : notes_named(notes, "columns")) votes->columns[split_list(columns)] += n;
+        }
+        statements_ += count;
+        ++digest_shapes_;
+        return true;
+    }
+
     struct read {
         std::string table;
         std::set<std::string> columns;
@@ -394,6 +514,8 @@ private:
     }
 
     std::size_t statements_ = 0;
+    std::size_t digest_shapes_ = 0;
+    std::map<std::string, std::string> digest_tables_;  // lower "<db>.<table>" -> the table as the app names it
     std::map<std::string, connection> connections_;
     std::map<std::string, stock_votes> stocks_;
     std::map<std::tuple<std::string, std::string>, claim_votes> claims_;  // (claim table, stock table)
@@ -401,31 +523,61 @@ private:
 
 }  // namespace
 
+namespace {
+
+bool read_file(const std::string& path, std::string& text, std::ostream& err) {
+    if (path == "-") {
+        text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+        return true;
+    }
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        err << "claimguard suggest: cannot read " << path << "\n";
+        return false;
+    }
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return true;
+}
+
+}  // namespace
+
 int suggest(const std::vector<std::string>& paths, std::ostream& out, std::ostream& err) {
+    return suggest(paths, {}, out, err);
+}
+
+int suggest(const std::vector<std::string>& paths, const std::vector<std::string>& digests, std::ostream& out,
+            std::ostream& err) {
     analysis a;
     std::size_t read = 0;
     for (const auto& path : paths) {
         std::string text;
-        if (path == "-") {
-            text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-        } else {
-            std::ifstream in(path, std::ios::binary);
-            if (!in) {
-                err << "claimguard suggest: cannot read " << path << "\n";
-                return 2;
-            }
-            text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-        }
+        if (!read_file(path, text, err)) return 2;
         for (const auto& s : read_statements(text)) {
             a.add(s);
             ++read;
         }
     }
+    for (const auto& path : digests) {
+        std::string text;
+        if (!read_file(path, text, err)) return 2;
+        try {
+            read += a.add_digests(nlohmann::json::parse(text));
+        } catch (const std::exception& e) {
+            err << "claimguard suggest: " << path << " is not the JSON of GET /digests: " << e.what() << "\n";
+            return 2;
+        }
+    }
     if (read == 0) {
-        err << "claimguard suggest: no statement found in " << (paths.size() == 1 ? paths[0] : "the files") << "\n";
+        if (digests.empty())
+            err << "claimguard suggest: no statement found in " << (paths.size() == 1 ? paths[0] : "the files") << "\n";
+        else
+            err << "claimguard suggest: no take or claim of a table no rule names in the digests (is the sidecar's "
+                   "watch_unlisted_tables on, and did the app run through it?)\n";
         return 1;
     }
-    a.print(out, paths);
+    std::vector<std::string> files = paths;
+    files.insert(files.end(), digests.begin(), digests.end());
+    a.print(out, files);
     return 0;
 }
 

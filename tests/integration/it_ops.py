@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import unittest
 import urllib.error
@@ -548,6 +549,87 @@ class Ops(unittest.TestCase):
         plain = self.start_proxy("unlisted_off", "--rules-dir", rules)
         self.run_unlisted_flow(plain, 3)
         self.assertEqual(json.loads(http(plain.admin_port, "/digests")[1])["shapes"], [])
+
+    def test_suggest_from_digests_drafts_rules_that_check_accepts_and_enforce_keeps_the_race_safe(self):
+        self.unlisted_tables()
+        db = self.database()
+        rules = os.path.join(self.work, "rules_learn_digests")
+        os.makedirs(rules)
+        watcher = self.start_proxy("learn_digests", "--rules-dir", rules, "--watch-unlisted-tables", "16")
+        self.run_unlisted_flow(watcher, 12)
+        status, body = http(watcher.admin_port, "/digests")
+        self.assertEqual(status, 200, body)
+        saved = os.path.join(self.work, "digests.json")
+        write_file(saved, body)
+        r = run_cli("suggest", "--digests", saved)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        draft = r.stdout
+        print(draft)
+        for want in ("table: wu_stock", "key_columns: [campaign_id]", "counter_column: remain", "table: wu_order",
+                     "idempotency_columns: [user_id, campaign_id]", "campaign_id: campaign_id",
+                     "default_mode: observe"):
+            self.assertIn(want, draft)
+        path = os.path.join(self.work, "draft-digests.yaml")
+        write_file(path, draft)
+        lint = run_cli("lint", path)
+        self.assertEqual(lint.returncode, 0, lint.stderr + draft)
+        check_args = ("check", "--rules", path, "--backend", f"{servers.HOST}:{db.port}",
+                      "--user", servers.NATIVE_USER, "--database", servers.DATABASE)
+        os.environ["CLAIMGUARD_CHECK_PASSWORD"] = servers.NATIVE_PASSWORD
+        try:
+            # The claim rule's UNIQUE index is missing until `claimguard ddl`'s is applied (no duplicates:
+            # every user claimed once).
+            self.assertEqual(run_cli(*check_args).returncode, 1)
+            ddl = run_cli("ddl", path)
+            self.assertEqual(ddl.returncode, 0, ddl.stderr)
+            db.sql(ddl.stdout, database=servers.DATABASE)
+            after = run_cli(*check_args)
+            self.assertEqual(after.returncode, 0, after.stdout + after.stderr)
+        finally:
+            del os.environ["CLAIMGUARD_CHECK_PASSWORD"]
+
+        # Enforce, through two sidecars: 40 users race for 10 coupons with the same naive flow.
+        enforce = os.path.join(self.work, "rules_enforce_digests")
+        os.makedirs(enforce)
+        write_file(os.path.join(enforce, "draft.yaml"), draft.replace("default_mode: observe", "default_mode: enforce"))
+        db.sql("UPDATE wu_stock SET remain = 10 WHERE campaign_id = 1; DELETE FROM wu_order",
+               database=servers.DATABASE)
+        sidecars = [self.start_proxy(f"learn_enforce_{i}", "--rules-dir", enforce) for i in range(2)]
+        answers = {"claimed": 0, "refused": 0, "read_zero": 0}
+        lock = threading.Lock()
+
+        def user(n):
+            proxy = sidecars[n % 2]
+            conn = pymysql.connect(host=servers.HOST, port=proxy.port, user=servers.NATIVE_USER,
+                                   password=servers.NATIVE_PASSWORD, database=servers.DATABASE, autocommit=True,
+                                   connect_timeout=ANSWER_TIMEOUT_S, read_timeout=ANSWER_TIMEOUT_S)
+            try:
+                outcome = "claimed" if self.unlisted_flow(conn, 1000 + n, 1) is not None else "read_zero"
+            except pymysql.err.MySQLError:
+                outcome = "refused"  # sold out, as the sidecar answers it
+            finally:
+                conn.close()
+            with lock:
+                answers[outcome] += 1
+
+        threads = [threading.Thread(target=lambda b=b: [user(b * 5 + k) for k in range(5)]) for b in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=EXIT_TIMEOUT_S * 2)
+        remain = int(db.sql("SELECT remain FROM wu_stock WHERE campaign_id = 1", database=servers.DATABASE).strip())
+        orders = int(db.sql("SELECT COUNT(*) FROM wu_order WHERE campaign_id = 1", database=servers.DATABASE).strip())
+        distinct = int(db.sql("SELECT COUNT(DISTINCT user_id) FROM wu_order WHERE campaign_id = 1",
+                              database=servers.DATABASE).strip())
+        print(f"enforce race: {answers}; remain {remain}, orders {orders}")
+        self.assertEqual(sum(answers.values()), 40, answers)
+        self.assertGreaterEqual(remain, 0)
+        self.assertEqual(orders + remain, 10, "no over-issue and no leak: every unit taken is a claim row")
+        self.assertEqual(orders, distinct, "no duplicates")
+        self.assertEqual(answers["claimed"], orders, "every user told OK has the claim row")
+        self.assertEqual(orders, 10, "the stock sold out (40 users for 10 coupons)")
+        self.assertGreater(metric(sidecars[0].admin_port, "claimguard_rewrites_total") +
+                           metric(sidecars[1].admin_port, "claimguard_rewrites_total"), 0)
 
     # --- graceful shutdown -----------------------------------------------------------------------
 

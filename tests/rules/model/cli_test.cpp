@@ -48,6 +48,11 @@ protected:
         const int rc = command(paths, out, err);
         return {rc, out.str(), err.str()};
     }
+    static run_result run_digests(const std::vector<std::string>& digests) {
+        std::ostringstream out, err;
+        const int rc = suggest({}, digests, out, err);
+        return {rc, out.str(), err.str()};
+    }
 
     fs::path dir_;
 };
@@ -279,6 +284,70 @@ TEST_F(cli, suggest_finds_the_counter_among_a_full_row_save_and_an_optimistic_lo
     EXPECT_EQ(loaded.rules->claims[0].idempotency_columns, (std::vector<std::string>{"user_id", "campaign_id"}))
         << r.out;  // the ORM's timestamp is not part of the claim
     EXPECT_NE(r.out.find("never lowered, so not proposed as stock: profile"), std::string::npos) << r.out;
+}
+
+// What a sidecar with watch_unlisted_tables on serves at GET /digests after the incident's flow and
+// Hibernate's @Version flow on tables no rule names (and a rule's own shape, which is left alone).
+const std::string unlisted_digests = R"json({
+  "shapes": [
+    {"rule": "unlisted:shop.coupon_order", "digest": "b1", "count": 40,
+     "statement": "INSERT INTO coupon_order (user_id, campaign_id, created_at) VALUES (?, ?, NOW())",
+     "first_seen": "2026-12-04T10:00:00Z", "last_seen": "2026-12-04T10:01:00Z",
+     "actions": {"claimed": {"enforced": 0, "observed": 40}},
+     "notes": {"after: shop.coupon_stock": 40, "consumes: campaign_id=campaign_id": 40,
+               "columns: user_id, campaign_id": 40}},
+    {"rule": "unlisted:shop.coupon_stock", "digest": "a1", "count": 40,
+     "statement": "UPDATE coupon_stock SET remain = ? , version = ? WHERE campaign_id = ? AND version = ?",
+     "first_seen": "2026-12-04T10:00:00Z", "last_seen": "2026-12-04T10:01:00Z",
+     "actions": {"rewritten": {"enforced": 0, "observed": 40}},
+     "notes": {"counter: remain": 40, "key_columns: campaign_id": 40, "version: version": 40,
+               "after_read: yes": 40}},
+    {"rule": "unlisted:shop.sku", "digest": "c1", "count": 3,
+     "statement": "UPDATE sku SET qty = qty - ? WHERE sku = ?",
+     "first_seen": "2026-12-04T10:00:00Z", "last_seen": "2026-12-04T10:01:00Z",
+     "actions": {"rewritten": {"enforced": 0, "observed": 3}},
+     "notes": {"counter: qty": 3, "key_columns: sku": 3, "units: 2": 3, "after_read: no": 3}},
+    {"rule": "other_stock", "digest": "d1", "count": 9, "statement": "UPDATE other SET n = n - ? WHERE id = ?",
+     "first_seen": "2026-12-04T10:00:00Z", "last_seen": "2026-12-04T10:01:00Z",
+     "actions": {"rewritten": {"enforced": 9, "observed": 0}}}
+  ],
+  "dropped": 0, "unlisted_dropped": 0
+})json";
+
+TEST_F(cli, suggest_drafts_rules_from_a_sidecars_digests_of_unlisted_tables_and_the_draft_lints) {
+    const auto r = run_digests({write("digests.json", unlisted_digests)});
+    ASSERT_EQ(r.rc, 0) << r.err;
+    const auto loaded = rules::load_rules({{"draft.yaml", r.out}});
+    ASSERT_TRUE(loaded.rules) << (loaded.errors.empty() ? "" : rules::format_diagnostic(loaded.errors[0])) << r.out;
+    const auto& set = *loaded.rules;
+    EXPECT_EQ(set.default_mode, rules::mode::observe);
+    ASSERT_EQ(set.stocks.size(), 2u) << r.out;  // not other_stock: a rule names it already
+    EXPECT_EQ(set.stocks[0].table.name, "coupon_stock");
+    EXPECT_EQ(set.stocks[0].key_columns, std::vector<std::string>{"campaign_id"});
+    EXPECT_EQ(set.stocks[0].counter_column, "remain");
+    EXPECT_EQ(set.stocks[0].version_column, std::optional<std::string>("version"));
+    EXPECT_EQ(set.stocks[1].table.name, "sku");
+    EXPECT_EQ(set.stocks[1].units, 2);
+    ASSERT_EQ(set.claims.size(), 1u) << r.out;
+    EXPECT_EQ(set.claims[0].table.name, "coupon_order");
+    EXPECT_EQ(set.claims[0].idempotency_columns, (std::vector<std::string>{"user_id", "campaign_id"}));
+    EXPECT_EQ(set.claims[0].stock_key_mapping,
+              (std::vector<std::pair<std::string, std::string>>{{"campaign_id", "campaign_id"}}));
+    // Every guess says why, from the sidecar's counts.
+    EXPECT_NE(r.out.find("# coupon_stock: 40 write(s) the sidecar filed as takes of remain"), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("held the value of coupon_stock.campaign_id in 40 of 40 INSERT(s)"), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("filed in /digests"), std::string::npos) << r.out;
+}
+
+TEST_F(cli, suggest_from_digests_says_when_they_hold_nothing_and_refuses_other_json) {
+    const auto none = run_digests({write("none.json", R"({"shapes": [], "dropped": 0})")});
+    EXPECT_EQ(none.rc, 1);
+    EXPECT_NE(none.err.find("watch_unlisted_tables"), std::string::npos) << none.err;
+    EXPECT_EQ(run_digests({write("bad.json", "SELECT 1")}).rc, 2);
+    EXPECT_EQ(run_digests({write("other.json", R"({"stock_rules": []})")}).rc, 2);
+    EXPECT_EQ(run_digests({(dir_ / "missing.json").string()}).rc, 2);
 }
 
 TEST_F(cli, suggest_says_when_it_finds_nothing) {
