@@ -178,6 +178,7 @@ recognition connection_state::recognise_query(std::string_view sql, const statem
         // of the name's new statement would get the old one's policy.
         if (sql_prepared_.empty()) return recognition::forward;
         out.parsed = sqlns::parse(sql, lexer_options(in.status));
+        if (trusted_execute(out.parsed, in, out.decided)) return recognition::decided;
         (void)learn_sql_prepared(out.parsed, out.facts, out.decided);
         return recognition::forward;
     }
@@ -219,6 +220,10 @@ recognition connection_state::after_match(const statement_inputs& in, recognised
     if (in.rules.is_trusted(in.user)) {
         // Never a columns lookup, a refusal or a take: only whether it writes a stock table.
         out.lookup.reset();
+        // PREPARE name FROM '<a write of a stock table>': its EXECUTEs are the writes (trusted_execute).
+        if (out.from == recognised_statement::command::query &&
+            match::sql_prepared_of(out.parsed).what == match::sql_prepared_use::kind::prepare)
+            out.sql_prepared_full = learn_sql_prepared(out.parsed, out.facts, decision{});
         out.decided = decide_trusted(out.parsed, out.facts, in.index, resolve_literal, in.memory);
         if (!out.decided.trusted_write) return recognition::forward;
         // Prepared: its executes are decided with their values (the key a `?` pins).
@@ -302,6 +307,24 @@ decision connection_state::decide_statement(const sqlns::parsed_statement& st, c
     auto d = decide(facts, rules, values, memory);
     plan_deferred(d, facts, st.sql, memory);
     return d;
+}
+
+bool connection_state::trusted_execute(const sqlns::parsed_statement& st, const statement_inputs& in,
+                                       decision& out) const {
+    if (!in.rules.is_trusted(in.user)) return false;
+    const auto use = match::sql_prepared_of(st);
+    if (use.what != match::sql_prepared_use::kind::execute) return false;
+    const auto* reached = sql_prepared(use.name);
+    if (reached == nullptr) return false;
+    for (const auto& rule : in.rules.stocks)
+        if (std::find(reached->begin(), reached->end(), rule.name) != reached->end()) {
+            out = decision{};
+            out.stock = &rule;
+            out.trusted_write = true;  // key left empty: EXECUTE ... USING @v's values are not read
+            out.note = "a trusted user's EXECUTE of a write of a stock table prepared in SQL: forwarded unchanged";
+            return true;
+        }
+    return false;
 }
 
 bool connection_state::learn_sql_prepared(const sqlns::parsed_statement& st, const match::match_result& facts,

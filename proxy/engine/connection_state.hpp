@@ -165,6 +165,11 @@ public:
     // when a tracked name (the first by name) was forgotten to make room (max_sql_prepared).
     bool learn_sql_prepared(const rules::sql::parsed_statement& st, const rules::match::match_result& facts,
                             const decision& d);
+    // A trusted user's EXECUTE of a name whose PREPARE wrote a stock table: `out` becomes that rule's
+    // trusted write (audited, counted, the read cache and the gate told of every key: the values of
+    // USING are not read), and true. False for anything else.
+    [[nodiscard]] bool trusted_execute(const rules::sql::parsed_statement& st, const statement_inputs& in,
+                                       decision& out) const;
     // The matcher's facts; `lookup` set when a claim INSERT without a column list needs the table's
     // columns not asked yet on this connection.
     [[nodiscard]] rules::match::match_result match(const rules::sql::parsed_statement& st,

@@ -379,6 +379,72 @@ class ReadCache(unittest.TestCase):
         sold_out = [l for l in lines() if l["action"] == "exhausted"]
         self.assertTrue(sold_out and all(l["answer"] == 1644 for l in sold_out), sold_out)
 
+    def test_trusted_sql_prepared_restock_seen_at_once_audited_and_counted(self):
+        # The same restock prepared in SQL (PREPARE ... FROM '...'; EXECUTE): each EXECUTE is the trusted
+        # write, of every key of the rule (its USING values are not read); the PREPARE writes nothing.
+        self.cluster.reset({CAMPAIGN: 1})
+        self.cluster.sql(f"CREATE USER IF NOT EXISTS '{TRUSTED_USER}'@'%' IDENTIFIED BY '{TRUSTED_PASSWORD}'; "
+                         f"GRANT SELECT, INSERT, UPDATE, DELETE ON {cluster.DATABASE}.* TO '{TRUSTED_USER}'@'%';")
+        rules = cluster.rules_with_stock_lines(os.path.join(self.work, "rules-trusted-sql-source.yaml"),
+                                               [f"read_cache: {LONG_TTL_S}s"])
+        trusted_rules = os.path.join(self.work, "rules-trusted-sql.yaml")
+        with open(rules, encoding="utf-8") as f, open(trusted_rules, "w", encoding="utf-8") as out:
+            out.write(f"trusted_users: [{TRUSTED_USER}]\n" + f.read())
+        audit = os.path.join(self.work, "audit-trusted-sql.jsonl")
+        proxy = servers.Claimguard(ARGS.claimguard, self.cluster.dir, "claimguard-trusted-sql", self.cluster.db.port,
+                                   extra_args=["--rules", trusted_rules, "--audit-log", audit])
+        self.cluster.proxies.append(proxy)
+        proxy.start()
+        read = f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}"
+        take = f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = {CAMPAIGN}"
+
+        def connect(user, password):
+            return pymysql.connect(host=servers.HOST, port=proxy.port, user=user, password=password,
+                                   database=cluster.DATABASE, autocommit=True, connect_timeout=CLIENT_TIMEOUT_S)
+
+        def remain(cur):
+            cur.execute(read)
+            return cur.fetchone()[0]
+
+        def takes(cur, n):
+            taken = 0
+            for _ in range(n):
+                try:
+                    taken += cur.execute(take)
+                except pymysql.MySQLError as e:
+                    self.assertEqual(e.args[0], 1644, e)
+            return taken
+
+        def written():
+            if not os.path.exists(audit):
+                return []
+            with open(audit, encoding="utf-8") as f:
+                return [line for line in map(json.loads, filter(str.strip, f)) if line["action"] == "trusted-write"]
+
+        with connect(cluster.APP_USER, cluster.APP_PASSWORD) as app, app.cursor() as cur, \
+                connect(TRUSTED_USER, TRUSTED_PASSWORD) as dba, dba.cursor() as dba_cur:
+            self.assertEqual(takes(cur, 2), 1, "one unit, the second sold out")
+            self.assertEqual(remain(cur), 0)
+            self.assertEqual(remain(cur), 0)  # cached
+            dba_cur.execute(f"PREPARE restock FROM 'UPDATE coupon_stock SET remain = remain + 5 "
+                            f"WHERE campaign_id = {CAMPAIGN}'")
+            self.assertEqual(itlib.metric(proxy.admin_port, "claimguard_trusted_writes_total",
+                                          {"rule": "coupon_stock"}), 0, "PREPARE writes nothing")
+            self.assertEqual(remain(cur), 0, "still sold out: nothing executed yet")
+            self.assertEqual(dba_cur.execute("EXECUTE restock"), 1)
+            restocked = time.monotonic()
+            self.assertEqual(remain(cur), 5, "the restock is seen at once, not after the TTL")
+            self.assertLess(time.monotonic() - restocked, LONG_TTL_S / 2)
+            self.assertEqual(takes(cur, 6), 5, "five more claims, then sold out again")
+            dba_cur.execute("DEALLOCATE PREPARE restock")
+        self.assertEqual(itlib.metric(proxy.admin_port, "claimguard_trusted_writes_total", {"rule": "coupon_stock"}), 1)
+        itlib.wait_for(lambda: len(written()) == 1, CLIENT_TIMEOUT_S, "the trusted-write line")
+        line = written()[0]
+        self.assertEqual(line["user"], TRUSTED_USER)
+        self.assertEqual(line["rule"], "coupon_stock")
+        self.assertEqual(line["statement"], "EXECUTE restock")
+        self.assertEqual(line["answer"], "ok")
+
     def test_reads_that_must_see_the_server(self):
         bypass = self.count("bypass")
         with self.app() as conn, conn.cursor() as cur:

@@ -936,6 +936,39 @@ TEST(connection_state, trusted_prepared_restock_pins_the_bound_key) {
     EXPECT_EQ(d.key, key_tuple{"9"});
 }
 
+// A restock prepared in SQL (PREPARE ... FROM '...'; EXECUTE): each EXECUTE is the trusted write, of
+// every key of the rule (the values of USING are not read); the PREPARE itself writes nothing.
+TEST(connection_state, trusted_sql_prepare_then_execute_is_a_trusted_write) {
+    front f(trusted_env());
+    ASSERT_TRUE(f.ready()) << f.error();
+    const std::string admin = "stock_admin";
+    EXPECT_EQ(f.query("PREPARE s FROM 'UPDATE coupon_stock SET remain = remain + 5 WHERE campaign_id = 7'", admin),
+              rec::forward);
+    for (const std::string execute : {"EXECUTE s", "execute S"}) {
+        ASSERT_EQ(f.query(execute, admin), rec::decided) << execute;
+        const auto& d = f.last().decided;
+        EXPECT_TRUE(d.trusted_write);
+        EXPECT_EQ(d.what, verdict::forward) << "never a take, a refusal or a rewrite";
+        ASSERT_NE(d.stock, nullptr);
+        EXPECT_EQ(d.stock->name, "coupon_stock");
+        EXPECT_TRUE(d.key.empty());
+    }
+    EXPECT_EQ(f.query("EXECUTE other", admin), rec::forward);
+    // The app's EXECUTE of a name it never prepared is not a trusted write.
+    front app(trusted_env());
+    EXPECT_EQ(app.query("EXECUTE s", "app"), rec::forward);
+    // A read prepared under the same name replaces it; DEALLOCATE forgets it.
+    EXPECT_EQ(f.query("PREPARE s FROM 'SELECT remain FROM coupon_stock WHERE campaign_id = 7'", admin), rec::forward);
+    EXPECT_EQ(f.query("EXECUTE s", admin), rec::forward);
+    EXPECT_EQ(f.query("PREPARE t FROM 'UPDATE coupon_stock SET remain = 9 WHERE campaign_id = 7'", admin),
+              rec::forward);
+    EXPECT_EQ(f.query("DEALLOCATE PREPARE t", admin), rec::forward);
+    EXPECT_EQ(f.query("EXECUTE t", admin), rec::forward);
+    // A claim table's write prepared in SQL is not a stock write.
+    EXPECT_EQ(f.query("PREPARE c FROM 'DELETE FROM coupon_order WHERE user_id = 1'", admin), rec::forward);
+    EXPECT_EQ(f.query("EXECUTE c", admin), rec::forward);
+}
+
 // Several statements in one query: not screened out as a read, so the session splits it and each
 // statement is recognised (a restock after a SELECT is followed).
 TEST(connection_state, trusted_several_statements_are_looked_at) {
