@@ -1,6 +1,9 @@
 // Google Benchmark: the pre-filter on irrelevant statements and the incident's full recognition.
 #include <benchmark/benchmark.h>
 
+#include "proxy/engine/unlisted_watch.hpp"
+#include "proxy/session/audit_log.hpp"
+#include "proxy/session/statement_digests.hpp"
 #include "rules/match/matcher.hpp"
 #include "rules/match/rewriter.hpp"
 #include "rules/sql/parser.hpp"
@@ -39,6 +42,35 @@ BENCHMARK_CAPTURE(prefilter, irrelevant_insert_200b,
 BENCHMARK_CAPTURE(prefilter, irrelevant_show, std::string_view("SHOW WARNINGS"));
 BENCHMARK_CAPTURE(prefilter, session_commit, std::string_view("COMMIT"));
 BENCHMARK_CAPTURE(prefilter, candidate_incident, incident);
+
+// What the session does with a statement the pre-filter lets through untouched, with
+// watch_unlisted_tables off (0: the setting's test only) and on (N): the first-word screen, and for
+// SELECT / UPDATE / INSERT the parse, the watcher and, for a shape it files, the /digests record.
+// One connection's flow of the incident on tables no rule names, statement by statement.
+void relay_decision(benchmark::State& state, std::string_view sql, std::size_t watch_tables) {
+    const auto& f = index().filter();
+    claimguard::engine::unlisted_watch watch;
+    claimguard::session::statement_digests digests;
+    (void)watch.observe(sql::parse("SELECT remain FROM stock2 WHERE id = 1", {}), "shop");  // read before
+    for (auto _ : state) {
+        if (f.classify(sql) != sql::prefilter_verdict::irrelevant) continue;
+        if (watch_tables == 0 || !claimguard::engine::may_watch(sql)) continue;
+        const auto st = sql::parse(sql, {});
+        if (auto shape = watch.observe(st, "shop"))
+            digests.record_unlisted(shape->table, claimguard::session::statement_digest(st),
+                                    claimguard::session::normalized_statement(st), shape->action, shape->notes,
+                                    watch_tables);
+    }
+}
+constexpr std::string_view unlisted_read = "SELECT remain FROM stock2 WHERE id = 7";
+constexpr std::string_view unlisted_take = "UPDATE stock2 SET remain = 99 WHERE id = 7";
+constexpr std::string_view other_statement = "SHOW WARNINGS";
+BENCHMARK_CAPTURE(relay_decision, off_select, unlisted_read, 0);
+BENCHMARK_CAPTURE(relay_decision, off_update, unlisted_take, 0);
+BENCHMARK_CAPTURE(relay_decision, off_show, other_statement, 0);
+BENCHMARK_CAPTURE(relay_decision, on_select, unlisted_read, 16);
+BENCHMARK_CAPTURE(relay_decision, on_update_filed, unlisted_take, 16);
+BENCHMARK_CAPTURE(relay_decision, on_show, other_statement, 16);
 
 void parse_only(benchmark::State& state) {
     for (auto _ : state) {
