@@ -163,6 +163,17 @@ int main(int argc, char** argv) {
                          "A saved GET /digests JSON (curl http://ADMIN/digests > FILE) of a sidecar with "
                          "watch_unlisted_tables on (repeatable: one per sidecar)")
             ->type_name("FILE");
+    schema::check_options suggest_db;  // --backend: the claim tables' existing unique keys
+    suggest_cmd
+        ->add_option("--backend", suggest_db.backend,
+                     "Read each claim table's UNIQUE indexes from this server (host:port) to name the "
+                     "idempotency columns after an existing one")
+        ->type_name("HOST:PORT");
+    suggest_cmd->add_option("--user", suggest_db.user, "With --backend: the database user (as for check)");
+    suggest_cmd->add_option("--password", suggest_db.password,
+                            "With --backend: its password (default: CLAIMGUARD_CHECK_PASSWORD, then MYSQL_PWD)");
+    suggest_cmd->add_option("--database", suggest_db.database,
+                            "With --backend: the application's database (for tables named without a schema)");
     suggest_cmd->callback([suggest_logs, suggest_digests_opt] {
         if (suggest_logs->count() == 0 && suggest_digests_opt->count() == 0)
             throw CLI::RequiredError("LOG or --digests");
@@ -239,7 +250,18 @@ int main(int argc, char** argv) {
     if (*validate_cmd) return validate_command(validate_flags, print_config);
     if (*lint_cmd) return rules_cli::lint(lint_files, std::cout, std::cerr);
     if (*ddl_cmd) return rules_cli::ddl(ddl_files, std::cout, std::cerr);
-    if (*suggest_cmd) return rules_cli::suggest(suggest_files, suggest_digests, std::cout, std::cerr);
+    if (*suggest_cmd) {
+        rules_cli::unique_keys_lookup unique_keys;
+        if (!suggest_db.backend.empty()) {
+            try {
+                unique_keys = schema::unique_index_lookup(suggest_db, [](const char* n) { return std::getenv(n); });
+            } catch (const std::exception& e) {
+                std::cerr << "claimguard suggest: --backend: " << e.what() << "\n";
+                return usage_error;
+            }
+        }
+        return rules_cli::suggest(suggest_files, suggest_digests, unique_keys, std::cout, std::cerr);
+    }
     if (*explain_cmd) return engine::explain_command(explain_req, std::cout, std::cerr);
     // The control endpoint's clients: --timeout is a duration with its unit.
     const auto post_to_control = [](std::string_view command, const std::string& control, const std::string& path,

@@ -3,7 +3,9 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "proxy/config/duration_flag.hpp"
 #include "proxy/config/proxy_options.hpp"
@@ -100,6 +102,32 @@ int run_check(const check_options& options, std::ostream& out, std::ostream& err
     else if (report.error.empty())
         out << render_text(report);
     return exit_code(report);
+}
+
+std::function<std::vector<std::pair<std::string, std::vector<std::string>>>(const std::string&)> unique_index_lookup(
+    const check_options& options, const env_lookup& env) {
+    connection_options conn;
+    const auto ep = config::parse_endpoint(options.backend);  // throws std::invalid_argument: a usage error
+    conn.host = ep.host;
+    conn.port = ep.port;
+    conn.user = options.user;
+    conn.password = resolve_password(options.password, env);
+    conn.database = options.database;
+    conn.connect_timeout = config::whole_seconds_up(options.connect_timeout);
+    conn.read_timeout = config::whole_seconds_up(options.read_timeout);
+    conn.tls = options.tls;
+    auto db = std::make_shared<std::optional<inspector>>();
+    return [conn, db](const std::string& table) {
+        if (!db->has_value()) db->emplace(inspector::connect(conn).value());
+        rules::table_name name{conn.database, table};
+        if (const auto dot = table.find('.'); dot != std::string::npos)
+            name = {table.substr(0, dot), table.substr(dot + 1)};
+        std::vector<std::pair<std::string, std::vector<std::string>>> out;
+        for (const auto& t : (*db)->read_metadata({name}).value().tables)
+            for (const auto& i : t.indexes)
+                if (i.unique && !i.prefix && !i.expression) out.emplace_back(i.name, i.columns);
+        return out;
+    };
 }
 
 }  // namespace claimguard::schema

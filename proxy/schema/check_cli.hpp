@@ -49,4 +49,10 @@ int run_check(const check_options& options, std::ostream& out, std::ostream& err
 // The same, with the environment read through `env` (tests).
 int run_check(const check_options& options, std::ostream& out, std::ostream& err, const env_lookup& env);
 
+// `claimguard suggest --backend ... --user ...`: a table's UNIQUE indexes on whole columns, read with
+// the check's connection (made at the first table, kept for the others; a table named without a
+// schema is looked for in options.database). Throws std::runtime_error when the server cannot be read.
+[[nodiscard]] std::function<std::vector<std::pair<std::string, std::vector<std::string>>>(const std::string&)>
+unique_index_lookup(const check_options& options, const env_lookup& env);
+
 }  // namespace claimguard::schema

@@ -281,7 +281,7 @@ public:
         return used;
     }
 
-    void print(std::ostream& out, const std::vector<std::string>& files) const {
+    void print(std::ostream& out, const std::vector<std::string>& files, const unique_keys_lookup& unique_keys) const {
         out << "# Drafted by `claimguard suggest` from " << statements_ << " statement(s)";
         if (digest_shapes_ == 0)
             out << " on " << connections_.size() << " connection(s)";
@@ -397,12 +397,39 @@ public:
                     << key << " in " << best->second << " of " << v.count << " INSERT(s)\n";
                 mapping.emplace_back(best->first, key);
             }
-            out << "  #   idempotency_columns: the INSERT's columns given values: one claim per such tuple. Keep\n"
-                   "  #   only those that name the claimer and what is claimed (not a request id or a time); the\n"
-                   "  #   database must hold a UNIQUE index on them (`claimguard ddl` prints it)\n";
-            out << "  - name: " << unique_name(table, names) << "\n    table: " << table << "\n    idempotency_columns: ["
-                << join(columns) << "]\n    consumes:\n      rule: " << stock_names.at(stock_table)
-                << "\n      columns:\n";
+            // An existing UNIQUE index all of whose columns the INSERTs give values already holds the
+            // database to one row per tuple: that is the app's own idea of one claim.
+            std::vector<std::string> idempotency = columns;
+            std::string index_name;
+            if (unique_keys) {
+                std::set<std::string> valued;
+                for (const auto& c : columns) valued.insert(lower(c));
+                for (const auto& [name, index_columns] : unique_keys(table)) {
+                    const bool covered = !index_columns.empty() &&
+                                         std::all_of(index_columns.begin(), index_columns.end(),
+                                                     [&](const auto& c) { return valued.count(lower(c)) > 0; });
+                    if (covered && (index_name.empty() || index_columns.size() < idempotency.size())) {
+                        idempotency = index_columns;
+                        index_name = name;
+                    }
+                }
+            }
+            if (!index_name.empty()) {
+                out << "  #   idempotency_columns: the existing UNIQUE index " << index_name << " ("
+                    << join(idempotency)
+                    << "), whose every column the INSERT gives a value: the database already keeps one row per\n"
+                       "  #   such tuple\n";
+            } else {
+                if (unique_keys)
+                    out << "  #   (no existing UNIQUE index of " << table
+                        << " is on columns the INSERT gives values only: proposed below)\n";
+                out << "  #   idempotency_columns: the INSERT's columns given values: one claim per such tuple. Keep\n"
+                       "  #   only those that name the claimer and what is claimed (not a request id or a time); the\n"
+                       "  #   database must hold a UNIQUE index on them (`claimguard ddl` prints it)\n";
+            }
+            out << "  - name: " << unique_name(table, names) << "\n    table: " << table
+                << "\n    idempotency_columns: [" << join(idempotency)
+                << "]\n    consumes:\n      rule: " << stock_names.at(stock_table) << "\n      columns:\n";
             for (const auto& [claim_column, key] : mapping) out << "        " << claim_column << ": " << key << "\n";
         }
     }
@@ -542,11 +569,16 @@ bool read_file(const std::string& path, std::string& text, std::ostream& err) {
 }  // namespace
 
 int suggest(const std::vector<std::string>& paths, std::ostream& out, std::ostream& err) {
-    return suggest(paths, {}, out, err);
+    return suggest(paths, {}, {}, out, err);
 }
 
 int suggest(const std::vector<std::string>& paths, const std::vector<std::string>& digests, std::ostream& out,
             std::ostream& err) {
+    return suggest(paths, digests, unique_keys_lookup{}, out, err);
+}
+
+int suggest(const std::vector<std::string>& paths, const std::vector<std::string>& digests,
+            const unique_keys_lookup& unique_keys, std::ostream& out, std::ostream& err) {
     analysis a;
     std::size_t read = 0;
     for (const auto& path : paths) {
@@ -577,7 +609,14 @@ int suggest(const std::vector<std::string>& paths, const std::vector<std::string
     }
     std::vector<std::string> files = paths;
     files.insert(files.end(), digests.begin(), digests.end());
-    a.print(out, files);
+    std::ostringstream draft;  // printed whole, or not at all when the database cannot be read
+    try {
+        a.print(draft, files, unique_keys);
+    } catch (const std::runtime_error& e) {
+        err << "claimguard suggest: reading the claim tables' unique keys: " << e.what() << "\n";
+        return 2;
+    }
+    out << draft.str();
     return 0;
 }
 

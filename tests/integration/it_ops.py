@@ -8,6 +8,7 @@ Usage: it_ops.py --claimguard PATH --work-dir DIR [unittest args]
 
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -585,6 +586,16 @@ class Ops(unittest.TestCase):
             db.sql(ddl.stdout, database=servers.DATABASE)
             after = run_cli(*check_args)
             self.assertEqual(after.returncode, 0, after.stdout + after.stderr)
+            # With the index in place, suggest reads it (--backend) and names the claim after it.
+            indexed = run_cli("suggest", "--digests", saved, "--backend", f"{servers.HOST}:{db.port}",
+                              "--user", servers.NATIVE_USER, "--database", servers.DATABASE)
+            self.assertEqual(indexed.returncode, 0, indexed.stderr)
+            self.assertIn("#   idempotency_columns: the existing UNIQUE index ", indexed.stdout)
+            found = re.search(r"idempotency_columns: \[(.*)\]", indexed.stdout)
+            self.assertEqual(sorted(found.group(1).split(", ")) if found else None, ["campaign_id", "user_id"])
+            unreachable = run_cli("suggest", "--digests", saved, "--backend", f"{servers.HOST}:1",
+                                  "--user", servers.NATIVE_USER, "--database", servers.DATABASE)
+            self.assertEqual((unreachable.returncode, unreachable.stdout), (2, ""), unreachable.stderr)
         finally:
             del os.environ["CLAIMGUARD_CHECK_PASSWORD"]
 

@@ -350,6 +350,45 @@ TEST_F(cli, suggest_from_digests_says_when_they_hold_nothing_and_refuses_other_j
     EXPECT_EQ(run_digests({(dir_ / "missing.json").string()}).rc, 2);
 }
 
+TEST_F(cli, suggest_names_the_idempotency_columns_after_an_existing_unique_index) {
+    const auto log = write("general.log", incident_general_log);
+    std::vector<std::string> asked;
+    const unique_keys_lookup indexes = [&](const std::string& table) {
+        asked.push_back(table);
+        return unique_index_list{{"PRIMARY", {"id"}}, {"uq_claim", {"campaign_id", "user_id"}}};
+    };
+    std::ostringstream out, err;
+    ASSERT_EQ(suggest({log}, {}, indexes, out, err), 0) << err.str();
+    EXPECT_EQ(asked, std::vector<std::string>{"coupon_order"});
+    const auto loaded = rules::load_rules({{"draft.yaml", out.str()}});
+    ASSERT_TRUE(loaded.rules) << out.str();
+    ASSERT_EQ(loaded.rules->claims.size(), 1u);
+    EXPECT_EQ(loaded.rules->claims[0].idempotency_columns, (std::vector<std::string>{"campaign_id", "user_id"}));
+    EXPECT_NE(out.str().find("the existing UNIQUE index uq_claim (campaign_id, user_id)"), std::string::npos)
+        << out.str();
+
+    // Only the primary key on id (which the INSERT does not give): the proposal, and why.
+    std::ostringstream out2, err2;
+    ASSERT_EQ(suggest(
+                  {log}, {},
+                  [](const std::string&) {
+                      return unique_index_list{{"PRIMARY", {"id"}}};
+                  },
+                  out2, err2),
+              0);
+    EXPECT_NE(out2.str().find("idempotency_columns: [user_id, campaign_id]"), std::string::npos) << out2.str();
+    EXPECT_NE(out2.str().find("no existing UNIQUE index of coupon_order"), std::string::npos) << out2.str();
+
+    // The database cannot be read: no draft, exit 2.
+    std::ostringstream out3, err3;
+    EXPECT_EQ(suggest(
+                  {log}, {}, [](const std::string&) -> unique_index_list { throw std::runtime_error("refused"); }, out3,
+                  err3),
+              2);
+    EXPECT_TRUE(out3.str().empty());
+    EXPECT_NE(err3.str().find("refused"), std::string::npos);
+}
+
 TEST_F(cli, suggest_says_when_it_finds_nothing) {
     const auto nothing = run(suggest, {write("reads.sql", "SELECT 1; SELECT name FROM users WHERE id = 3;")});
     ASSERT_EQ(nothing.rc, 0) << nothing.err;
