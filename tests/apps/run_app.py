@@ -654,10 +654,40 @@ def learn_rules(args, prefix, variant, c, checks):
         c.db.sql("SET GLOBAL general_log = OFF")
     rc, draft, err = cli(args, "suggest", log)
     checks.equal(rc, 0, f"learn: claimguard suggest exits 0 ({err.strip()[-300:]})")
+    return check_draft(args, c, checks, draft, "the general log")
+
+
+def learn_rules_from_digests(args, prefix, variant, c, checks):
+    """The same without a general log (a managed database): one sidecar with no rules for the app's tables
+    watches them (watch_unlisted_tables), the app runs through it, and `claimguard suggest --digests` drafts
+    the rules from the sidecar's /digests."""
+    scope_reset(c, variant.scope)
+    rules_dir = os.path.join(c.dir, "rules-none")
+    os.makedirs(rules_dir, exist_ok=True)
+    watcher = servers.Claimguard(args.claimguard, c.dir, "claimguard-watch", c.db.port,
+                                 extra_args=["--rules-dir", rules_dir, "--watch-unlisted-tables", "16",
+                                             "--audit-log", "off"])
+    watcher.start()
+    try:
+        run_app(prefix, variant, [watcher.port] * PROXIES, THREADS, 1, LEARN_USERS, 1, 99, args.app_timeout)
+        status, body = servers.http_get(watcher.admin_port, "/digests")
+    finally:
+        watcher.stop()
+    checks.equal(status, 200, "learn: the watching sidecar answers /digests")
+    digests = os.path.join(c.dir, "digests.json")
+    with open(digests, "w", encoding="utf-8") as f:
+        f.write(body)
+    rc, draft, err = cli(args, "suggest", "--digests", digests)
+    checks.equal(rc, 0, f"learn: claimguard suggest --digests exits 0 ({err.strip()[-300:]})")
+    return check_draft(args, c, checks, draft, "the sidecar's /digests")
+
+
+def check_draft(args, c, checks, draft, source):
+    """The draft is the app's rules, lints and checks; then its enforce copy (the rules the sidecars get)."""
     path = os.path.join(c.dir, "rules-suggested.yaml")
     with open(path, "w", encoding="utf-8") as f:
         f.write(draft)
-    print("-- learn: the draft claimguard suggest wrote from the general log:")
+    print(f"-- learn: the draft claimguard suggest wrote from {source}:")
     print(textwrap.indent(draft, "   "))
     for want in ("table: coupon_stock", "key_columns: [campaign_id]", "counter_column: remain",
                  "table: coupon_order", "campaign_id: campaign_id"):
@@ -810,6 +840,9 @@ def main():
     ap.add_argument("--learn", action="store_true",
                     help="issue 21's workflow: the rules come from `claimguard suggest` on the general log of a direct "
                          "run, then the race through the sidecars and the kill switch")
+    ap.add_argument("--learn-from", choices=["log", "digests"], default="log",
+                    help="with --learn: the general log of a direct run, or the /digests of a sidecar with no rules "
+                         "for the app's tables and watch_unlisted_tables on")
     args = ap.parse_args()
     if args.list:
         for name, app in APPS.items():
@@ -836,7 +869,8 @@ def main():
             raise Skip.Done()
         prefix = build(app, args.build_dir or os.path.join(c.dir, "build"))
         if args.learn:
-            learned = lambda: learn_rules(args, prefix, variants[0], c, checks)  # noqa: E731 (after the database)
+            learn = learn_rules_from_digests if args.learn_from == "digests" else learn_rules
+            learned = lambda: learn(args, prefix, variants[0], c, checks)  # noqa: E731 (after the database)
             start_servers(args, app, c, learned)
         else:
             start_servers(args, app, c)
