@@ -531,8 +531,8 @@ class Ops(unittest.TestCase):
         self.assertEqual(status, 200, body)
         digests = json.loads(body)
         shapes = {s["rule"]: s for s in digests["shapes"]}
-        self.assertEqual(set(shapes), {f"unlisted:{servers.DATABASE}.wu_stock", f"unlisted:{servers.DATABASE}.wu_order"},
-                         digests)
+        self.assertEqual(set(shapes),
+                         {f"unlisted:{servers.DATABASE}.wu_stock", f"unlisted:{servers.DATABASE}.wu_order"}, digests)
         take = shapes[f"unlisted:{servers.DATABASE}.wu_stock"]
         self.assertEqual(take["statement"], "UPDATE wu_stock SET remain = ? WHERE campaign_id = ?")
         self.assertEqual(take["actions"], {"rewritten": {"enforced": 0, "observed": 12}})
