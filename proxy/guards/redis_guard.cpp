@@ -314,6 +314,9 @@ struct redis_guard::impl : std::enable_shared_from_this<impl> {
 redis_guard::redis_guard(asio::any_io_executor executor, redis_options options)
     : impl_(std::make_shared<impl>(std::move(executor), std::move(options))) {
     if (impl_->opt.nodes.empty()) throw std::invalid_argument("redis guard: no nodes");
+    // The metrics exist from start-up (before the admin port opens), not from the first connect's outcome:
+    // a scrape while Redis has not answered yet must still find every claimguard_redis_* series.
+    (void)redis_metrics::get();
     // Connect in the background right away (a cluster: read the slot map first).
     if (impl_->opt.cluster) {
         impl_->refresh();
