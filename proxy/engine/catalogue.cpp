@@ -9,6 +9,7 @@ namespace {
 constexpr std::string_view unmodeled_total = "claimguard_unmodeled_total";
 constexpr std::string_view deferred_total = "claimguard_deferred_takes_total";
 constexpr std::string_view trigger_total = "claimguard_trigger_claims_total";
+constexpr std::string_view reserve_total = "claimguard_reserve_takes_total";
 
 constexpr std::array<event_row, event_count> rows{{
     {event::took, "rewritten", true, "claimguard_rewrites_total", {}},
@@ -45,6 +46,9 @@ constexpr std::array<event_row, event_count> rows{{
     {event::claimed_by_trigger, "claimed-by-trigger", true, trigger_total, {"claimed"}},
     {event::trigger_exhausted, "trigger-exhausted", true, trigger_total, {"exhausted"}},
     {event::trigger_mismatch, "trigger-mismatch", true, trigger_total, {"mismatch"}},
+    {event::reserve_served, "reserve-served", true, reserve_total, {"served"}, true},
+    {event::reserve_committed, "reserve-committed", true, reserve_total, {"committed"}, true},
+    {event::reserve_returned, "reserve-returned", true, reserve_total, {"returned"}, true},
 }};
 
 constexpr bool in_enum_order() {

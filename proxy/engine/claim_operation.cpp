@@ -2,6 +2,7 @@
 // refused deferred take turns into ROLLBACK. The claim INSERT and its give-back: claim_inserts.cpp.
 #include "claim_operation.hpp"
 #include "claim_operation_detail.hpp"
+#include "reserve_pool.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -95,9 +96,11 @@ action claim_operation::start() {
         const bool joins = !committing_ && deferrable();
         auto& pending = memory_.deferred;
         for (auto it = pending.begin(); it != pending.end();) {
-            const bool wanted = committing_ || (std::find(d_.flush_rules.begin(), d_.flush_rules.end(), it->rule) !=
-                                                    d_.flush_rules.end() &&
-                                                !(joins && it->rule == d_.stock->name));
+            // A take served from the reserved block is never sent: the transaction's end settles it.
+            const bool wanted =
+                !it->reserved && (committing_ || (std::find(d_.flush_rules.begin(), d_.flush_rules.end(), it->rule) !=
+                                                      d_.flush_rules.end() &&
+                                                  !(joins && it->rule == d_.stock->name)));
             if (!wanted) {
                 ++it;
                 continue;
@@ -127,6 +130,26 @@ action claim_operation::defer_take() {
     // refused when sent, the transaction is poisoned and its COMMIT rolls back.
     record_take(memory_, ledger_, d_, d_.units, true, ctx_.session);
     events_.push_back(event::deferred);
+    if (d_.app_meant) events_.push_back(event::app_meant_other);
+    return one_row_ok(static_cast<std::uint16_t>(ctx_.status | status::in_trans));
+}
+
+// reserve: the take's units come from the sidecar's block (taken from the row on the sidecar's own
+// connection): answered OK at once, never sent, so the app's transaction holds no lock on the row.
+action claim_operation::serve_reserved() {
+    deferred_take t;
+    t.rule = d_.stock->name;
+    t.table = d_.stock->table.name;
+    t.key = d_.key;
+    t.key_columns = d_.stock->key_columns;
+    t.units = d_.units;
+    t.exhausted = d_.stock->exhausted;
+    t.reserved = true;
+    t.seq = memory_.reserve_seq++;
+    deferred_events_.emplace_back(event::reserve_served, t);
+    memory_.deferred.push_back(std::move(t));
+    // As a deferred take: the claim that follows is backed by it.
+    record_take(memory_, ledger_, d_, d_.units, true, ctx_.session);
     if (d_.app_meant) events_.push_back(event::app_meant_other);
     return one_row_ok(static_cast<std::uint16_t>(ctx_.status | status::in_trans));
 }
@@ -172,6 +195,18 @@ action claim_operation::start_main() {
     }
 
     case verdict::take: {
+        if (reservable()) {
+            switch (ctx_.reserve->take(d_.stock->name, d_.key, d_.units, reserve_pool::clock::now())) {
+                case reserve_pool::serve::served: return serve_reserved();
+                case reserve_pool::serve::sold_out:
+                    // The row had less than one take left at the last refill and the block is empty:
+                    // the answer the row's own take would get.
+                    record_refusal(memory_, d_, true);
+                    events_.push_back(event::exhausted);
+                    return exhausted_answer(ctx_.status);
+                case reserve_pool::serve::empty: break;  // the take goes to the row, as without reserve
+            }
+        }
         if (deferrable()) {
             action a = defer_take();
             if (a.type == action::kind::answer) return a;
@@ -454,7 +489,10 @@ action claim_operation::on_reply(const reply_summary& r) {
     }
 
     case state::rollback_sent: {
-        end_transaction(memory_, ledger_, false, ctx_.session);
+        auto dropped = end_transaction(memory_, ledger_, false, ctx_.session);
+        // reserve: the units its takes were served from go back to the block (nothing committed).
+        if (ctx_.reserve)
+            for (auto& e : settle_reserved(*ctx_.reserve, dropped, false)) deferred_events_.push_back(std::move(e));
         rolled_back_ = true;
         const rules::answer* exhausted = refused_answer_ ? &*refused_answer_ : d_.stock ? &d_.stock->exhausted : nullptr;
         if (refused_answer_) {

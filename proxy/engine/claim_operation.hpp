@@ -22,6 +22,8 @@
 
 namespace claimguard::engine {
 
+class reserve_pool;
+
 // What the session learned from one reply of the database.
 struct reply_summary {
     bool ok = false;   // a plain OK packet
@@ -109,6 +111,11 @@ enum class event : std::uint8_t {
     claimed_by_trigger,    // ... the trigger took the rule's units: the claim stands
     trigger_exhausted,     // ... the trigger took nothing, or went below the floor: undone, the exhausted answer
     trigger_mismatch,      // ... the trigger changed the counter by another amount: undone, refused
+    // reserve (the take's rule and key in deferred_events()): a take in a transaction served from
+    // the sidecar's reserved block, never sent; its unit ...
+    reserve_served,        // ... handed to the transaction, answered OK at once
+    reserve_committed,     // ... consumed: the transaction committed (or its COMMIT's outcome is unknown)
+    reserve_returned,      // ... back to the sidecar's block: rolled back, or its claim gave it back
 };
 
 struct action {
@@ -144,6 +151,7 @@ struct operation_context {
     std::uint64_t session = 0;
     std::uint16_t status = protocol::status::autocommit;  // the server's status flags before the statement
     bool redis_available = false;     // a Redis guard is configured for this sidecar
+    reserve_pool* reserve = nullptr;  // the sidecar's reserved stock (none: reserve is not served)
 };
 
 class claim_operation {
@@ -153,6 +161,9 @@ public:
     // A take a leader may send for this statement in its batch (group_update): an autocommit take
     // whose UPDATE assigns only the counter (and the version column) and names only the key.
     [[nodiscard]] bool groupable() const;
+    // A take this operation may serve from the sidecar's reserved block (reserve): in a transaction,
+    // a take of a reserve rule that assigns only the counter and names only the key.
+    [[nodiscard]] bool reservable() const;
     claim_operation(const decision& d, const rules::sql::parsed_statement& st, session_memory& memory,
                     take_ledger& ledger, const operation_context& ctx);
 
@@ -226,6 +237,7 @@ private:
     action send_next_deferred();
     action after_deferred(const reply_summary& r);
     action defer_take();
+    action serve_reserved();
     bool cancel_deferred();
 
     action finish(action a);
@@ -348,5 +360,11 @@ private:
 // takes that were never sent (dropped; after a commit they are a bug the session reports).
 std::vector<deferred_take> end_transaction(session_memory& memory, take_ledger& ledger, bool committed,
                                            std::uint64_t session);
+
+// reserve: the takes of `takes` served from the reserved block leave it and are settled: consumed when
+// their transaction committed (or may have: `committed` true when the outcome is unknown), back to
+// the block otherwise. Returns the events to report, each with its take; `takes` keeps the others.
+std::vector<std::pair<event, deferred_take>> settle_reserved(reserve_pool& pool, std::vector<deferred_take>& takes,
+                                                             bool committed);
 
 }  // namespace claimguard::engine

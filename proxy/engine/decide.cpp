@@ -157,7 +157,7 @@ decision decide_write(const match::counter_write& w, const value_resolver& value
         d.only_if_lower = true;
     }
     // Sent later as literals: a deferred take, or a take a leader's batch sends (group_update).
-    if ((w.rule->defer_decrement || w.rule->group_update) && !d.only_if_lower)
+    if ((w.rule->defer_decrement || w.rule->group_update || w.rule->reserve) && !d.only_if_lower)
         d.key_literals = key_literals_of(w.key, values);
     return d;
 }
@@ -221,7 +221,8 @@ decision decide_change(const match::counter_change& c, const value_resolver& val
     d.what = verdict::take;
     d.note = "unguarded decrement: guard added";
     d.may_conflict = c.extra_conditions;  // AND version = ?: zero rows with stock left is a conflict
-    if (c.rule->defer_decrement || c.rule->group_update) d.key_literals = key_literals_of(c.key, values);
+    if (c.rule->defer_decrement || c.rule->group_update || c.rule->reserve)
+        d.key_literals = key_literals_of(c.key, values);
     return d;
 }
 

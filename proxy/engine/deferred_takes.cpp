@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "claim_operation.hpp"
+#include "reserve_pool.hpp"
 
 namespace claimguard::engine {
 
@@ -53,6 +54,36 @@ action claim_operation::after_deferred(const reply_summary& r) {
     return start_main();
 }
 
+std::vector<std::pair<event, deferred_take>> settle_reserved(reserve_pool& pool, std::vector<deferred_take>& takes,
+                                                             bool committed) {
+    std::vector<std::pair<event, deferred_take>> out;
+    const auto now = reserve_pool::clock::now();
+    for (auto it = takes.begin(); it != takes.end();) {
+        if (!it->reserved) {
+            ++it;
+            continue;
+        }
+        if (committed)
+            pool.consumed(it->rule, it->key, it->units);
+        else
+            pool.give_back(it->rule, it->key, it->units, now);
+        out.emplace_back(committed ? event::reserve_committed : event::reserve_returned, std::move(*it));
+        it = takes.erase(it);
+    }
+    return out;
+}
+
+bool claim_operation::reservable() const {
+    if (ctx_.reserve == nullptr || d_.observe || d_.what != verdict::take || !d_.stock || !d_.stock->reserve ||
+        !in_transaction_)
+        return false;
+    // The same takes as deferrable(): no condition of the app's own, only the counter assigned.
+    if (d_.may_conflict || d_.key_literals.size() != d_.stock->key_columns.size() || d_.units <= 0) return false;
+    const auto* u = std::get_if<rules::sql::update_statement>(&st_.body);
+    if (u == nullptr || u->assignments.size() != 1) return false;
+    return memory_.deferred.size() < session_memory::max_deferred_takes;
+}
+
 bool claim_operation::deferrable() const {
     if (d_.observe || d_.what != verdict::take || !d_.stock || !d_.stock->defer_decrement || !in_transaction_)
         return false;
@@ -73,7 +104,10 @@ bool claim_operation::cancel_deferred_of(const key_tuple& key, std::int64_t unit
     auto& pending = memory_.deferred;
     for (auto it = pending.rbegin(); it != pending.rend(); ++it) {
         if (it->rule != d_.stock->name || it->key != key || it->units != units) continue;
-        deferred_events_.emplace_back(event::deferred_dropped, std::move(*it));
+        // A unit of the reserved block goes back to it (the claim that would have used it did not happen).
+        if (it->reserved && ctx_.reserve)
+            ctx_.reserve->give_back(it->rule, it->key, it->units, reserve_pool::clock::now());
+        deferred_events_.emplace_back(it->reserved ? event::reserve_returned : event::deferred_dropped, std::move(*it));
         pending.erase(std::next(it).base());
         return true;
     }

@@ -163,6 +163,14 @@ bool explain(const match::rule_index& rules, std::string_view sql, const match::
             << "as one UPDATE of their summed units (split until each is decided); each app answered after it "
             << "committed\n";
     }
+    if (d.stock && d.stock->reserve && d.what == verdict::take) {
+        const auto& r = *d.stock->reserve;
+        out << "reserve: in a transaction, served from this sidecar's reserved units of the key (taken from the row "
+            << "in blocks of up to " << r.block << " on the sidecar's own connection): answered OK (1 row) at once, "
+            << "never sent, no row lock held; at COMMIT the unit is consumed, at ROLLBACK it goes back to the "
+            << "block; unused units go back to the row after " << r.idle.count() << "ms idle; the row and the "
+            << "block empty: answer " << match::describe_answer(d.stock->exhausted) << "\n";
+    }
     if (d.what == verdict::remember_read && d.stock && d.stock->read_cache) {
         read_situation situation;
         situation.observe = rules.rules().effective_mode(*d.stock) == rules::mode::observe;

@@ -48,6 +48,7 @@ void session_memory::set_savepoint(std::string name, std::size_t redis_locks) {
     s.poisoned = transaction_poisoned;
     s.poisoned_rule = poisoned_rule;
     s.redis_locks = redis_locks;
+    s.reserve_seq = reserve_seq;
     savepoints.push_back(std::move(s));
 }
 
@@ -62,6 +63,16 @@ std::optional<std::size_t> session_memory::rollback_to_savepoint(std::string_vie
         const std::size_t kept = before ? std::min(before->borrowed.size(), e.borrowed.size()) : 0;
         for (std::size_t i = kept; i < e.borrowed.size(); ++i) returned.push_back({k.first, k.second, e.borrowed[i]});
         restore_transaction_parts(e, before);
+    }
+    // Takes served from the reserved block since the savepoint: the server undid nothing of them (they
+    // never reached it); their units go back to the block.
+    for (auto d = deferred.begin(); d != deferred.end();) {
+        if (d->reserved && d->seq >= it->reserve_seq) {
+            reserve_undone.push_back(std::move(*d));
+            d = deferred.erase(d);
+        } else {
+            ++d;
+        }
     }
     transaction_poisoned = it->poisoned;
     poisoned_rule = it->poisoned_rule;

@@ -29,6 +29,10 @@ struct deferred_take {
     std::int64_t units = 0;
     std::string sql;          // the conditional decrement, the key as literals
     rules::answer exhausted;  // the rule's answer when it is refused at COMMIT
+    // reserve: served from the sidecar's reserved block (never sent; `sql` is empty): consumed when
+    // the transaction commits, back to the block otherwise. `seq` orders it against savepoints.
+    bool reserved = false;
+    std::uint64_t seq = 0;
 };
 
 struct stock_entry {
@@ -125,6 +129,7 @@ public:
         bool poisoned = false;
         std::string poisoned_rule;
         std::size_t redis_locks = 0;
+        std::uint64_t reserve_seq = 0;  // reserved takes from this seq on came after the savepoint
     };
     static constexpr std::size_t max_savepoints = 64;
     std::vector<savepoint> savepoints;
@@ -164,8 +169,13 @@ public:
     // stock, so the COMMIT becomes a ROLLBACK.
     bool transaction_poisoned = false;
     std::string poisoned_rule;  // the stock rule whose exhausted answer the COMMIT gets
-    // Takes of the open transaction not sent yet (defer_decrement), oldest first.
+    // Takes of the open transaction not sent yet (defer_decrement), oldest first; also the takes
+    // served from the sidecar's reserved block (reserve), which are never sent.
     std::vector<deferred_take> deferred;
+    // reserve: the next reserved take's seq; the reserved takes a ROLLBACK TO SAVEPOINT undid (the
+    // session gives their units back to the block and clears this).
+    std::uint64_t reserve_seq = 1;
+    std::vector<deferred_take> reserve_undone;
     // The transaction rolled back: give-backs to send now, in autocommit (see stock_entry).
     struct give_back {
         std::string rule;

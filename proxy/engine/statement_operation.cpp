@@ -1,5 +1,6 @@
 // One statement carried out: admission turns, the claim operation, the Redis key's settlement.
 #include "statement_operation.hpp"
+#include "reserve_pool.hpp"
 
 #include <algorithm>
 
@@ -68,8 +69,11 @@ statement_operation::~statement_operation() {
 }
 
 bool statement_operation::admission_applies() const {
-    return ctx_.gate != nullptr && !d_.observe && d_.stock && d_.stock->admission &&
-           (d_.what == verdict::take || d_.what == verdict::track_decrement);
+    if (ctx_.gate == nullptr || d_.observe || !d_.stock || !d_.stock->admission ||
+        (d_.what != verdict::take && d_.what != verdict::track_decrement))
+        return false;
+    // reserve: a take the reserved block can serve never reaches the row, so it needs no turn.
+    return !(claim_.reservable() && ctx_.op.reserve->pooled(d_.stock->name, d_.key) >= d_.units);
 }
 
 namespace {
@@ -295,6 +299,7 @@ statement_action statement_operation::after_main_turn() {
     phase_ = phase::deferred_turns;
     if (ctx_.gate != nullptr && d_.deferred != deferred_step::none && !memory_.deferred.empty() && ctx_.rules) {
         for (const auto& t : memory_.deferred) {
+            if (t.reserved) continue;  // never sent: no turn
             if (d_.deferred == deferred_step::flush &&
                 std::find(d_.flush_rules.begin(), d_.flush_rules.end(), t.rule) == d_.flush_rules.end())
                 continue;

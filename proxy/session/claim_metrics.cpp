@@ -123,6 +123,11 @@ claim_metrics::claim_metrics()
         "counter read around them said: claimed (the trigger took the rule's units), exhausted (it took nothing or "
         "went below the floor: undone, the exhausted answer), mismatch (another amount: undone, refused)",
         {"rule", "result"});
+    add("claimguard_reserve_takes_total",
+        "Takes in transactions served from the sidecar's reserved block (reserve), by what became of their "
+        "units: served (handed to the transaction, answered OK), committed (consumed), returned (back to the "
+        "block: rolled back, or the claim gave the unit back)",
+        {"rule", "result"});
     for (const auto& row : engine::catalogue())
         if (!by_name_.contains(row.metric))
             throw std::logic_error("claim_metrics: the catalogue names an unregistered family " +

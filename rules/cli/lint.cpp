@@ -19,6 +19,13 @@ int lint(const std::vector<std::string>& paths, std::ostream& out, std::ostream&
         return rc;
     out << "ok: " << set.stocks.size() << " stock rules, " << set.claims.size() << " claim rules (version "
         << set.version_hash << ")\n";
+    // reserve works through an account of the sidecar's own, which the rules file cannot show.
+    for (const auto& s : set.stocks)
+        if (s.reserve)
+            out << "note: rule " << s.name << " has reserve: the sidecar needs its own database account "
+                << "(schema_check_user, with SELECT and UPDATE on "
+                << (s.table.schema.empty() ? "" : s.table.schema + ".") << s.table.name
+                << "); without it reserve is not served\n";
     return 0;
 }
 

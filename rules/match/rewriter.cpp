@@ -175,13 +175,40 @@ namespace {
 
 namespace {
 
+// WHERE k1 = <literal> AND ...: the key as literals (integers in canonical decimal, anything else as
+// a hex literal of its bytes).
+void append_literal_key(std::string& out, const stock_rule& rule, std::span<const key_literal> key) {
+    static constexpr char digits[] = "0123456789ABCDEF";
+    out += " WHERE ";
+    for (std::size_t i = 0; i < key.size(); ++i) {
+        if (i != 0) out += " AND ";
+        out += sql::quote_identifier(rule.key_columns[i]) + " = ";
+        const auto& v = key[i];
+        bool canonical_integer = v.integer && !v.value.empty();
+        for (std::size_t j = 0; canonical_integer && j < v.value.size(); ++j)
+            canonical_integer =
+                (v.value[j] >= '0' && v.value[j] <= '9') || (j == 0 && v.value[j] == '-' && v.value.size() > 1);
+        if (canonical_integer) {
+            out += v.value;
+        } else if (v.value.empty()) {
+            out += "''";
+        } else {
+            out += "X'";
+            for (unsigned char c : v.value) {
+                out.push_back(digits[c >> 4]);
+                out.push_back(digits[c & 15]);
+            }
+            out += "'";
+        }
+    }
+}
+
 // UPDATE t SET c = c <sign> units [, version = version + takes] WHERE <key as literals>[ AND c >= floor + units].
 result<rewritten_sql> literal_change(const stock_rule& rule, std::span<const key_literal> key, std::int64_t units,
                                      std::string_view database, char sign, std::int64_t takes = 1) {
     if (units <= 0) return errc::amount_not_positive;
     if (rule.floor > std::numeric_limits<std::int64_t>::max() - units) return errc::amount_out_of_range;
     if (key.empty() || key.size() != rule.key_columns.size()) return errc::key_not_bindable;
-    static constexpr char digits[] = "0123456789ABCDEF";
     rewritten_sql out;
     const std::string counter = sql::quote_identifier(rule.counter_column);
     table_name table = rule.table;
@@ -191,27 +218,7 @@ result<rewritten_sql> literal_change(const stock_rule& rule, std::span<const key
         const std::string version = sql::quote_identifier(*rule.version_column);
         out.sql += ", " + version + " = " + version + " + " + std::to_string(takes);
     }
-    out.sql += " WHERE ";
-    for (std::size_t i = 0; i < key.size(); ++i) {
-        if (i != 0) out.sql += " AND ";
-        out.sql += sql::quote_identifier(rule.key_columns[i]) + " = ";
-        const auto& v = key[i];
-        bool canonical_integer = v.integer && !v.value.empty();
-        for (std::size_t j = 0; canonical_integer && j < v.value.size(); ++j)
-            canonical_integer = (v.value[j] >= '0' && v.value[j] <= '9') || (j == 0 && v.value[j] == '-' && v.value.size() > 1);
-        if (canonical_integer) {
-            out.sql += v.value;
-        } else if (v.value.empty()) {
-            out.sql += "''";
-        } else {
-            out.sql += "X'";
-            for (unsigned char c : v.value) {
-                out.sql.push_back(digits[c >> 4]);
-                out.sql.push_back(digits[c & 15]);
-            }
-            out.sql += "'";
-        }
-    }
+    append_literal_key(out.sql, rule, key);
     if (sign == '-') out.sql += " AND " + counter + " >= " + std::to_string(rule.floor + units);
     return out;
 }
@@ -232,6 +239,18 @@ result<rewritten_sql> group_decrement(const stock_rule& rule, std::span<const ke
 result<rewritten_sql> literal_give_back(const stock_rule& rule, std::span<const key_literal> key, std::int64_t units,
                                         std::string_view database) {
     return literal_change(rule, key, units, database, '+');
+}
+
+result<rewritten_sql> reserve_read(const stock_rule& rule, std::span<const key_literal> key,
+                                   std::string_view database) {
+    if (key.empty() || key.size() != rule.key_columns.size()) return errc::key_not_bindable;
+    table_name table = rule.table;
+    if (table.schema.empty()) table.schema = std::string(database);
+    rewritten_sql out;
+    out.sql = "SELECT " + sql::quote_identifier(rule.counter_column) + " FROM " + table_sql(table);
+    append_literal_key(out.sql, rule, key);
+    out.sql += " FOR UPDATE";
+    return out;
 }
 
 result<rewritten_sql> counter_probe(const stock_rule& rule, std::span<const value_ref> key, std::string_view schema) {

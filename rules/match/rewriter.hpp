@@ -82,6 +82,11 @@ struct key_literal {
 [[nodiscard]] result<rewritten_sql> literal_give_back(const stock_rule& rule, std::span<const key_literal> key,
                                                       std::int64_t units, std::string_view database = {});
 
+// reserve: the key's counter read with its row lock, in the refill's own transaction on the sidecar's
+// connection: SELECT c FROM t WHERE k1 = <literal> AND ... FOR UPDATE
+[[nodiscard]] result<rewritten_sql> reserve_read(const stock_rule& rule, std::span<const key_literal> key,
+                                                 std::string_view database = {});
+
 // The counter of the key's row, read on the same connection after a take changed no row:
 // SELECT c FROM t WHERE k1 = <original token> AND ...
 [[nodiscard]] result<rewritten_sql> counter_probe(const stock_rule& rule, std::span<const value_ref> key,

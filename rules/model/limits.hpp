@@ -67,6 +67,13 @@ inline constexpr std::int64_t max_group_update_batch = 1024;
 inline constexpr std::int64_t default_group_update_batch = 32;
 inline constexpr std::chrono::milliseconds max_group_update_wait{100};
 
+// Reserved stock (stock rule `reserve:`): units a sidecar takes from the row at once, and how long
+// unused ones stay with it before they go back to the row.
+inline constexpr std::int64_t max_reserve_block = 1000000;
+inline constexpr std::chrono::milliseconds default_reserve_idle{5000};
+inline constexpr std::chrono::milliseconds min_reserve_idle{10};
+inline constexpr std::chrono::milliseconds max_reserve_idle{60 * 60 * 1000};
+
 // DDL: MySQL index names are at most 64 characters; long ones end in a short hash.
 inline constexpr std::size_t max_index_name_chars = 64;
 inline constexpr std::size_t index_name_hash_hex_digits = 8;

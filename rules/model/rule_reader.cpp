@@ -262,6 +262,51 @@ void read_group_update(yaml_file& file, const field& f, parsed_stock& p) {
     if (g.complete) p.rule.group_update = g.limits;
 }
 
+// reserve: {block: 50, idle: 5s}, while it is read.
+struct reserve_read {
+    reserve_limits limits{.idle = default_reserve_idle};
+    bool complete = true;
+};
+
+void read_block(yaml_file& file, const field& f, reserve_read& r) {
+    const auto v = read_integer(file, f, 1, max_reserve_block, "50");
+    r.complete = r.complete && v.has_value();
+    r.limits.block = v.value_or(1);
+}
+
+void read_idle(yaml_file& file, const field& f, reserve_read& r) {
+    const auto v = read_duration(file, f, min_reserve_idle, max_reserve_idle);
+    r.complete = r.complete && v.has_value();
+    r.limits.idle = v.value_or(default_reserve_idle);
+}
+
+constexpr field_spec<reserve_read> reserve_fields[] = {
+    {"block", read_block, presence::required, "how many units the sidecar takes from the row at once, e.g. block: 50"},
+    {"idle", read_idle},
+};
+
+void read_reserve(yaml_file& file, const field& f, parsed_stock& p) {
+    if (!f.value.IsMap()) {
+        file.error(f.value_mark(),
+                   "reserve needs a mapping such as {block: 50, idle: 5s}, not " + std::string(describe_node(f.value)));
+        p.complete = false;
+        return;
+    }
+    reserve_read r;
+    read_mapping(file, f.value, "reserve", "reserve", file.pos(f.value_mark()), reserve_fields, r);
+    // A take served from the sidecar's block never reaches the row, so a version column could not
+    // count it: an app's compare-and-set on the version would see the row unchanged by its own take.
+    if (p.rule.version_column) {
+        file.error(f.value_mark(),
+                   "reserve cannot go with version_column " + quoted(*p.rule.version_column) +
+                       ": a take served from the sidecar's reserved block never reaches the row, so the version "
+                       "would not count it (remove version_column, or reserve)");
+        r.complete = false;
+    }
+    p.complete = p.complete && r.complete;
+    if (r.complete) p.rule.reserve = r.limits;
+}
+
 // The fields of a stock rule, in the order of the "unknown field" list. A reader may use the fields above it.
 constexpr field_spec<parsed_stock> stock_fields[] = {
     {.name = "name",
@@ -286,6 +331,7 @@ constexpr field_spec<parsed_stock> stock_fields[] = {
     {"admission", read_admission},
     {"amount_evidence", read_amount_evidence},
     {"group_update", read_group_update},
+    {"reserve", read_reserve},
 };
 
 // Claim rules.
@@ -651,8 +697,8 @@ void read_rules_document(yaml_file& file, const YAML::Node& root, parsed_rules& 
 std::vector<known_mapping> known_fields() {
     return {known("the rules file", top_fields),  known("a stock rule", stock_fields),
             known("admission", admission_fields), known("group_update", group_update_fields),
-            known("a claim rule", claim_fields),  known("consumes", consumes_fields),
-            known("redis", redis_fields)};
+            known("reserve", reserve_fields),     known("a claim rule", claim_fields),
+            known("consumes", consumes_fields),   known("redis", redis_fields)};
 }
 
 }  // namespace claimguard::rules::detail

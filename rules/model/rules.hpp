@@ -65,6 +65,14 @@ struct group_update_limits {
     std::chrono::milliseconds max_wait{1};  // how long a leader waits for followers when few queue
 };
 
+// Reserved stock (stock rule `reserve:`): the sidecar takes `block` units of a key at once on a
+// connection of its own, outside any app transaction, and hands them one take at a time to app
+// transactions (whose take then holds no row lock); unused units go back to the row after `idle`.
+struct reserve_limits {
+    std::int64_t block = 0;                // units per refill (fewer near sell-out)
+    std::chrono::milliseconds idle{5000};  // unused units go back after this long without a take
+};
+
 // How the database compares the values of one key column, by its collation (the schema check reads
 // it; docs/RULES.md "String keys and collations"). Decides which spellings of a key are one row.
 enum class key_comparison : std::uint8_t {
@@ -105,6 +113,7 @@ struct stock_rule {
     std::optional<std::chrono::milliseconds> max_refresh_wait;
     std::optional<admission_limits> admission;  // empty: no admission gate (every decrement goes)
     std::optional<group_update_limits> group_update;  // empty: every take is its own UPDATE
+    std::optional<reserve_limits> reserve;            // empty: takes in transactions go to the row
     source_pos pos;
     source_pos table_pos;                   // the table: value
     std::vector<column_ref> columns_named;  // key, counter and version columns as written

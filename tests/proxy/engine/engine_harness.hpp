@@ -20,6 +20,7 @@
 #include "proxy/engine/decide.hpp"
 #include "proxy/engine/key_collation.hpp"
 #include "proxy/engine/memory.hpp"
+#include "proxy/engine/reserve_pool.hpp"
 #include "proxy/engine/scripted_run.hpp"
 #include "proxy/engine/statement_operation.hpp"
 #include "rules/match/matcher.hpp"
@@ -46,6 +47,7 @@ enum class variant_id {
     keys_bin,      // ... under utf8mb4_bin (bytes_pad)
     return_stock,  // coupon_order's cancellations give their units back (on_cancel: return_stock)
     by_trigger,    // coupon_order's trigger decrements coupon_stock (decremented_by_trigger: true)
+    reserve,       // coupon_stock without its version column, reserve: {block: 10, idle: 1s}
     count_
 };
 
@@ -65,6 +67,7 @@ inline const char* variant_name(variant_id v) {
     case variant_id::keys_bin: return "keys_bin";
     case variant_id::return_stock: return "return_stock";
     case variant_id::by_trigger: return "by_trigger";
+    case variant_id::reserve: return "reserve";
     case variant_id::count_: break;
     }
     return "?";
@@ -130,10 +133,13 @@ inline std::unique_ptr<rules_env> build_env(variant_id v) {
     case variant_id::two_units: ok = replace_once(text, "units: 1 ", "units: 2 "); break;
     case variant_id::defer: ok = replace_once(text, "    units: 1 ", "    defer_decrement: true\n    units: 1 "); break;
     case variant_id::evidence_read: ok = replace_once(text, "    units: 1 ", "    amount_evidence: read\n    units: 1 "); break;
-    case variant_id::no_version: {
+    case variant_id::no_version:
+    case variant_id::reserve: {
         const auto pos = text.find("version_column:");
         ok = pos != std::string::npos;
         if (ok) text.erase(text.rfind('\n', pos) + 1, text.find('\n', pos) - text.rfind('\n', pos));
+        if (ok && v == variant_id::reserve)
+            ok = replace_once(text, "    units: 1 ", "    reserve: {block: 10, idle: 1s}\n    units: 1 ");
         break;
     }
     case variant_id::keys_ci:
@@ -312,7 +318,7 @@ public:
     void run_operation(trace& t, std::vector<reply_summary> replies, std::uint16_t status, redis_reply redis,
                        bool redis_configured) {
         statement_context ctx;
-        ctx.op = operation_context{id_, status, redis_configured};
+        ctx.op = operation_context{id_, status, redis_configured, reserve};
         statement_operation op(t.d, statements_.back()->parsed(), memory, *ledger_, transaction_, slots_, ctx);
         const auto perform = [redis](const scripted_step& step,
                                      input_script& script) -> std::optional<statement_input> {
@@ -377,6 +383,7 @@ public:
     [[nodiscard]] take_ledger& ledger() { return *ledger_; }
 
     session_memory memory;
+    reserve_pool* reserve = nullptr;  // the sidecar's reserved stock (reserve rules): none by default
 
 private:
     const rules_env& env_;

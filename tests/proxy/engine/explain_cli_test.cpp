@@ -202,6 +202,22 @@ TEST_F(explain_cli, a_take_with_group_update_says_it_may_go_in_a_batch) {
         << out_.str();
 }
 
+TEST_F(explain_cli, a_take_with_reserve_says_it_is_served_from_the_sidecars_block) {
+    std::string with_reserve = coupon_rules;
+    with_reserve.replace(with_reserve.find("    floor: 0\n"), 13, "    floor: 0\n    reserve: {block: 20, idle: 2s}\n");
+    explain_request a;
+    a.rules_paths = {write("reserve.yaml", with_reserve)};
+    a.sql = "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7";
+    ASSERT_EQ(run(a), 0) << err_.str();
+    EXPECT_NE(out_.str().find("reserve: in a transaction, served from this sidecar's reserved units of the key "
+                              "(taken from the row in blocks of up to 20"),
+              std::string::npos)
+        << out_.str();
+    EXPECT_NE(out_.str().find("at ROLLBACK it goes back to the block; unused units go back to the row after 2000ms"),
+              std::string::npos)
+        << out_.str();
+}
+
 TEST_F(explain_cli, file_and_statement_together_or_a_missing_file_are_usage_errors) {
     const auto rules = write("coupon.yaml", coupon_rules);
     explain_request r;

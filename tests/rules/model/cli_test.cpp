@@ -67,6 +67,21 @@ TEST_F(cli, lint_valid_prints_counts_and_version) {
     EXPECT_EQ(r.err, "");
 }
 
+TEST_F(cli, lint_says_a_reserve_rule_needs_the_sidecars_account) {
+    std::string text = valid_rules;
+    const auto at = text.find("claim_rules:");
+    ASSERT_NE(at, std::string::npos);
+    text.insert(at, "    reserve: {block: 20}\n");
+    const auto path = write("rules.yaml", text);
+    const auto r = run(lint, {path});
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.out.find("note: rule s has reserve: the sidecar needs its own database account "
+                         "(schema_check_user, with SELECT and UPDATE on coupon_stock); without it reserve is not "
+                         "served\n"),
+              std::string::npos)
+        << r.out;
+}
+
 TEST_F(cli, lint_errors_go_to_err_with_file_line_column) {
     const auto path = write("bad.yaml", "default_mode: strict\nfoo: 1\n");
     const auto r = run(lint, {path});

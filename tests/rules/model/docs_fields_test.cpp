@@ -15,7 +15,7 @@ namespace {
 // The section of docs/RULES.md that documents each mapping the reader reads (named as in its errors).
 const std::map<std::string, std::string, std::less<>> section_of = {
     {"the rules file", "Top level"}, {"a stock rule", "Stock rules"}, {"admission", "admission"},
-    {"group_update", "group_update"},
+    {"group_update", "group_update"}, {"reserve", "reserve"},
     {"a claim rule", "Claim rules"}, {"consumes", "consumes"},        {"redis", "redis"},
 };
 

@@ -6,7 +6,7 @@ namespace {
 
 const std::string stock_fields_list =
     "name, table, key_columns, counter_column, version_column, floor, exhausted, mode, units, unmodeled, read_cache, "
-    "max_refresh_wait, defer_decrement, admission, amount_evidence, group_update";
+    "max_refresh_wait, defer_decrement, admission, amount_evidence, group_update, reserve";
 
 // Lines 1-3 of a stock rule whose line 4 is `    counter_column: <value>` (the value at column 21).
 std::string counter_is(const std::string& value) {
@@ -205,6 +205,16 @@ const error_case stock_cases[] = {
     {"group_update_not_a_mapping",
      with_stock_lines("    admission: {max_in_flight: 1, queue_timeout: 2s}\n    group_update: 8\n"),
      {"7:19: group_update needs a mapping such as {max_batch: 32, max_wait: 1ms}, not a single value"}},
+    {"reserve_with_a_version_column", with_stock_lines("    version_column: version\n    reserve: {block: 10}\n"),
+     {"7:14: reserve cannot go with version_column 'version': a take served from the sidecar's reserved block "
+      "never reaches the row, so the version would not count it (remove version_column, or reserve)"}},
+    {"reserve_needs_a_block", with_stock_lines("    reserve: {idle: 1s}\n"),
+     {"6:14: reserve has no block: (how many units the sidecar takes from the row at once, e.g. block: 50)"}},
+    {"reserve_values_out_of_range", with_stock_lines("    reserve:\n      block: 0\n      idle: 1ms\n"),
+     {"7:14: block is '0', outside the range 1 to 1000000",
+      "8:13: idle is '1ms'; it must be at least 10ms and at most 1h"}},
+    {"reserve_not_a_mapping", with_stock_lines("    reserve: 10\n"),
+     {"6:14: reserve needs a mapping such as {block: 50, idle: 5s}, not a single value"}},
     {"all_errors_of_a_rule_are_collected", with_stock_lines("    floor: x\n    mode: y\n    price: z\n"),
      {"6:12: floor must be a whole number such as 0, not 'x'", "7:11: mode must be enforce or observe, not 'y'",
       "8:5: unknown field 'price' in a stock rule; its fields are: " + stock_fields_list}},

@@ -296,6 +296,20 @@ const valid_case valid_cases[] = {
          EXPECT_EQ(stock(r).group_update->max_batch, 32u);  // default_group_update_batch
          EXPECT_EQ(stock(r).group_update->max_wait, std::chrono::milliseconds(1));
      }},
+    {"reserve",
+     with_stock_lines("    reserve: {block: 40, idle: 250ms}\n"),
+     [](const rule_set& r) {
+         ASSERT_TRUE(stock(r).reserve.has_value());
+         EXPECT_EQ(stock(r).reserve->block, 40);
+         EXPECT_EQ(stock(r).reserve->idle, std::chrono::milliseconds(250));
+     }},
+    {"reserve_idle_default", with_stock_lines("    reserve: {block: 5}\n"),
+     [](const rule_set& r) {
+         ASSERT_TRUE(stock(r).reserve.has_value());
+         EXPECT_EQ(stock(r).reserve->idle, std::chrono::milliseconds(5000));
+     }},
+    {"no_reserve_by_default", base_stock + base_claim,
+     [](const rule_set& r) { EXPECT_FALSE(stock(r).reserve.has_value()); }},
     {"no_group_update_by_default", base_stock + base_claim,
      [](const rule_set& r) { EXPECT_FALSE(stock(r).group_update.has_value()); }},
     {"no_admission_by_default", base_stock + base_claim,
