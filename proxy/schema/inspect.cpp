@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <iterator>
 #include <mutex>
 #include <optional>
@@ -186,6 +187,24 @@ db_result<server_timeouts> inspector::read_timeouts() {
     for (const auto& r : *rows)
         if (r.size() == 2 && r[0] && r[1]) (void)set_timeout(t, *r[0], *r[1]);
     return t;
+}
+
+db_result<inspector::outcome> inspector::run(const std::string& sql) {
+    MYSQL* m = mysql_.get();
+    if (mysql_real_query(m, sql.data(), sql.size()) != 0) return connection_error(m, "running a statement");
+    outcome out;
+    MYSQL_RES* res = mysql_store_result(m);
+    if (res == nullptr) {
+        if (mysql_field_count(m) != 0) return connection_error(m, "reading a result");
+        out.affected_rows = mysql_affected_rows(m);
+        return out;
+    }
+    if (MYSQL_ROW row = mysql_fetch_row(res); row != nullptr && mysql_num_fields(res) > 0 && row[0] != nullptr) {
+        const unsigned long* lengths = mysql_fetch_lengths(res);
+        out.first_value = std::string(row[0], lengths ? lengths[0] : std::strlen(row[0]));
+    }
+    mysql_free_result(res);
+    return out;
 }
 
 std::string inspector::tls_cipher() const {

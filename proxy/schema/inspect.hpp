@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -95,6 +96,14 @@ public:
 
     // SHOW GLOBAL VARIABLES for timeout_variables.
     [[nodiscard]] db_result<server_timeouts> read_timeouts();
+
+    // A statement of the sidecar's own (reserve's refills and give-backs), as text: its affected rows,
+    // or for a query the first column of its first row (nullopt: no row, or NULL).
+    struct outcome {
+        std::uint64_t affected_rows = 0;
+        std::optional<std::string> first_value;
+    };
+    [[nodiscard]] db_result<outcome> run(const std::string& sql);
 
     // The TLS cipher in use, or empty for a plain connection.
     [[nodiscard]] std::string tls_cipher() const;

@@ -6,6 +6,8 @@
 #include <boost/asio/post.hpp>
 
 #include "claim_metrics.hpp"
+#include "proxy/engine/reserve_pool.hpp"
+#include "reserve_link.hpp"
 #include "session_impl.hpp"
 
 namespace claimguard::session {
@@ -68,6 +70,35 @@ awaitable<engine::statement_input> session::wait_turn(const engine::turn_request
     }
     if (!out) co_return engine::statement_input::closing();
     co_return engine::statement_input::of_turn(*out, entry.id, group);
+}
+
+awaitable<void> session::fill_reserve(const engine::decision& d) {
+    auto& pool = *ctx_.reserve;
+    engine::reserve_target target{*d.stock, d.key_literals,
+                                  d.schema.empty() ? connection_state_.database() : std::string(d.schema)};
+    // A few rounds at most: another session may take the refill's units first; then the take goes to
+    // the row as without reserve (the claim operation finds the block empty).
+    // Bounded: a refill waits for the row's lock, which a transaction of this sidecar may hold.
+    const auto give_up = clock_type::now() + std::chrono::seconds(3);
+    for (int round = 0; round < 3 && !closed_ && clock_type::now() < give_up; ++round) {
+        const auto now = engine::reserve_pool::clock::now();
+        auto job = pool.begin_refill(target, d.key, d.units, now);
+        if (!job && !pool.refilling(d.stock->name, d.key)) co_return;  // units here, or sold out
+        if (job) {
+            // The link's thread wakes this session on its executor; a session gone is not touched.
+            ctx_.reserve_conn->refill(std::move(*job), [weak = weak_from_this(), ex = client_.socket().get_executor()] {
+                asio::post(ex, [weak] {
+                    if (auto self = weak.lock()) self->admission_timer_.cancel();
+                });
+            });
+        }
+        // Woken by the refill's end (ours), or polled while another session's refill is on its way.
+        while (pool.refilling(d.stock->name, d.key) && !closed_ && clock_type::now() < give_up) {
+            admission_timer_.expires_after(admission_poll_interval / 10);
+            co_await admission_timer_.async_wait(nothrow);
+        }
+        if (pool.pooled(d.stock->name, d.key) >= d.units) co_return;
+    }
 }
 
 void session::release_admission() {

@@ -340,6 +340,13 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
                                    ctx_.read_cache,
                                    read ? &*read : nullptr,
                                    backend_.thread_id()};
+    // Every statement's operation sees the reserved stock: a take may be served from it, and a claim
+    // that did not happen, or a COMMIT turned ROLLBACK, gives a served unit back to it.
+    sctx.op.reserve = ctx_.reserve;
+    if (ctx_.reserve != nullptr && !d.observe && d.stock && d.stock->reserve && d.what == verdict::take &&
+        ((status_ & proto::status::in_trans) || !(status_ & proto::status::autocommit)) &&
+        d.key_literals.size() == d.stock->key_columns.size())
+        co_await fill_reserve(d);
     engine::statement_operation op(d, st, memory_, *ctx_.ledger, transaction_, admission_held_, sctx);
     op.set_database(connection_state_.database());
     counters_.follow(command_.snapshot);  // the counters of the command's rules snapshot

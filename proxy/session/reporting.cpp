@@ -106,7 +106,10 @@ void session::report_deferred(const std::vector<std::pair<engine::event, engine:
         a.user = user_;
         a.rule = t.rule;
         a.action = row.action;
-        a.note = "take deferred to COMMIT (defer_decrement)";
+        a.note = e == engine::event::reserve_served || e == engine::event::reserve_committed ||
+                         e == engine::event::reserve_returned
+                     ? "take served from the sidecar's reserved block (reserve)"
+                     : "take deferred to COMMIT (defer_decrement)";
         for (std::size_t i = 0; i < t.key.size() && i < t.key_columns.size(); ++i)
             a.keys.emplace_back(t.key_columns[i], t.key[i]);
         std::string digest;
@@ -122,7 +125,13 @@ void session::report_deferred(const std::vector<std::pair<engine::event, engine:
     }
 }
 
+void session::settle_reserved(std::vector<engine::deferred_take>& takes, bool committed) {
+    if (ctx_.reserve == nullptr || takes.empty()) return;
+    report_deferred(engine::settle_reserved(*ctx_.reserve, takes, committed), nullptr);
+}
+
 void session::report_dropped(std::vector<engine::deferred_take> dropped, bool committed) {
+    settle_reserved(dropped, committed);  // served from the reserved block: never sent, settled here
     if (dropped.empty()) return;
     if (committed)  // a commit claimguard did not see coming: its claims went in without these takes
         spdlog::error("session {}: the transaction committed with {} deferred take(s) of rule {} never sent", id_,

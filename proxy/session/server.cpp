@@ -24,21 +24,22 @@
 #include <thread>
 #include <vector>
 
+#include "audit_log.hpp"
+#include "logging.hpp"
 #include "proxy/admin/admin_server.hpp"
 #include "proxy/admin/metrics.hpp"
-#include "proxy/engine/rules_snapshot.hpp"
-#include "proxy/engine/read_cache.hpp"
+#include "proxy/config/settings.hpp"
 #include "proxy/engine/admission_gate.hpp"
+#include "proxy/engine/read_cache.hpp"
+#include "proxy/engine/rules_snapshot.hpp"
 #include "proxy/engine/take_ledger.hpp"
 #include "proxy/guards/redis_guard.hpp"
-#include "proxy/config/settings.hpp"
-#include "audit_log.hpp"
-#include "statement_digests.hpp"
-#include "logging.hpp"
+#include "proxy/protocol/packets.hpp"
+#include "reserve_link.hpp"
 #include "rules_reloader.hpp"
 #include "schema_watch.hpp"
-#include "proxy/protocol/packets.hpp"
 #include "session.hpp"
+#include "statement_digests.hpp"
 
 namespace claimguard::session {
 
@@ -97,6 +98,7 @@ struct server_state {
     engine::take_ledger ledger;  // committed takes awaiting their claim, across the sidecar's connections
     engine::read_cache read_cache;  // counter reads answered by the sidecar (stock rule read_cache)
     engine::admission_gate admission;  // per-key admission queues (stock rule admission:), across the sessions
+    engine::reserve_pool reserve;      // reserved stock (stock rule reserve:), across the sessions
     std::unique_ptr<audit_log> audit;
     statement_digests digests;  // the shapes audited (GET /digests)
     std::vector<std::unique_ptr<guards::redis_guard>> redis;  // one per I/O thread
@@ -370,6 +372,7 @@ int run_server(const config::proxy_options& options) {
 
     std::unique_ptr<rules_reloader> reloader;
     std::unique_ptr<schema_watch> schema;  // outlives nothing it points to: state and options do
+    std::unique_ptr<reserve_link> reserve;  // reserve's own connection (schema_check_user's account)
     if (!options.rules_files.empty() || !options.rules_dir.empty()) {
         reloader = std::make_unique<rules_reloader>(main_ctx, state.rules, options.rules_files, options.rules_dir);
         schema = std::make_unique<schema_watch>(options, state.rules, state.health);
@@ -389,6 +392,18 @@ int run_server(const config::proxy_options& options) {
         state.session_ctx.ledger = &state.ledger;
         state.session_ctx.read_cache = &state.read_cache;
         state.session_ctx.admission = &state.admission;
+        reserve = std::make_unique<reserve_link>(options, state.reserve, state.rules);
+        if (reserve->enabled()) {
+            state.session_ctx.reserve = &state.reserve;
+            state.session_ctx.reserve_conn = reserve.get();
+        } else if (auto current = state.rules.current()) {
+            for (const auto& r : current->rules.stocks)
+                if (r.reserve)
+                    spdlog::warn(
+                        "rule {} has reserve: but no schema_check_user is set: reserve needs the sidecar's "
+                        "own account (docs/OPERATIONS.md); its takes go to the row as without reserve",
+                        r.name);
+        }
         try {
             auto& dropped = admin::default_registry().add_counter(
                 "claimguard_audit_dropped_lines_total",
@@ -508,6 +523,7 @@ int run_server(const config::proxy_options& options) {
     state.health.started = true;
 
     if (schema) schema->start();  // first: sessions wait for its first check (health_state::schema_pending)
+    if (reserve) reserve->start();
     asio::co_spawn(main_ctx, accept_loop(acceptor, state, options), asio::detached);
     if (unix_listener.is_open()) asio::co_spawn(main_ctx, accept_loop(unix_listener, state, options), asio::detached);
     if (options.orphan_kill) asio::co_spawn(main_ctx, sweep_orphans(state.session_ctx), asio::detached);
@@ -543,6 +559,7 @@ int run_server(const config::proxy_options& options) {
     for (auto& ctx : state.contexts) ctx->stop();
     for (auto& w : workers) w.join();
     schema.reset();  // stops and joins the check's thread
+    if (reserve) reserve->drain();  // the sessions are done: every reserved unit back to its row
     if (admin_srv) admin_srv->stop();
     if (control_srv) control_srv->stop();
     if (!options.listen_unix.empty()) {

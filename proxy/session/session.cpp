@@ -321,6 +321,7 @@ void session::settle_command(engine::command_end& end, clock_type::time_point st
     if (!s.release.empty()) release_redis_keys(std::move(s.release));
     if (!s.committed_keys.empty()) commit_redis_keys(std::move(s.committed_keys));
     if (!s.dropped.empty()) report_dropped(std::move(s.dropped), s.committed);
+    settle_reserved(memory_.reserve_undone, false);  // ROLLBACK TO SAVEPOINT undid them: back to the block
     if (s.release_admission) release_admission();
     const double seconds = std::chrono::duration<double>(clock_type::now() - started).count();
     admin::metrics().command_duration.observe(seconds);
@@ -340,6 +341,10 @@ void session::commit_redis_keys(std::vector<engine::redis_hold> keys) {
 void session::abandon_transaction() {
     auto steps = engine::abandon_transaction(transaction_, memory_, ctx_.ledger, id_);
     release_redis_keys(std::move(steps.release));
+    // reserve: the database link lost under a command (a COMMIT perhaps): whether the transaction
+    // committed is unknown, so its reserved units count as consumed (a leak, never an over-issue).
+    // Otherwise the server rolls the open transaction back: they go back to the block.
+    settle_reserved(steps.dropped, backend_.lost());
     report_dropped(std::move(steps.dropped), false);
 }
 

@@ -22,6 +22,7 @@ class rules_holder;
 class take_ledger;
 class read_cache;
 class admission_gate;
+class reserve_pool;
 }
 namespace claimguard::guards {
 class redis_guard;
@@ -31,6 +32,7 @@ namespace claimguard::session {
 
 class audit_log;
 class statement_digests;
+class reserve_link;
 
 // Shared, read-only for sessions (except the counters, which are atomic).
 struct session_context {
@@ -47,6 +49,8 @@ struct session_context {
     statement_digests* digests = nullptr;  // set with rules: the shapes audited, for GET /digests
     // Statements of tables beyond watch_unlisted_tables (claimguard_unlisted_tables_dropped_total).
     admin::counter* unlisted_dropped = nullptr;
+    engine::reserve_pool* reserve = nullptr;  // set with rules and schema_check_user: reserved stock (reserve:)
+    reserve_link* reserve_conn = nullptr;     // ... and its connection, for refills
 };
 
 // A client connection: TCP (listen) or a unix socket (listen_unix), one session code for both.

@@ -160,6 +160,12 @@ private:
     // connection's end): its Redis keys go, its deferred takes are dropped (engine::abandon_transaction).
     void abandon_transaction();
     void report_dropped(std::vector<engine::deferred_take> dropped, bool committed);
+    // reserve: the transaction's takes served from the reserved block, settled at its end (consumed
+    // when it committed or may have, back to the block otherwise), and those a ROLLBACK TO SAVEPOINT undid.
+    void settle_reserved(std::vector<engine::deferred_take>& takes, bool committed);
+    // reserve: before a take in a transaction the reserved block may serve, a refill of the key when
+    // the block is empty (on the reserve connection; this session waits on its own executor).
+    awaitable<void> fill_reserve(const engine::decision& d);
     // What the engine's front (connection_state_) needs to know for the command being handled.
     [[nodiscard]] engine::statement_inputs engine_inputs();
     // recognition::needs_sql_mode / needs_columns: asks this backend connection for the session's

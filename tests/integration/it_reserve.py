@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""reserve (issue 20 item 2): reserved stock for transactions through 8 real claimguard sidecars, MariaDB, Redis.
+
+Usage: it_reserve.py --claimguard PATH --work-dir DIR [unittest args]
+
+The app claims in a transaction on the hot row: BEGIN; UPDATE coupon_stock SET remain = remain - 1; 1 ms of
+app work; INSERT the claim; COMMIT (one attempt in five changes its mind and rolls back instead). Users are
+drawn from a pool, so some claim twice (the duplicate's unit goes back). With `reserve: {block, idle}` each
+sidecar takes the stock in blocks on its own connection (the schema check's account, never the app's) and
+serves each transaction's take from them: the app's UPDATE is never sent, its transaction holds no lock on
+the stock row. Checked: the whole stock sold exactly (claims == stock, remain 0), nobody holds two coupons;
+a sale stopped half-way and the sidecars stopped cleanly (SIGTERM) leaves remain + claims == stock (no leak:
+the unused units went back); sidecars SIGKILLed while holding reserved units never over-issue and leak at
+most one block per killed sidecar. MariaDB, Redis and the coupon schema come from tests/incident/cluster.py.
+"""
+
+import os
+import random
+import re
+import signal
+import sys
+import threading
+import time
+import unittest
+
+import pymysql
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "incident"))
+import cluster  # noqa: E402  (tests/incident/cluster.py: MariaDB + the coupon schema)
+import itlib  # noqa: E402
+import servers  # noqa: E402
+
+SIDECARS = 8
+CLIENTS_PER_SIDECAR = 4       # 32 app threads
+BLOCK = 10
+IDLE = "300ms"
+STOCK = 150
+BIG_STOCK = 5000              # the sale stopped half-way
+USERS = 1000                  # users drawn at random: some try twice
+KILL_STOCK = 600              # still on sale when the sidecars are killed
+CAMPAIGN_SALE, CAMPAIGN_HALF, CAMPAIGN_KILL = 1, 2, 3
+KILLED = 3
+KILL_AFTER_S = 1.0
+HALF_SALE_S = 1.5
+SELL_OUT_WITHIN_S = 90.0
+APP_WORK_S = 0.001
+ROLLBACK_ONE_IN = 5
+SOLD_OUT_PAUSE_S = 0.02
+ANSWER_TIMEOUT_S = 30
+ER_SOLD_OUT = 1644            # rules/examples/coupon.yaml's exhausted (and duplicate) answer
+ER_DUP_ENTRY = 1062
+DUPLICATE = "duplicate"
+CHECK_USER = "cg_sidecar"
+CHECK_PASSWORD = "sidecar-Pw1"
+
+ARGS = None
+
+
+def reserve_rules(dest):
+    """rules/examples/coupon.yaml without its version column (reserve cannot count takes the row never sees),
+    with reserve on its stock rule."""
+    plain = dest + ".base"
+    with open(cluster.EXAMPLE_RULES, encoding="utf-8") as f:
+        text = f.read()
+    text, n = re.subn(r"(?m)^[ ]+version_column:[^\n]*\n", "", text)
+    assert n == 1, "the example names its version column once"
+    with open(plain, "w", encoding="utf-8") as f:
+        f.write(text)
+    return cluster.rules_with_stock_lines(dest, [f"reserve: {{block: {BLOCK}, idle: {IDLE}}}"], source=plain)
+
+
+def connect(port):
+    return pymysql.connect(host=servers.HOST, port=port, user=cluster.APP_USER, password=cluster.APP_PASSWORD,
+                           database=cluster.DATABASE, autocommit=True, read_timeout=ANSWER_TIMEOUT_S,
+                           write_timeout=ANSWER_TIMEOUT_S, connect_timeout=10)
+
+
+def metric(proxy, name, labels=""):
+    """A metric of the sidecar's /metrics (0 when absent)."""
+    status, body = servers.http_get(proxy.admin_port, "/metrics")
+    assert status == 200, f"/metrics answered {status}"
+    m = re.search(rf"^{re.escape(name)}{re.escape(labels)} (\S+)$", body, re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+def claim_in_transaction(conn, cur, campaign, user, roll_back):
+    """One attempt of the app: its outcome."""
+    try:
+        conn.begin()
+        cur.execute("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = %s", (campaign,))
+        if cur.rowcount != 1:
+            conn.rollback()
+            return f"rows-{cur.rowcount}"
+        time.sleep(APP_WORK_S)  # the app's work, in the transaction
+        if roll_back:
+            conn.rollback()
+            return "rolled-back"
+        try:
+            cur.execute("INSERT INTO coupon_order (user_id, campaign_id) VALUES (%s, %s)", (user, campaign))
+        except pymysql.err.MySQLError as e:
+            conn.rollback()
+            return DUPLICATE if e.args[0] in (ER_SOLD_OUT, ER_DUP_ENTRY) else e.args[0]
+        conn.commit()
+        return "ok"
+    except pymysql.err.MySQLError as e:
+        try:
+            conn.rollback()
+        except Exception:  # noqa: BLE001 - the connection is gone
+            pass
+        return e.args[0]
+
+
+def run_sale(proxies, campaign, until, kill=None):
+    """CLIENTS_PER_SIDECAR threads per sidecar claim until `until()` says stop. {outcome: count}."""
+    stop = threading.Event()
+    outcomes = {}
+    lock = threading.Lock()
+    rnd = random.Random(200 + campaign)
+
+    def client(proxy):
+        try:
+            conn = connect(proxy.port)
+        except pymysql.err.MySQLError:
+            return
+        cur = conn.cursor()
+        while not stop.is_set():
+            with lock:
+                user = rnd.randint(1, USERS)
+                roll_back = rnd.randint(1, ROLLBACK_ONE_IN) == 1
+            try:
+                r = claim_in_transaction(conn, cur, campaign, user, roll_back)
+            except Exception:  # noqa: BLE001 - a connection cut under the driver (a killed sidecar)
+                r = "gone"
+            with lock:
+                outcomes[r] = outcomes.get(r, 0) + 1
+            if r == "gone" or (isinstance(r, int) and (r == 0 or r >= 2000)):
+                return  # the sidecar went away
+            if r == ER_SOLD_OUT:
+                time.sleep(SOLD_OUT_PAUSE_S)
+        conn.close()
+
+    threads = [threading.Thread(target=client, args=(p,)) for p in proxies for _ in range(CLIENTS_PER_SIDECAR)]
+    for t in threads:
+        t.start()
+    if kill:
+        time.sleep(KILL_AFTER_S)
+        kill(proxies)
+    try:
+        until()
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(ANSWER_TIMEOUT_S * 2)
+    return outcomes
+
+
+class Reserve(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.work = itlib.fresh_work_dir(ARGS.work_dir)
+        cls.cluster = cluster.Cluster(cls.work)
+        try:
+            cls.cluster.start_db(unique_index=True)
+            cls.cluster.start_redis()
+            # The sidecar's own account: the schema check's, with SELECT and UPDATE on the stock table.
+            cls.cluster.db.sql(f"""
+                CREATE USER '{CHECK_USER}'@'%' IDENTIFIED BY '{CHECK_PASSWORD}';
+                GRANT SELECT ON {cluster.DATABASE}.* TO '{CHECK_USER}'@'%';
+                GRANT UPDATE ON {cluster.DATABASE}.coupon_stock TO '{CHECK_USER}'@'%';
+                FLUSH PRIVILEGES;
+            """)
+            cls.cluster.reset({CAMPAIGN_SALE: STOCK, CAMPAIGN_HALF: BIG_STOCK, CAMPAIGN_KILL: KILL_STOCK})
+            cls.rules = reserve_rules(os.path.join(cls.work, "reserve.yaml"))
+        except Exception:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.stop()
+
+    def start_sidecars(self):
+        self.cluster.proxies = []
+        os.environ["CLAIMGUARD_SCHEMA_CHECK_PASSWORD"] = CHECK_PASSWORD  # from the environment, never a flag
+        try:
+            return self.cluster.start_proxies(
+                ARGS.claimguard, SIDECARS, rules=self.rules, audit=False,
+                extra_args=["--threads", "2", "--schema-check", "warn", "--schema-check-user", CHECK_USER,
+                            "--schema-check-database", cluster.DATABASE])
+        finally:
+            del os.environ["CLAIMGUARD_SCHEMA_CHECK_PASSWORD"]
+
+    def stop_sidecars(self, proxies):
+        for p in proxies:
+            p.stop()
+        self.cluster.proxies = []
+
+    def held(self, proxies):
+        return sum(metric(p, "claimguard_reserve_units_held") for p in proxies)
+
+    def test_hot_row_in_transactions_sells_exactly_the_stock(self):
+        proxies = self.start_sidecars()
+        began = time.monotonic()
+        outcomes = run_sale(proxies, CAMPAIGN_SALE, lambda: itlib.wait_for(
+            lambda: self.cluster.facts(CAMPAIGN_SALE)["rows"] >= STOCK, SELL_OUT_WITHIN_S,
+            "every coupon claimed (units left in a sidecar go back to the row when idle)", interval_s=0.2))
+        took = time.monotonic() - began
+        facts = self.cluster.facts(CAMPAIGN_SALE)
+        served = sum(metric(p, "claimguard_reserve_takes_total", '{rule="coupon_stock",result="served"}')
+                     for p in proxies)
+        returned = sum(metric(p, "claimguard_reserve_takes_total", '{rule="coupon_stock",result="returned"}')
+                       for p in proxies)
+        refills = sum(metric(p, "claimguard_reserve_refills_total") for p in proxies)
+        print(f"\n    {SIDECARS} sidecars x {CLIENTS_PER_SIDECAR} threads, {STOCK} coupons in transactions: "
+              f"{outcomes} in {took:.2f}s; rows {facts['rows']}, remain {facts['remain']}; {served:.0f} takes "
+              f"served from {refills:.0f} refills, {returned:.0f} units back to the blocks")
+        self.assertEqual(facts["rows"], STOCK, "claims == stock")
+        self.assertEqual(facts["remain"], 0)
+        self.assertEqual(facts["duplicate_pairs"], 0, "a user claimed twice")
+        self.assertEqual(outcomes.get("ok", 0), STOCK, "every claim answered OK is a row")
+        self.assertGreater(served, STOCK / 2, "most takes were served from the reserved blocks")
+        self.assertGreater(refills, 0)
+        self.assertGreater(outcomes.get("rolled-back", 0), 0, "some transactions rolled back")
+        self.assertGreater(returned, 0, "rolled-back and duplicate takes gave their units back to the blocks")
+        unexpected = {k: v for k, v in outcomes.items()
+                      if k not in ("ok", ER_SOLD_OUT, DUPLICATE, "rolled-back")}
+        self.assertEqual(unexpected, {}, "only claims, sold out, duplicates and rollbacks")
+        self.stop_sidecars(proxies)
+        self.assertEqual(self.cluster.facts(CAMPAIGN_SALE)["remain"], 0, "nothing given back beyond the stock")
+
+    def test_sale_stopped_half_way_and_a_clean_shutdown_leaks_nothing(self):
+        proxies = self.start_sidecars()
+        outcomes = run_sale(proxies, CAMPAIGN_HALF, lambda: time.sleep(HALF_SALE_S))
+        facts = self.cluster.facts(CAMPAIGN_HALF)
+        held = self.held(proxies)
+        during = BIG_STOCK - facts["remain"] - facts["rows"]
+        print(f"\n    half a sale of {BIG_STOCK}: {outcomes}; rows {facts['rows']}, remain {facts['remain']}, "
+              f"reserved by the sidecars {during} (their metric {held:.0f})")
+        self.assertGreater(facts["rows"], 0)
+        self.assertEqual(during, held, "the row's missing units are the ones the sidecars report holding")
+        self.assertLessEqual(held, SIDECARS * BLOCK, "a sidecar holds at most one block of a key")
+        self.stop_sidecars(proxies)  # SIGTERM: every unused unit goes back
+        after = self.cluster.facts(CAMPAIGN_HALF)
+        print(f"    after a clean shutdown: rows {after['rows']}, remain {after['remain']}")
+        self.assertEqual(after["rows"], facts["rows"])
+        self.assertEqual(after["remain"] + after["rows"], BIG_STOCK, "no leak after a clean shutdown")
+        self.assertEqual(after["duplicate_pairs"], 0, "a user claimed twice")
+
+    def test_sidecars_killed_while_holding_units_never_over_issue(self):
+        proxies = self.start_sidecars()
+        killed = proxies[:KILLED]
+        held_when_killed = []
+
+        def kill(_):
+            held_when_killed.append(self.held(killed))
+            for p in killed:
+                servers.kill_pidfile(p.pid_file, "claimguard", sig=signal.SIGKILL)
+                p.proc.wait()
+            self.cluster.proxies = proxies[KILLED:]  # only the survivors are stopped at the end
+
+        def until():
+            # Sold out, or no claim for a while (the killed sidecars' units are gone from the row).
+            last = [-1, time.monotonic()]
+
+            def settled():
+                f = self.cluster.facts(CAMPAIGN_KILL)
+                if f["rows"] != last[0]:
+                    last[0], last[1] = f["rows"], time.monotonic()
+                return f["rows"] >= KILL_STOCK or (f["remain"] == 0 and time.monotonic() - last[1] > 2.0)
+
+            itlib.wait_for(settled, SELL_OUT_WITHIN_S, "the sale ended", interval_s=0.2)
+
+        outcomes = run_sale(proxies, CAMPAIGN_KILL, until, kill=kill)
+        self.stop_sidecars(proxies[KILLED:])
+        facts = self.cluster.facts(CAMPAIGN_KILL)
+        leaked = KILL_STOCK - facts["remain"] - facts["rows"]
+        bound = KILLED * BLOCK
+        print(f"\n    {KILLED} of {SIDECARS} sidecars killed at +{KILL_AFTER_S}s holding {held_when_killed[0]:.0f} "
+              f"reserved units: {outcomes}; rows {facts['rows']}, remain {facts['remain']}, units taken without a "
+              f"claim {leaked} (bound {bound})")
+        self.assertGreater(held_when_killed[0], 0, "the killed sidecars held reserved units")
+        self.assertLessEqual(facts["rows"], KILL_STOCK, "over-issued")
+        self.assertEqual(facts["duplicate_pairs"], 0, "a user claimed twice")
+        self.assertGreaterEqual(leaked, 0, "a claim without its unit")
+        self.assertLessEqual(leaked, bound, "leak within one block per killed sidecar")
+        self.assertGreaterEqual(facts["rows"], outcomes.get("ok", 0), "every claim answered OK is a row")
+
+
+def main():
+    def keep(args):
+        global ARGS
+        ARGS = args
+    random.seed(20)
+    itlib.run_fixture_cases(Reserve, "reserve", __doc__, keep)
+
+
+if __name__ == "__main__":
+    main()
