@@ -40,9 +40,10 @@ STOCK = 150
 BIG_STOCK = 5000              # the sale stopped half-way
 USERS = 1000                  # users drawn at random: some try twice
 KILL_STOCK = 600              # still on sale when the sidecars are killed
-CAMPAIGN_SALE, CAMPAIGN_HALF, CAMPAIGN_KILL = 1, 2, 3
+RELOAD_SIDECARS = 2
+CAMPAIGN_SALE, CAMPAIGN_HALF, CAMPAIGN_KILL, CAMPAIGN_RELOAD = 1, 2, 3, 4
 KILLED = 3
-KILL_AFTER_S = 1.0
+KILL_AFTER_S = 0.5
 HALF_SALE_S = 1.5
 SELL_OUT_WITHIN_S = 90.0
 APP_WORK_S = 0.001
@@ -58,9 +59,9 @@ CHECK_PASSWORD = "sidecar-Pw1"
 ARGS = None
 
 
-def reserve_rules(dest):
+def reserve_rules(dest, idle=IDLE, reserve=True):
     """rules/examples/coupon.yaml without its version column (reserve cannot count takes the row never sees),
-    with reserve on its stock rule."""
+    with reserve on its stock rule (or without it: `reserve` False)."""
     plain = dest + ".base"
     with open(cluster.EXAMPLE_RULES, encoding="utf-8") as f:
         text = f.read()
@@ -68,7 +69,8 @@ def reserve_rules(dest):
     assert n == 1, "the example names its version column once"
     with open(plain, "w", encoding="utf-8") as f:
         f.write(text)
-    return cluster.rules_with_stock_lines(dest, [f"reserve: {{block: {BLOCK}, idle: {IDLE}}}"], source=plain)
+    lines = [f"reserve: {{block: {BLOCK}, idle: {idle}}}"] if reserve else []
+    return cluster.rules_with_stock_lines(dest, lines, source=plain)
 
 
 def connect(port):
@@ -171,8 +173,12 @@ class Reserve(unittest.TestCase):
                 GRANT UPDATE ON {cluster.DATABASE}.coupon_stock TO '{CHECK_USER}'@'%';
                 FLUSH PRIVILEGES;
             """)
-            cls.cluster.reset({CAMPAIGN_SALE: STOCK, CAMPAIGN_HALF: BIG_STOCK, CAMPAIGN_KILL: KILL_STOCK})
+            cls.cluster.reset({CAMPAIGN_SALE: STOCK, CAMPAIGN_HALF: BIG_STOCK, CAMPAIGN_KILL: KILL_STOCK,
+                               CAMPAIGN_RELOAD: BIG_STOCK})
             cls.rules = reserve_rules(os.path.join(cls.work, "reserve.yaml"))
+            # idle 1h: the units a sidecar holds stay with it until it stops (or a reload), never returned
+            # by the idle give-back while a test reads them.
+            cls.rules_long = reserve_rules(os.path.join(cls.work, "reserve-long.yaml"), idle="1h")
         except Exception:
             cls.tearDownClass()
             raise
@@ -181,12 +187,12 @@ class Reserve(unittest.TestCase):
     def tearDownClass(cls):
         cls.cluster.stop()
 
-    def start_sidecars(self):
+    def start_sidecars(self, count=SIDECARS, rules=None):
         self.cluster.proxies = []
         os.environ["CLAIMGUARD_SCHEMA_CHECK_PASSWORD"] = CHECK_PASSWORD  # from the environment, never a flag
         try:
             return self.cluster.start_proxies(
-                ARGS.claimguard, SIDECARS, rules=self.rules, audit=False,
+                ARGS.claimguard, count, rules=rules or self.rules, audit=False,
                 extra_args=["--threads", "2", "--schema-check", "warn", "--schema-check-user", CHECK_USER,
                             "--schema-check-database", cluster.DATABASE])
         finally:
@@ -231,7 +237,7 @@ class Reserve(unittest.TestCase):
         self.assertEqual(self.cluster.facts(CAMPAIGN_SALE)["remain"], 0, "nothing given back beyond the stock")
 
     def test_sale_stopped_half_way_and_a_clean_shutdown_leaks_nothing(self):
-        proxies = self.start_sidecars()
+        proxies = self.start_sidecars(rules=self.rules_long)
         outcomes = run_sale(proxies, CAMPAIGN_HALF, lambda: time.sleep(HALF_SALE_S))
         facts = self.cluster.facts(CAMPAIGN_HALF)
         held = self.held(proxies)
@@ -241,6 +247,7 @@ class Reserve(unittest.TestCase):
         self.assertGreater(facts["rows"], 0)
         self.assertEqual(during, held, "the row's missing units are the ones the sidecars report holding")
         self.assertLessEqual(held, SIDECARS * BLOCK, "a sidecar holds at most one block of a key")
+        self.assertGreater(held, 0, "the sidecars held units when they were stopped")
         self.stop_sidecars(proxies)  # SIGTERM: every unused unit goes back
         after = self.cluster.facts(CAMPAIGN_HALF)
         print(f"    after a clean shutdown: rows {after['rows']}, remain {after['remain']}")
@@ -248,12 +255,38 @@ class Reserve(unittest.TestCase):
         self.assertEqual(after["remain"] + after["rows"], BIG_STOCK, "no leak after a clean shutdown")
         self.assertEqual(after["duplicate_pairs"], 0, "a user claimed twice")
 
+    def test_reload_that_drops_reserve_gives_the_units_back(self):
+        # idle 1h: only the reload can send the units back while the sidecars run.
+        rules = reserve_rules(os.path.join(self.work, "reserve-reload.yaml"), idle="1h")
+        proxies = self.start_sidecars(RELOAD_SIDECARS, rules)
+        outcomes = run_sale(proxies, CAMPAIGN_RELOAD, lambda: time.sleep(HALF_SALE_S))
+        time.sleep(0.3)  # the metric follows every 50 ms
+        held = self.held(proxies)
+        facts = self.cluster.facts(CAMPAIGN_RELOAD)
+        self.assertGreater(held, 0, "units held after the sale stopped (idle is 1h)")
+        self.assertEqual(BIG_STOCK - facts["remain"] - facts["rows"], held)
+        reserve_rules(rules, reserve=False)  # the same rule without reserve
+        reloads = [metric(p, "claimguard_rules_reloads_total", '{result="success"}') for p in proxies]
+        for p in proxies:
+            p.proc.send_signal(signal.SIGHUP)
+        itlib.wait_for(lambda: all(metric(p, "claimguard_rules_reloads_total", '{result="success"}') > r
+                                   for p, r in zip(proxies, reloads)), 10, "the reload applied")
+        itlib.wait_for(lambda: self.held(proxies) == 0, 10, "the units went back after the reload")
+        after = self.cluster.facts(CAMPAIGN_RELOAD)
+        print(f"\n    {outcomes}; {held:.0f} units held with idle 1h; after the reload dropped reserve: rows "
+              f"{after['rows']}, remain {after['remain']}")
+        self.assertEqual(after["remain"] + after["rows"], BIG_STOCK, "every held unit back in the row, sidecars running")
+        self.stop_sidecars(proxies)
+
     def test_sidecars_killed_while_holding_units_never_over_issue(self):
-        proxies = self.start_sidecars()
+        proxies = self.start_sidecars(rules=self.rules_long)
         killed = proxies[:KILLED]
         held_when_killed = []
 
         def kill(_):
+            # Killed while they hold units (in their pools or handed to open transactions).
+            itlib.wait_for(lambda: self.held(killed) > 0, 20, "the sidecars to be killed hold reserved units",
+                           interval_s=0.01)
             held_when_killed.append(self.held(killed))
             for p in killed:
                 servers.kill_pidfile(p.pid_file, "claimguard", sig=signal.SIGKILL)
