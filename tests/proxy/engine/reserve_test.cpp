@@ -286,6 +286,26 @@ TEST(reserve_op, rollback_to_a_savepoint_before_the_take_returns_its_unit) {
     EXPECT_EQ(r.pool.stats().handed, 0);
 }
 
+TEST(reserve_op, commit_turned_rollback_returns_the_served_units) {
+    served_session r;
+    ASSERT_TRUE(r.s.ready()) << r.s.error();
+    refill(r.pool, 1, clock::now());
+    (void)r.s.exec(take_sql, {}, in_trans);  // served: the block's one unit
+    (void)r.s.exec(r.s.claim_sql("7", "1"), {ok_rows(1, in_trans)}, in_trans);
+    (void)r.s.exec(r.s.claim_sql("8", "1"), {ok_rows(1, in_trans)}, in_trans);  // a claim before its take
+    ASSERT_TRUE(r.pool.begin_refill(target_of(10), key1, 1, clock::now()));
+    r.pool.end_refill(rule, key1, 0, false, clock::now());  // the row is empty
+    auto refused = r.s.exec(take_sql, {}, in_trans);
+    EXPECT_TRUE(refused.has(event::exhausted));
+    EXPECT_TRUE(r.s.memory.transaction_poisoned);
+    // COMMIT becomes ROLLBACK: nothing committed, the served unit goes back to the block.
+    auto commit = r.s.exec("COMMIT", {ok_rows(0, autocommit)}, in_trans);
+    EXPECT_EQ(commit.sent(), std::vector<std::string>{"ROLLBACK"});
+    EXPECT_EQ(commit.deferred(), events{event::reserve_returned});
+    EXPECT_EQ(r.pool.pooled(rule, key1), 1);
+    EXPECT_EQ(r.pool.stats().handed, 0);
+}
+
 TEST(reserve_op, a_statement_on_the_table_sends_nothing_first) {
     served_session r;
     ASSERT_TRUE(r.s.ready()) << r.s.error();
