@@ -10,7 +10,8 @@ sidecar takes the stock in blocks on its own connection (the schema check's acco
 serves each transaction's take from them: the app's UPDATE is never sent, its transaction holds no lock on
 the stock row. Checked: the whole stock sold exactly (claims == stock, remain 0), nobody holds two coupons;
 a sale stopped half-way and the sidecars stopped cleanly (SIGTERM) leaves remain + claims == stock (no leak:
-the unused units went back); sidecars SIGKILLed while holding reserved units never over-issue and leak at
+the unused units went back); a reload that drops reserve sends the held units back; a ROLLBACK TO SAVEPOINT
+before the take and a connection closed in the transaction give its unit back; sidecars SIGKILLed while holding reserved units never over-issue and leak at
 most one block per killed sidecar. MariaDB, Redis and the coupon schema come from tests/incident/cluster.py.
 """
 
@@ -41,7 +42,7 @@ BIG_STOCK = 5000              # the sale stopped half-way
 USERS = 1000                  # users drawn at random: some try twice
 KILL_STOCK = 600              # still on sale when the sidecars are killed
 RELOAD_SIDECARS = 2
-CAMPAIGN_SALE, CAMPAIGN_HALF, CAMPAIGN_KILL, CAMPAIGN_RELOAD = 1, 2, 3, 4
+CAMPAIGN_SALE, CAMPAIGN_HALF, CAMPAIGN_KILL, CAMPAIGN_RELOAD, CAMPAIGN_UNDO = 1, 2, 3, 4, 5
 KILLED = 3
 KILL_AFTER_S = 0.5
 HALF_SALE_S = 1.5
@@ -174,7 +175,7 @@ class Reserve(unittest.TestCase):
                 FLUSH PRIVILEGES;
             """)
             cls.cluster.reset({CAMPAIGN_SALE: STOCK, CAMPAIGN_HALF: BIG_STOCK, CAMPAIGN_KILL: KILL_STOCK,
-                               CAMPAIGN_RELOAD: BIG_STOCK})
+                               CAMPAIGN_RELOAD: BIG_STOCK, CAMPAIGN_UNDO: STOCK})
             cls.rules = reserve_rules(os.path.join(cls.work, "reserve.yaml"))
             # idle 1h: the units a sidecar holds stay with it until it stops (or a reload), never returned
             # by the idle give-back while a test reads them.
@@ -239,6 +240,7 @@ class Reserve(unittest.TestCase):
     def test_sale_stopped_half_way_and_a_clean_shutdown_leaks_nothing(self):
         proxies = self.start_sidecars(rules=self.rules_long)
         outcomes = run_sale(proxies, CAMPAIGN_HALF, lambda: time.sleep(HALF_SALE_S))
+        time.sleep(0.3)  # the metric follows every 50 ms
         facts = self.cluster.facts(CAMPAIGN_HALF)
         held = self.held(proxies)
         during = BIG_STOCK - facts["remain"] - facts["rows"]
@@ -277,6 +279,45 @@ class Reserve(unittest.TestCase):
               f"{after['rows']}, remain {after['remain']}")
         self.assertEqual(after["remain"] + after["rows"], BIG_STOCK, "every held unit back in the row, sidecars running")
         self.stop_sidecars(proxies)
+
+    def test_savepoint_and_a_connection_that_ends_give_the_unit_back(self):
+        proxies = self.start_sidecars(1, self.rules_long)
+        p = proxies[0]
+
+        def takes(result):
+            return metric(p, "claimguard_reserve_takes_total", f'{{rule="coupon_stock",result="{result}"}}')
+
+        conn = connect(p.port)
+        cur = conn.cursor()
+        take = "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = %s"
+        # A take after a savepoint, rolled back to it: its unit goes back; the transaction commits nothing.
+        conn.begin()
+        cur.execute("SAVEPOINT a")
+        cur.execute(take, (CAMPAIGN_UNDO,))
+        self.assertEqual(cur.rowcount, 1)
+        cur.execute("ROLLBACK TO SAVEPOINT a")
+        conn.commit()
+        self.assertEqual((takes("served"), takes("returned"), takes("committed")), (1, 1, 0))
+        # A take whose connection ends without COMMIT: the server rolls back, the unit goes back.
+        conn.begin()
+        cur.execute(take, (CAMPAIGN_UNDO,))
+        conn.close()
+        itlib.wait_for(lambda: takes("returned") == 2, 10, "the unit of the closed connection went back")
+        # A take that commits with its claim: consumed.
+        conn = connect(p.port)
+        cur = conn.cursor()
+        conn.begin()
+        cur.execute(take, (CAMPAIGN_UNDO,))
+        cur.execute("INSERT INTO coupon_order (user_id, campaign_id) VALUES (1, %s)", (CAMPAIGN_UNDO,))
+        conn.commit()
+        conn.close()
+        self.assertEqual((takes("served"), takes("returned"), takes("committed")), (3, 2, 1))
+        # (the gauge follows every 50 ms)
+        itlib.wait_for(lambda: self.held(proxies) == BLOCK - 1, 5, "one block taken from the row, one unit consumed")
+        self.stop_sidecars(proxies)
+        facts = self.cluster.facts(CAMPAIGN_UNDO)
+        print(f"\n    savepoint, closed connection, commit: rows {facts['rows']}, remain {facts['remain']}")
+        self.assertEqual((facts["rows"], facts["remain"]), (1, STOCK - 1))
 
     def test_sidecars_killed_while_holding_units_never_over_issue(self):
         proxies = self.start_sidecars(rules=self.rules_long)
