@@ -24,22 +24,22 @@
 #include <thread>
 #include <vector>
 
-#include "audit_log.hpp"
-#include "logging.hpp"
 #include "proxy/admin/admin_server.hpp"
 #include "proxy/admin/metrics.hpp"
-#include "proxy/config/settings.hpp"
-#include "proxy/engine/admission_gate.hpp"
-#include "proxy/engine/read_cache.hpp"
 #include "proxy/engine/rules_snapshot.hpp"
+#include "proxy/engine/read_cache.hpp"
+#include "proxy/engine/admission_gate.hpp"
 #include "proxy/engine/take_ledger.hpp"
 #include "proxy/guards/redis_guard.hpp"
-#include "proxy/protocol/packets.hpp"
+#include "proxy/config/settings.hpp"
+#include "audit_log.hpp"
+#include "statement_digests.hpp"
+#include "logging.hpp"
 #include "reserve_link.hpp"
 #include "rules_reloader.hpp"
 #include "schema_watch.hpp"
+#include "proxy/protocol/packets.hpp"
 #include "session.hpp"
-#include "statement_digests.hpp"
 
 namespace claimguard::session {
 
