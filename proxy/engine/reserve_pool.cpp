@@ -5,6 +5,13 @@
 
 namespace claimguard::engine {
 
+bool reserve_unchanged(const rules::stock_rule& then, const rules::stock_rule& now) {
+    return then.name == now.name && then.table.schema == now.table.schema && then.table.name == now.table.name &&
+           then.key_columns == now.key_columns && then.counter_column == now.counter_column &&
+           then.floor == now.floor && then.units == now.units && then.reserve && now.reserve &&
+           then.reserve->block == now.reserve->block && then.reserve->idle == now.reserve->idle;
+}
+
 std::int64_t reserve_pool::refill_size(std::int64_t block, std::int64_t units, std::int64_t left) {
     if (units <= 0 || left < units) return 0;
     std::int64_t n = std::min(block, left / shrink_divisor);

@@ -52,6 +52,10 @@ struct reserve_refill {
     std::int64_t room = 0;
 };
 
+// Whether a reloaded rule `now` keeps the units the pool took under `then`: the same row reached the same
+// way and reserved alike (else they go back to the row: the reload dropped or changed the rule).
+[[nodiscard]] bool reserve_unchanged(const rules::stock_rule& then, const rules::stock_rule& now);
+
 class reserve_pool {
 public:
     using clock = std::chrono::steady_clock;

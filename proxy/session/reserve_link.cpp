@@ -44,13 +44,6 @@ struct reserve_metrics {
 // it ran is unknown.
 bool link_lost(const schema::db_error& e) { return e.code >= 2000 && e.code < 3000; }
 
-// Two versions of a rule reach the same row the same way and reserve alike.
-bool same_reserve(const rules::stock_rule& a, const rules::stock_rule& b) {
-    return a.name == b.name && a.table.schema == b.table.schema && a.table.name == b.table.name &&
-           a.key_columns == b.key_columns && a.counter_column == b.counter_column && a.floor == b.floor && a.reserve &&
-           b.reserve && a.reserve->block == b.reserve->block && a.reserve->idle == b.reserve->idle;
-}
-
 }  // namespace
 
 reserve_link::reserve_link(const config::proxy_options& options, engine::reserve_pool& pool,
@@ -241,7 +234,7 @@ void reserve_link::give_back_due() {
         seen_ = current;
         auto changed = pool_.take_unless([&](const rules::stock_rule& r) {
             const auto* now = current ? current->rules.find_stock(r.name) : nullptr;
-            return now != nullptr && same_reserve(*now, r);
+            return now != nullptr && engine::reserve_unchanged(r, *now);
         });
         back.insert(back.end(), std::make_move_iterator(changed.begin()), std::make_move_iterator(changed.end()));
     }

@@ -165,6 +165,29 @@ TEST(reserve_pool, shutdown_and_reload_give_back_the_pool) {
     EXPECT_EQ(pool.stats().pooled, 0);
 }
 
+TEST(reserve_pool, a_reload_keeps_the_units_only_of_a_rule_it_did_not_change) {
+    const auto then = target_of(10).rule;
+    EXPECT_TRUE(reserve_unchanged(then, then));
+    auto now = then;
+    now.exhausted.message = "another answer";  // nothing about the row or the reserve
+    EXPECT_TRUE(reserve_unchanged(then, now));
+    now = then;
+    now.reserve.reset();  // reserve dropped
+    EXPECT_FALSE(reserve_unchanged(then, now));
+    now = then;
+    now.reserve->block = 20;
+    EXPECT_FALSE(reserve_unchanged(then, now));
+    now = then;
+    now.floor = 5;
+    EXPECT_FALSE(reserve_unchanged(then, now));
+    now = then;
+    now.table.schema = "other";
+    EXPECT_FALSE(reserve_unchanged(then, now));
+    now = then;
+    now.units = 2;
+    EXPECT_FALSE(reserve_unchanged(then, now));
+}
+
 // ---- a transaction's take served from the pool ---------------------------------------------------
 
 struct served_session {
