@@ -189,7 +189,9 @@ class Reserve(unittest.TestCase):
         cls.cluster.stop()
 
     def start_sidecars(self, count=SIDECARS, rules=None):
-        self.cluster.proxies = []
+        # A failed test's sidecars are still running (and listed): stopped first, before new ones reuse their
+        # names and pid files (the cluster stops the listed ones at the end).
+        self.stop_sidecars(self.cluster.proxies)
         os.environ["CLAIMGUARD_SCHEMA_CHECK_PASSWORD"] = CHECK_PASSWORD  # from the environment, never a flag
         try:
             return self.cluster.start_proxies(
@@ -200,7 +202,7 @@ class Reserve(unittest.TestCase):
             del os.environ["CLAIMGUARD_SCHEMA_CHECK_PASSWORD"]
 
     def stop_sidecars(self, proxies):
-        for p in proxies:
+        for p in list(proxies):
             p.stop()
         self.cluster.proxies = []
 
