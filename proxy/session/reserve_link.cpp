@@ -111,9 +111,18 @@ void reserve_link::drain() {
 void reserve_link::run() {
     for (;;) {
         std::optional<refill_request> next;
+        // Nothing held (no unit pooled or handed to a transaction): nothing can go idle or be dropped by a
+        // reload, and units only come from a refill this thread sends, so it sleeps until a refill is asked
+        // or the sidecar stops instead of ticking (the thread runs wherever schema_check_user is set).
+        const auto held = pool_.stats();
+        const bool holds_nothing = held.pooled + held.handed == 0;
         {
             std::unique_lock lock(mutex_);
-            wake_.wait_for(lock, reserve_tick, [this] { return stopping_ || !queue_.empty(); });
+            const auto ready = [this] { return stopping_ || !queue_.empty(); };
+            if (holds_nothing)
+                wake_.wait(lock, ready);
+            else
+                wake_.wait_for(lock, reserve_tick, ready);
             if (!queue_.empty()) {
                 next = std::move(queue_.front());
                 queue_.pop_front();
