@@ -304,23 +304,27 @@ class ReadCache(unittest.TestCase):
         self.assertEqual(self.db_selects(), selects)
         self.assertEqual(self.via.text(sql), self.direct.text(sql))
 
-    def test_trusted_restock_seen_at_once_audited_and_counted(self):
-        # Issue 21: a DBA restocks a sold-out campaign as a trusted user through the sidecar while
-        # the app's reads are cached for 10 s: the next read shows the new stock at once (not after
-        # the TTL), 5 more claims succeed, the write is audited with its answer and counted.
-        self.cluster.reset({CAMPAIGN: 2})
+    def start_trusted_sidecar(self, name, stock):
+        """A sidecar of its own whose rules trust TRUSTED_USER and cache the app's reads for LONG_TTL_S, the
+        campaign reset to `stock`; returns it and its audit log's path."""
+        self.cluster.reset({CAMPAIGN: stock})
         self.cluster.sql(f"CREATE USER IF NOT EXISTS '{TRUSTED_USER}'@'%' IDENTIFIED BY '{TRUSTED_PASSWORD}'; "
                          f"GRANT SELECT, INSERT, UPDATE, DELETE ON {cluster.DATABASE}.* TO '{TRUSTED_USER}'@'%';")
-        rules = cluster.rules_with_stock_lines(os.path.join(self.work, "rules-trusted-source.yaml"),
+        rules = cluster.rules_with_stock_lines(os.path.join(self.work, f"rules-{name}-source.yaml"),
                                                [f"read_cache: {LONG_TTL_S}s"])
-        trusted_rules = os.path.join(self.work, "rules-trusted.yaml")
+        trusted_rules = os.path.join(self.work, f"rules-{name}.yaml")
         with open(rules, encoding="utf-8") as f, open(trusted_rules, "w", encoding="utf-8") as out:
             out.write(f"trusted_users: [{TRUSTED_USER}]\n" + f.read())
-        audit = os.path.join(self.work, "audit-trusted.jsonl")
-        proxy = servers.Claimguard(ARGS.claimguard, self.cluster.dir, "claimguard-trusted", self.cluster.db.port,
+        audit = os.path.join(self.work, f"audit-{name}.jsonl")
+        proxy = servers.Claimguard(ARGS.claimguard, self.cluster.dir, f"claimguard-{name}", self.cluster.db.port,
                                    extra_args=["--rules", trusted_rules, "--audit-log", audit])
         self.cluster.proxies.append(proxy)
         proxy.start()
+        return proxy, audit
+
+    def trusted_clients(self, proxy):
+        """connect(user, password) to the sidecar; remain(cur): the app's (cached) read of the campaign's stock;
+        takes(cur, n): n relative takes, the units taken (a sold-out answer is 1644, anything else fails)."""
         read = f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}"
         take = f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = {CAMPAIGN}"
 
@@ -340,6 +344,15 @@ class ReadCache(unittest.TestCase):
                 except pymysql.MySQLError as e:
                     self.assertEqual(e.args[0], 1644, e)
             return taken
+
+        return connect, remain, takes
+
+    def test_trusted_restock_seen_at_once_audited_and_counted(self):
+        # Issue 21: a DBA restocks a sold-out campaign as a trusted user through the sidecar while
+        # the app's reads are cached for 10 s: the next read shows the new stock at once (not after
+        # the TTL), 5 more claims succeed, the write is audited with its answer and counted.
+        proxy, audit = self.start_trusted_sidecar("trusted", 2)
+        connect, remain, takes = self.trusted_clients(proxy)
 
         def lines():
             with open(audit, encoding="utf-8") as f:
@@ -382,38 +395,8 @@ class ReadCache(unittest.TestCase):
     def test_trusted_sql_prepared_restock_seen_at_once_audited_and_counted(self):
         # The same restock prepared in SQL (PREPARE ... FROM '...'; EXECUTE): each EXECUTE is the trusted
         # write, of every key of the rule (its USING values are not read); the PREPARE writes nothing.
-        self.cluster.reset({CAMPAIGN: 1})
-        self.cluster.sql(f"CREATE USER IF NOT EXISTS '{TRUSTED_USER}'@'%' IDENTIFIED BY '{TRUSTED_PASSWORD}'; "
-                         f"GRANT SELECT, INSERT, UPDATE, DELETE ON {cluster.DATABASE}.* TO '{TRUSTED_USER}'@'%';")
-        rules = cluster.rules_with_stock_lines(os.path.join(self.work, "rules-trusted-sql-source.yaml"),
-                                               [f"read_cache: {LONG_TTL_S}s"])
-        trusted_rules = os.path.join(self.work, "rules-trusted-sql.yaml")
-        with open(rules, encoding="utf-8") as f, open(trusted_rules, "w", encoding="utf-8") as out:
-            out.write(f"trusted_users: [{TRUSTED_USER}]\n" + f.read())
-        audit = os.path.join(self.work, "audit-trusted-sql.jsonl")
-        proxy = servers.Claimguard(ARGS.claimguard, self.cluster.dir, "claimguard-trusted-sql", self.cluster.db.port,
-                                   extra_args=["--rules", trusted_rules, "--audit-log", audit])
-        self.cluster.proxies.append(proxy)
-        proxy.start()
-        read = f"SELECT remain FROM coupon_stock WHERE campaign_id = {CAMPAIGN}"
-        take = f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = {CAMPAIGN}"
-
-        def connect(user, password):
-            return pymysql.connect(host=servers.HOST, port=proxy.port, user=user, password=password,
-                                   database=cluster.DATABASE, autocommit=True, connect_timeout=CLIENT_TIMEOUT_S)
-
-        def remain(cur):
-            cur.execute(read)
-            return cur.fetchone()[0]
-
-        def takes(cur, n):
-            taken = 0
-            for _ in range(n):
-                try:
-                    taken += cur.execute(take)
-                except pymysql.MySQLError as e:
-                    self.assertEqual(e.args[0], 1644, e)
-            return taken
+        proxy, audit = self.start_trusted_sidecar("trusted-sql", 1)
+        connect, remain, takes = self.trusted_clients(proxy)
 
         def written():
             if not os.path.exists(audit):
