@@ -50,6 +50,18 @@ void record_refusal(session_memory& memory, const decision& d, bool in_trans) {
     }
 }
 
+// The take a transaction holds without sending it now (deferred to its COMMIT, or served from reserve).
+deferred_take take_held(const decision& d) {
+    deferred_take t;
+    t.rule = d.stock->name;
+    t.table = d.stock->table.name;
+    t.key = d.key;
+    t.key_columns = d.stock->key_columns;
+    t.units = d.units;
+    t.exhausted = d.stock->exhausted;
+    return t;
+}
+
 }  // namespace
 
 claim_operation::claim_operation(const decision& d, const rules::sql::parsed_statement& st, session_memory& memory,
@@ -117,14 +129,8 @@ action claim_operation::defer_take() {
     auto sql = match::deferred_decrement(*d_.stock, d_.key_literals, d_.units,
                                          d_.schema.empty() ? database_ : std::string_view(d_.schema));
     if (!sql) return {};  // relay: never happens for a take deferrable() accepted
-    deferred_take t;
-    t.rule = d_.stock->name;
-    t.table = d_.stock->table.name;
-    t.key = d_.key;
-    t.key_columns = d_.stock->key_columns;
-    t.units = d_.units;
+    auto t = take_held(d_);
     t.sql = std::move(sql->sql);
-    t.exhausted = d_.stock->exhausted;
     memory_.deferred.push_back(std::move(t));
     // Recorded as taken in this transaction: the claim that follows is backed by it; if it is
     // refused when sent, the transaction is poisoned and its COMMIT rolls back.
@@ -137,13 +143,7 @@ action claim_operation::defer_take() {
 // reserve: the take's units come from the sidecar's block (taken from the row on the sidecar's own
 // connection): answered OK at once, never sent, so the app's transaction holds no lock on the row.
 action claim_operation::serve_reserved() {
-    deferred_take t;
-    t.rule = d_.stock->name;
-    t.table = d_.stock->table.name;
-    t.key = d_.key;
-    t.key_columns = d_.stock->key_columns;
-    t.units = d_.units;
-    t.exhausted = d_.stock->exhausted;
+    auto t = take_held(d_);
     t.reserved = true;
     t.seq = memory_.reserve_seq++;
     deferred_events_.emplace_back(event::reserve_served, t);

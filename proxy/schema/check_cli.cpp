@@ -62,6 +62,26 @@ int run_check(const check_options& options, std::ostream& out, std::ostream& err
     return run_check(options, out, err, [](const char* name) -> const char* { return std::getenv(name); });
 }
 
+namespace {
+
+// The connection `check` (and suggest's unique-index lookup) makes from its options; throws
+// std::invalid_argument on a bad --backend.
+connection_options connection_of(const check_options& options, const env_lookup& env) {
+    connection_options conn;
+    const auto ep = config::parse_endpoint(options.backend);
+    conn.host = ep.host;
+    conn.port = ep.port;
+    conn.user = options.user;
+    conn.password = resolve_password(options.password, env);
+    conn.database = options.database;
+    conn.connect_timeout = config::whole_seconds_up(options.connect_timeout);
+    conn.read_timeout = config::whole_seconds_up(options.read_timeout);
+    conn.tls = options.tls;
+    return conn;
+}
+
+}  // namespace
+
 int run_check(const check_options& options, std::ostream& out, std::ostream& err, const env_lookup& env) {
     if (options.rules_files.empty()) return usage(err, "--rules: give at least one rules file");
     if (options.user.empty()) return usage(err, "--user is required");
@@ -71,18 +91,10 @@ int run_check(const check_options& options, std::ostream& out, std::ostream& err
 
     connection_options conn;
     try {
-        const auto ep = config::parse_endpoint(options.backend);
-        conn.host = ep.host;
-        conn.port = ep.port;
+        conn = connection_of(options, env);
     } catch (const std::exception& e) {
         return usage(err, std::string("--backend: ") + e.what());
     }
-    conn.user = options.user;
-    conn.password = resolve_password(options.password, env);
-    conn.database = options.database;
-    conn.connect_timeout = config::whole_seconds_up(options.connect_timeout);
-    conn.read_timeout = config::whole_seconds_up(options.read_timeout);
-    conn.tls = options.tls;
 
     const auto loaded = engine::load_rules_files(options.rules_files);
     if (!loaded.rules) {
@@ -106,16 +118,7 @@ int run_check(const check_options& options, std::ostream& out, std::ostream& err
 
 std::function<std::vector<std::pair<std::string, std::vector<std::string>>>(const std::string&)> unique_index_lookup(
     const check_options& options, const env_lookup& env) {
-    connection_options conn;
-    const auto ep = config::parse_endpoint(options.backend);  // throws std::invalid_argument: a usage error
-    conn.host = ep.host;
-    conn.port = ep.port;
-    conn.user = options.user;
-    conn.password = resolve_password(options.password, env);
-    conn.database = options.database;
-    conn.connect_timeout = config::whole_seconds_up(options.connect_timeout);
-    conn.read_timeout = config::whole_seconds_up(options.read_timeout);
-    conn.tls = options.tls;
+    const auto conn = connection_of(options, env);  // throws std::invalid_argument: a usage error
     auto db = std::make_shared<std::optional<inspector>>();
     return [conn, db](const std::string& table) {
         if (!db->has_value()) db->emplace(inspector::connect(conn).value());

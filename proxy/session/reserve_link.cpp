@@ -1,6 +1,8 @@
 // reserve's own connection: refills and give-backs of reserved stock, on the link's thread.
 #include "reserve_link.hpp"
 
+#include "schema_watch.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <charconv>
@@ -50,16 +52,7 @@ reserve_link::reserve_link(const config::proxy_options& options, engine::reserve
                            engine::rules_holder& holder)
     : pool_(pool), holder_(holder) {
     enabled_ = !options.schema_check_user.empty();
-    connection_.host = options.backend.host;
-    connection_.port = options.backend.port;
-    connection_.user = options.schema_check_user;
-    connection_.password = options.schema_check_password;
-    connection_.database = options.schema_check_database;
-    connection_.tls.enabled = options.backend_tls.enabled;
-    // As the schema check: libmariadb verifies against the host it dials only.
-    connection_.tls.verify = options.backend_tls.verify && (options.backend_tls.server_name.empty() ||
-                                                            options.backend_tls.server_name == options.backend.host);
-    connection_.tls.ca_file = options.backend_tls.ca_file;
+    connection_ = schema_account_connection(options);
     connection_.connect_timeout = reserve_connect_timeout;
     connection_.read_timeout = reserve_read_timeout;
     connection_.write_timeout = reserve_read_timeout;

@@ -10,9 +10,8 @@
 #include "proxy/schema/report.hpp"
 
 namespace claimguard::session {
-namespace {
 
-schema::connection_options connection_for(const config::proxy_options& options) {
+schema::connection_options schema_account_connection(const config::proxy_options& options) {
     schema::connection_options c;
     c.host = options.backend.host;
     c.port = options.backend.port;
@@ -25,15 +24,13 @@ schema::connection_options connection_for(const config::proxy_options& options) 
     if (c.tls.verify && !options.backend_tls.server_name.empty() &&
         options.backend_tls.server_name != options.backend.host) {
         // libmysqlclient verifies the certificate against the host it dials and has no option
-        // for another name, so the check (which reads only the schema) runs encrypted, unverified.
+        // for another name, so the account's connection runs encrypted, unverified.
         c.tls.verify = false;
-        spdlog::warn(
-            "schema check: backend_tls_server_name {} differs from the backend host {}: the check's "
-            "connection is encrypted but its certificate is not verified (sessions are)",
-            options.backend_tls.server_name, options.backend.host);
     }
     return c;
 }
+
+namespace {
 
 // The server timeouts that bound an orphaned transaction's row locks, with the recommendations.
 void log_server_timeouts(const schema::schema_report& report) {
@@ -112,7 +109,12 @@ schema_watch::schema_watch(const config::proxy_options& options, engine::rules_h
     enabled_ = options.schema_check != "off" && !options.schema_check_user.empty();
     refuse_ = options.schema_check == "refuse";
     if (enabled_) {
-        connection_ = connection_for(options);
+        connection_ = schema_account_connection(options);
+        if (options.backend_tls.verify && !connection_.tls.verify)
+            spdlog::warn(
+                "schema check: backend_tls_server_name {} differs from the backend host {}: the check's "
+                "connection is encrypted but its certificate is not verified (sessions are)",
+                options.backend_tls.server_name, options.backend.host);
         connection_.connect_timeout = schema_watch_connect_timeout;
         connection_.read_timeout = schema_watch_read_timeout;
         connection_.write_timeout = schema_watch_read_timeout;

@@ -35,6 +35,12 @@ inline constexpr std::chrono::seconds schema_first_check_wait{10};
 inline constexpr std::chrono::seconds schema_watch_connect_timeout{3};
 inline constexpr std::chrono::seconds schema_watch_read_timeout{10};
 
+// The connection of the DBA-provisioned account (schema_check_user) to the backend, shared by the schema
+// check and reserve's link: host, credentials, database and TLS as the sessions' (libmysqlclient verifies
+// only the host it dials: with another backend_tls_server_name it is encrypted, unverified).
+// Timeouts are the caller's.
+[[nodiscard]] schema::connection_options schema_account_connection(const config::proxy_options& options);
+
 class schema_watch {
 public:
     schema_watch(const config::proxy_options& options, engine::rules_holder& holder, admin::health_state& health);
