@@ -11,9 +11,14 @@ has its unit and no more (claims == stock, remain 0), no user holds two coupons,
 goes back, the version column counts every take and give-back (STOCK + 2 x duplicates), and the batch metric shows batches of
 more than one take. A second run SIGKILLs 3 of the 8 sidecars mid-sale: never over-issued, and the
 units taken without a claim stay within the documented bound (the killed sidecars' clients' takes).
+A third sale sends the same flow as prepared statements (claimguard-load --protocol prepared, libmariadb's
+mysql_stmt_*: COM_STMT_EXECUTE with bound values): its takes are grouped the same way.
 MariaDB, Redis and the coupon schema come from tests/incident/cluster.py. Numbers are printed.
+
+Usage adds --load PATH (the claimguard-load binary).
 """
 
+import argparse
 import os
 import random
 import re
@@ -36,7 +41,7 @@ SIDECARS = 8
 CLIENTS_PER_SIDECAR = 8       # 64 app threads
 STOCK = 100
 USERS = 600                   # users drawn at random: some try twice
-CAMPAIGN_SALE, CAMPAIGN_KILL = 1, 2
+CAMPAIGN_SALE, CAMPAIGN_KILL, CAMPAIGN_PREPARED = 1, 2, 3
 KILLED = 3
 KILL_AFTER_S = 0.5
 SELL_OUT_WITHIN_S = 60.0
@@ -48,6 +53,7 @@ ER_DUP_ENTRY = 1062
 DUPLICATE = "duplicate"       # the claim INSERT refused: the user holds a coupon already
 
 ARGS = None
+LOAD = None                   # the claimguard-load binary (--load)
 
 
 def group_rules(dest):
@@ -146,7 +152,7 @@ class GroupUpdate(unittest.TestCase):
         try:
             cls.cluster.start_db(unique_index=True)
             cls.cluster.start_redis()
-            cls.cluster.reset({CAMPAIGN_SALE: STOCK, CAMPAIGN_KILL: STOCK})
+            cls.cluster.reset({CAMPAIGN_SALE: STOCK, CAMPAIGN_KILL: STOCK, CAMPAIGN_PREPARED: STOCK})
             cls.rules = group_rules(os.path.join(cls.work, "group-update.yaml"))
         except Exception:
             cls.tearDownClass()
@@ -192,6 +198,36 @@ class GroupUpdate(unittest.TestCase):
         self.assertEqual(unexpected, {}, "only claims, sold out and duplicates")
         self.stop_sidecars(proxies)
 
+    def test_prepared_statements_are_grouped_too(self):
+        proxies = self.start_sidecars()
+        claimed = duplicates = rounds = 0
+        # Rounds of 600 users trying twice until the stock is gone: a duplicate's unit goes back, and the last
+        # units a late give-back returns are sold to the next round's users (as a sale's next visitors).
+        while self.cluster.facts(CAMPAIGN_PREPARED)["remain"] > 0 and rounds < 5:
+            cmd = [LOAD, "--protocol", "prepared", "--flow", "naive", "--campaign", str(CAMPAIGN_PREPARED),
+                   "--user", cluster.APP_USER, "--password", cluster.APP_PASSWORD, "--database", cluster.DATABASE,
+                   "--threads", str(SIDECARS * CLIENTS_PER_SIDECAR), "--first-user", str(1 + rounds * USERS),
+                   "--users", str(USERS), "--attempts-per-user", "2", "--seed", str(20 + rounds), "--json"]
+            for p in proxies:
+                cmd += ["--target", f"{servers.HOST}:{p.port}"]
+            report = cluster.run_load(cmd, 120)
+            self.assertEqual(report["other_errors"], 0, report["errors"])
+            claimed += report["claimed"]
+            duplicates += report["duplicate"]
+            rounds += 1
+        facts = self.cluster.facts(CAMPAIGN_PREPARED)
+        batches = sum(metric(p, "claimguard_group_update_batches_total") for p in proxies)
+        takes = sum(metric(p, "claimguard_group_update_takes_total") for p in proxies)
+        print(f"\n    prepared, {rounds} round(s): claimed {claimed}, already claimed {duplicates}; rows {facts['rows']}, "
+              f"remain {facts['remain']}; {batches:.0f} batches of {takes:.0f} takes")
+        self.assertEqual(facts["rows"], STOCK, "claims == stock")
+        self.assertEqual(facts["remain"], 0)
+        self.assertEqual(facts["duplicate_pairs"], 0, "a user claimed twice")
+        self.assertEqual(claimed, STOCK, "every claim answered OK is a row")
+        self.assertGreater(duplicates, 0, "some users tried twice")
+        self.assertGreater(takes, batches, "a batch held more than one prepared take")
+        self.stop_sidecars(proxies)
+
     def test_sidecars_killed_mid_sale_never_over_issue(self):
         proxies = self.start_sidecars()
         killed = proxies[:KILLED]
@@ -218,6 +254,12 @@ class GroupUpdate(unittest.TestCase):
 
 
 def main():
+    global LOAD
+    ap = argparse.ArgumentParser(add_help=False)
+    ap.add_argument("--load", required=True)
+    known, sys.argv[1:] = ap.parse_known_args()
+    LOAD = known.load
+
     def keep(args):
         global ARGS
         ARGS = args
