@@ -70,13 +70,10 @@ def connect(port):
                            write_timeout=ANSWER_TIMEOUT_S, connect_timeout=10)
 
 
-def metric(proxy, name, rule="coupon_stock"):
-    """A counter or gauge of the sidecar's /metrics (0 when absent)."""
-    status, body = servers.http_get(proxy.admin_port, "/metrics")
-    assert status == 200, f"/metrics answered {status}"
-    label = f'{{rule="{rule}"}}' if name.endswith("_total") else ""
-    m = re.search(rf"^{re.escape(name + label)} (\S+)$", body, re.M)
-    return float(m.group(1)) if m else 0.0
+def metric(proxy, name):
+    """A counter (the coupon_stock rule's sample) or a gauge (its one sample) of the sidecar's /metrics; 0 when
+    absent."""
+    return itlib.metric(proxy.admin_port, name, {"rule": "coupon_stock"} if name.endswith("_total") else None)
 
 
 def claim_in_transaction(conn, campaign, user):

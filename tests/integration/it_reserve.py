@@ -80,12 +80,9 @@ def connect(port):
                            write_timeout=ANSWER_TIMEOUT_S, connect_timeout=10)
 
 
-def metric(proxy, name, labels=""):
-    """A metric of the sidecar's /metrics (0 when absent)."""
-    status, body = servers.http_get(proxy.admin_port, "/metrics")
-    assert status == 200, f"/metrics answered {status}"
-    m = re.search(rf"^{re.escape(name)}{re.escape(labels)} (\S+)$", body, re.M)
-    return float(m.group(1)) if m else 0.0
+def metric(proxy, name, **labels):
+    """A sample of the sidecar's /metrics with exactly these labels (the sum of every sample without any)."""
+    return itlib.metric(proxy.admin_port, name, labels or None)
 
 
 def claim_in_transaction(conn, cur, campaign, user, roll_back):
@@ -217,9 +214,9 @@ class Reserve(unittest.TestCase):
             "every coupon claimed (units left in a sidecar go back to the row when idle)", interval_s=0.2))
         took = time.monotonic() - began
         facts = self.cluster.facts(CAMPAIGN_SALE)
-        served = sum(metric(p, "claimguard_reserve_takes_total", '{rule="coupon_stock",result="served"}')
+        served = sum(metric(p, "claimguard_reserve_takes_total", rule="coupon_stock", result="served")
                      for p in proxies)
-        returned = sum(metric(p, "claimguard_reserve_takes_total", '{rule="coupon_stock",result="returned"}')
+        returned = sum(metric(p, "claimguard_reserve_takes_total", rule="coupon_stock", result="returned")
                        for p in proxies)
         refills = sum(metric(p, "claimguard_reserve_refills_total") for p in proxies)
         print(f"\n    {SIDECARS} sidecars x {CLIENTS_PER_SIDECAR} threads, {STOCK} coupons in transactions: "
@@ -270,10 +267,10 @@ class Reserve(unittest.TestCase):
         self.assertGreater(held, 0, "units held after the sale stopped (idle is 1h)")
         self.assertEqual(BIG_STOCK - facts["remain"] - facts["rows"], held)
         reserve_rules(rules, reserve=False)  # the same rule without reserve
-        reloads = [metric(p, "claimguard_rules_reloads_total", '{result="success"}') for p in proxies]
+        reloads = [metric(p, "claimguard_rules_reloads_total", result="success") for p in proxies]
         for p in proxies:
             p.proc.send_signal(signal.SIGHUP)
-        itlib.wait_for(lambda: all(metric(p, "claimguard_rules_reloads_total", '{result="success"}') > r
+        itlib.wait_for(lambda: all(metric(p, "claimguard_rules_reloads_total", result="success") > r
                                    for p, r in zip(proxies, reloads)), 10, "the reload applied")
         itlib.wait_for(lambda: self.held(proxies) == 0, 10, "the units went back after the reload")
         after = self.cluster.facts(CAMPAIGN_RELOAD)
@@ -287,7 +284,7 @@ class Reserve(unittest.TestCase):
         p = proxies[0]
 
         def takes(result):
-            return metric(p, "claimguard_reserve_takes_total", f'{{rule="coupon_stock",result="{result}"}}')
+            return metric(p, "claimguard_reserve_takes_total", rule="coupon_stock", result=result)
 
         conn = connect(p.port)
         cur = conn.cursor()
