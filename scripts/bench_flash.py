@@ -91,8 +91,8 @@ PREPARED_COUNTER = "Com_stmt_execute"
 HERD_GOAL_STATEMENTS = 0.1      # database statements per attempt through claimguard
 FLUSH_CHECK_COMMITS = 100       # serial durable commits timed by FlashBench.flush_check
 SOLD_OUT_ATTEMPTS = 2_000       # the herd's after-sale phase: attempts on the sold-out stock, measured alone
-# Issue 20's goals: claimguard's claims/s against the hand-fixed app's, (with 1 ms flushes, on this machine's
-# disk); autocommit by threads, the herd at any stock and threads, the hot row in transactions (64 threads).
+# Issue 20's goals as (with 1 ms flushes, on this machine's disk): claimguard's claims/s against the hand-fixed
+# app's; autocommit by threads, the herd at any stock and threads, the hot row in transactions (64 threads).
 AUTOCOMMIT_GOALS = {64: (3.0, 1.2), 8: (1.5, 1.0), 1: (0.9, 0.9)}
 HERD_GOAL = (2.0, 1.2)
 HOTROW_GOAL = (5.0, 4.0)
@@ -731,7 +731,8 @@ def render(args, runs, skipped, facts, variables, started, commands):
             grouped.setdefault((suite, name, why), []).append(str(threads))
         lines += ["", "Not run: " + "; ".join(f"{suite} {name} at {'/'.join(ts)} threads: {why}"
                                                for (suite, name, why), ts in grouped.items()) + "."]
-    errs = [f"{r['suite']} {r['cell']} at {r['threads']} threads: {errors_text(r)}" for r in all_results if r["errors"]]
+    errs = [f"{r['suite']}" + (f" of {r['stock']} coupons" if r["suite"] == "herd" else "")
+            + f" {r['cell']} at {r['threads']} threads: {errors_text(r)}" for r in all_results if r["errors"]]
     lines += ["", "Other errors by cell: " + ("; ".join(errs) if errs else "none") + ".", "", "Commands:", "", "```"]
     lines += commands + ["```", "", SLOW_END_MARKER if slow else END_MARKER]
     return "\n".join(lines) + "\n"
