@@ -89,6 +89,7 @@ STATEMENT_COUNTERS = ("Com_select", "Com_update", "Com_insert", "Com_delete", "C
 PREPARED_COUNTER = "Com_stmt_execute"
 # Issue 11's goal (the others are issue 20's, below).
 HERD_GOAL_STATEMENTS = 0.1      # database statements per attempt through claimguard
+ISSUE11_HERD_STOCK = 100        # ... in a herd on this many coupons (at most)
 FLUSH_CHECK_COMMITS = 100       # serial durable commits timed by FlashBench.flush_check
 SOLD_OUT_ATTEMPTS = 2_000       # the herd's after-sale phase: attempts on the sold-out stock, measured alone
 # Issue 20's goals as (with 1 ms flushes, on this machine's disk): claimguard's claims/s against the hand-fixed
@@ -580,10 +581,11 @@ def verdict(ok):
 
 
 def goals_issue11(results):
-    """Issue 11's goal that issue 20 does not restate: the herd's database statements per attempt."""
+    """Issue 11's goal that issue 20 does not restate: the database statements per attempt of its herd, 100
+    coupons (a bigger stock's claims alone take more: two statements each)."""
     lines = []
     for r in results:
-        if r["suite"] == "herd" and parse_cell(r["cell"]).via != "direct":
+        if r["suite"] == "herd" and r["stock"] <= ISSUE11_HERD_STOCK and parse_cell(r["cell"]).via != "direct":
             ok = r["statements_per_attempt"] <= HERD_GOAL_STATEMENTS
             lines.append(f"- herd of {r['stock']} coupons, {r['cell']} at {r['threads']} threads: "
                          f"{r['statements_per_attempt']:.2f} DB statements per attempt, goal <= "
@@ -724,7 +726,8 @@ def render(args, runs, skipped, facts, variables, started, commands):
                else "this machine's disk, the goals \"on this machine's disk\"")
     lines += ["", f"Goals (issue 20; {setting}; claims/s against the hand-fixed app of the same threads, and "
               "coupons in a herd):", ""] + (goals(all_results, slow) or ["- no claimguard cell measured."])
-    lines += ["", "Goals (issue 11):", ""] + (goals_issue11(all_results) or ["- no claimguard herd cell measured."])
+    lines += ["", f"Goals (issue 11, herds of at most {ISSUE11_HERD_STOCK} coupons):", ""] + (
+        goals_issue11(all_results) or ["- no such claimguard herd cell measured."])
     if skipped:
         grouped = {}
         for suite, name, threads, why in skipped:

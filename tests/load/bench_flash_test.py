@@ -148,6 +148,13 @@ class Goals(unittest.TestCase):
         self.assertIn("6.00 x fixed_tx_direct, goal >= 5.0: met (stretch 10x: not met)", line)
         self.assertIn("(reserve did nothing in this cell)", line)
 
+    def test_issue11_statements_per_attempt_only_on_its_herd(self):
+        rs = [result("herd", "naive_claimguard+read_cache", 64, 1, stock=100),
+              result("herd", "naive_claimguard+read_cache", 64, 1, stock=10000)]
+        (line,) = bf.goals_issue11(rs)
+        self.assertIn("herd of 100 coupons", line)
+        self.assertIn("0.01 DB statements per attempt, goal <= 0.1: met", line)
+
     def test_no_reference_no_ratio(self):
         (line,) = bf.goals([result("autocommit", "naive_claimguard", 8, 10)], slow=False)
         self.assertIn("fixed_direct not measured", line)
