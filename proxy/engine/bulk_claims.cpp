@@ -24,7 +24,8 @@ std::optional<match::match_result> bulk_claim_facts(const match::match_result& s
     const auto* ins = std::get_if<match::claim_insert>(&statement_facts.facts.front());
     // REPLACE and ON DUPLICATE KEY UPDATE of several rows are not modelled (multi_row_insert); a bulk of
     // them stays a bulk_execute refusal whatever its row count.
-    if (!ins || ins->replace || ins->on_duplicate_update || ins->rows.empty()) return std::nullopt;
+    // An INSERT ... SELECT claim is one row taken for by its own take, then sent as VALUES: not a bulk.
+    if (!ins || ins->replace || ins->on_duplicate_update || ins->rows.empty() || ins->from_select) return std::nullopt;
     match::claim_insert all = *ins;
     all.rows.clear();
     all.rows.reserve(ins->rows.size() * rows);

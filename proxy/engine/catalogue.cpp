@@ -49,6 +49,7 @@ constexpr std::array<event_row, event_count> rows{{
     {event::reserve_served, "reserve-served", true, reserve_total, {"served"}, true},
     {event::reserve_committed, "reserve-committed", true, reserve_total, {"committed"}, true},
     {event::reserve_returned, "reserve-returned", true, reserve_total, {"returned"}, true},
+    {event::absorbed_recompute, "absorbed-recompute", true, "claimguard_absorbed_recomputes_total", {}},
 }};
 
 constexpr bool in_enum_order() {

@@ -18,7 +18,7 @@
 
 namespace claimguard::engine {
 
-inline constexpr std::size_t event_count = static_cast<std::size_t>(event::reserve_returned) + 1;
+inline constexpr std::size_t event_count = static_cast<std::size_t>(event::absorbed_recompute) + 1;
 
 // A label value the decision gives rather than the row (claimguard_unmodeled_total's reason, the
 // observe mode's action).

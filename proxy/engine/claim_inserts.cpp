@@ -36,10 +36,80 @@ claim_operation::reservation claim_operation::reserve_for(const key_tuple& key) 
     return {};
 }
 
+action claim_operation::redis_then_claim() {
+    const auto& ins = std::get<match::claim_insert>(*d_.fact);
+    // Redis answers for plain inserts and INSERT IGNORE; REPLACE and ON DUPLICATE KEY UPDATE
+    // change the existing row, so the database decides for them.
+    if (d_.claim->redis && ctx_.redis_available && !ins.replace && !ins.on_duplicate_update) {
+        action a;
+        a.type = action::kind::redis_acquire;
+        a.ttl = d_.claim->redis->ttl;
+        state_ = state::redis_wait;
+        return a;
+    }
+    return send_claim();
+}
+
+// A claim by INSERT ... SELECT from its stock row: a take of the app's transaction (or one waiting in
+// the ledger) pays for it if there is one; else the claim's own conditional take of the rule's units,
+// as a decrement of the app's would be rewritten. Redis first: a duplicate it knows takes nothing.
+action claim_operation::start_own_take() {
+    reserve_take();
+    if (reserved_ > 0 || (d_.claim->redis && ctx_.redis_available)) return redis_then_claim();
+    return send_own_take();
+}
+
+action claim_operation::send_own_take() {
+    auto sql = match::deferred_decrement(*d_.stock, d_.key_literals, d_.units,
+                                         d_.schema.empty() ? database_ : std::string_view(d_.schema));
+    if (!sql) {
+        events_.push_back(event::unmodeled_refused);
+        return refusal("the claim's take cannot be built (" + sql.error().message() + ")");
+    }
+    action a;
+    a.type = action::kind::send_sql;
+    a.sql = std::move(*sql);
+    a.keep_reply = true;  // an error of the take is the app's answer
+    state_ = state::own_take_sent;
+    return a;
+}
+
+action claim_operation::after_own_take(const reply_summary& r) {
+    if (!r.ok) {
+        action a;
+        a.type = action::kind::reply_client;  // the server's error stands; nothing was taken
+        return finish(a);
+    }
+    if (r.affected_rows > 0) {
+        events_.push_back(event::took);
+        reserved_ = d_.units;  // this claim's unit: given back if the row does not go in
+        reserved_from_ledger_ = false;
+        return send_claim();  // Redis, if configured, was asked before the take
+    }
+    events_.push_back(event::exhausted);
+    const auto& ins = std::get<match::claim_insert>(*d_.fact);
+    if (!ins.select_guarded) return exhausted_answer(r.status);
+    // What the server answers when the SELECT's counter bound selects no row: OK, 0 rows inserted.
+    action a;
+    a.type = action::kind::answer;
+    a.answer.type = rules::answer::kind::ok;
+    a.ok_rows = 0;
+    a.status = r.status;
+    return finish(std::move(a));
+}
+
 action claim_operation::send_claim() {
     const auto& ins = std::get<match::claim_insert>(*d_.fact);
     action a;
     a.keep_reply = true;
+    if (ins.from_select) {
+        auto values = match::insert_select_values(st_, ins);
+        if (!values) return give_back_then(refusal("the claim's row cannot be written (" + values.error().message() + ")"));
+        a.type = action::kind::send_sql;
+        a.sql = std::move(*values);
+        state_ = state::claim_sent;
+        return a;
+    }
     if (ins.replace || ins.on_duplicate_update) {
         auto plain = match::plain_insert(st_);
         if (plain) {
@@ -74,6 +144,7 @@ action claim_operation::on_redis(redis_reply r) {
     // pending: a claim not committed yet holds the key; the database's unique index waits for its
     // transaction and decides. unavailable: the database decides alone.
     redis_locked_ = r == redis_reply::acquired;
+    if (d_.own_take && reserved_ == 0) return send_own_take();
     return d_.by_trigger ? start_trigger_claim() : send_claim();
 }
 
@@ -108,6 +179,12 @@ action claim_operation::after_claim(const reply_summary& r) {
         inserted_ = true;
         in_transaction_ = trans;
         events_.push_back(event::claim_inserted);
+        if (d_.own_take && reserved_ > 0) {
+            // The app's recompute of the counter may follow: this take already moved it.
+            auto& e = memory_.entry(d_.stock->name, d_.key);
+            e.recompute_command = memory_.command();
+            e.recompute_transaction = trans ? memory_.transaction() : 0;
+        }
         if (reserved_ > 0) {
             // the claim uses its take
         } else if (trans) {

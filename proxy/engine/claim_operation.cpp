@@ -165,7 +165,7 @@ action claim_operation::start_main() {
             return finish({});
         }
         bool would_block = false;
-        if (d_.what == verdict::claim && !d_.by_trigger) {
+        if (d_.what == verdict::claim && !d_.by_trigger && !d_.own_take) {
             reserve_take();
             would_block = reserved_ == 0 && (d_.after_refusal || (!in_transaction_ && d_.claim->strict ==
                                                                                            rules::strictness::require_decrement));
@@ -236,6 +236,13 @@ action claim_operation::start_main() {
     }
 
     case verdict::restock: {
+        if (d_.absorb_recompute) {
+            // The recompute after the claim by INSERT ... SELECT: its take already moved the counter.
+            auto& e = memory_.entry(d_.stock->name, d_.key);
+            e.recompute_command = e.recompute_transaction = 0;
+            events_.push_back(event::absorbed_recompute);
+            return one_row_ok(ctx_.status);
+        }
         // The app giving back units the sidecar already gave back for its failed claim.
         bool absorbed = false;
         if (auto* e = memory_.find(d_.stock->name, d_.key); e && in_transaction_) {
@@ -308,6 +315,7 @@ action claim_operation::start_main() {
             }
             return start_trigger_claim();
         }
+        if (d_.own_take) return start_own_take();
         reserve_take();
         if (d_.after_refusal) {
             memory_.entry(d_.stock->name, d_.key).refused = false;  // this refusal is answered now
@@ -324,17 +332,7 @@ action claim_operation::start_main() {
                 return exhausted_answer(ctx_.status);
             }
         }
-        const auto& ins = std::get<match::claim_insert>(*d_.fact);
-        // Redis answers for plain inserts and INSERT IGNORE; REPLACE and ON DUPLICATE KEY UPDATE
-        // change the existing row, so the database decides for them.
-        if (d_.claim->redis && ctx_.redis_available && !ins.replace && !ins.on_duplicate_update) {
-            action a;
-            a.type = action::kind::redis_acquire;
-            a.ttl = d_.claim->redis->ttl;
-            state_ = state::redis_wait;
-            return a;
-        }
-        return send_claim();
+        return redis_then_claim();
     }
     }
     return finish({});
@@ -523,6 +521,7 @@ action claim_operation::on_reply(const reply_summary& r) {
     }
 
     case state::claim_sent: return after_claim(r);
+    case state::own_take_sent: return after_own_take(r);
 
     case state::status_asked: return after_status_asked(r);
 

@@ -116,6 +116,8 @@ enum class event : std::uint8_t {
     reserve_served,        // ... handed to the transaction, answered OK at once
     reserve_committed,     // ... consumed: the transaction committed (or its COMMIT's outcome is unknown)
     reserve_returned,      // ... back to the sidecar's block: rolled back, or its claim gave it back
+    // The app's recompute of the counter from its claims after its claim by INSERT ... SELECT took the unit.
+    absorbed_recompute,
 };
 
 struct action {
@@ -226,6 +228,8 @@ private:
         trigger_undo_sent,
         // a claim of several rows (claim_rows.cpp)
         rows_redis_wait, rows_sent, rows_status_asked, rows_give_back_sent,
+        // a claim by INSERT ... SELECT from its stock row taking its own unit (decision::own_take)
+        own_take_sent,
     };
     // A take reserved for a claim: its units (0: none) and where it came from.
     struct reservation {
@@ -252,6 +256,10 @@ private:
     action continue_with(action next);
     action refusal(std::string_view why);
     void reserve_take();
+    action redis_then_claim();
+    action start_own_take();
+    action send_own_take();
+    action after_own_take(const reply_summary& r);
     // cancellations.cpp
     action start_cancel();
     action after_cancel(const reply_summary& r);

@@ -93,7 +93,33 @@ decision ambiguous_decision(const rules::stock_rule* stock, std::string_view not
     return d;
 }
 
+// SET c = N - (SELECT COUNT(*) FROM claims WHERE ...) WHERE key: absorbed when it follows this connection's
+// claim by INSERT ... SELECT of the same key (whose take already moved the counter), refused otherwise.
+decision decide_recompute(const match::counter_write& w, const value_resolver& values, session_memory& memory) {
+    constexpr std::string_view advice =
+        "the counter recomputed from a subquery (not right after a claim by INSERT ... SELECT of this connection "
+        "that took the unit): claimguard cannot tell how many units it takes; write it as a relative change "
+        "(UPDATE stock SET c = c - n WHERE key = ? AND c >= n)";
+    auto key = resolve_key(w.key, values);
+    auto counted = resolve_key(w.counted_key, values);
+    if (!key || !counted) return unmodeled_decision(w.rule, nullptr, advice, "counter_from_subquery");
+    canonicalize_key(*key, *w.rule);
+    canonicalize_key(*counted, *w.rule);
+    if (*key != *counted) return unmodeled_decision(w.rule, nullptr, advice, "counter_from_subquery");
+    decision d;
+    d.stock = w.rule;
+    d.key = std::move(*key);
+    scope_key(d, w.table.schema, w.rule->table, memory);
+    if (!memory.recompute_owed(w.rule->name, d.key)) return unmodeled_decision(w.rule, nullptr, advice, "counter_from_subquery");
+    d.what = verdict::restock;
+    d.absorb_recompute = true;
+    d.note = "the counter recomputed from its claims right after this connection's claim by INSERT ... SELECT: "
+             "its take already moved the counter (absorbed)";
+    return d;
+}
+
 decision decide_write(const match::counter_write& w, const value_resolver& values, session_memory& memory) {
+    if (w.recomputed) return decide_recompute(w, values, memory);
     if (!w.full_key)
         return unmodeled_decision(w.rule, nullptr, "a write of the counter without an equality on every key column",
                                   "no_full_key");
@@ -378,6 +404,22 @@ decision decide_claim(const match::claim_insert& ins, const value_resolver& valu
              : ins.on_duplicate_update ? "claim by INSERT ... ON DUPLICATE KEY UPDATE"
              : ins.ignore              ? "claim by INSERT IGNORE"
                                        : "claim insert";
+    if (ins.from_select) {
+        // The matcher read one row at most, for the stock key its WHERE pins. A trigger's claim is not
+        // this shape: its INSERT is the take.
+        if (ins.rule->decremented_by_trigger || ins.rows.size() != 1)
+            return unmodeled_decision(nullptr, ins.rule,
+                                      "INSERT ... SELECT into a claim table whose trigger decrements the stock "
+                                      "(decremented_by_trigger): write INSERT ... VALUES (...)",
+                                      "insert_select");
+        if (d.key_literals.size() != ins.stock->key_columns.size())
+            return unmodeled_decision(nullptr, ins.rule, "a claim insert whose key values are not known", "unknown_key");
+        d.own_take = true;
+        d.units = ins.stock->units;
+        d.after_refusal = false;  // its own take decides, not this connection's last decrement
+        d.note = ins.ignore ? "claim by INSERT IGNORE ... SELECT from the stock row: its own take, then the row"
+                            : "claim by INSERT ... SELECT from the stock row: its own take, then the row";
+    }
     if (ins.rule->decremented_by_trigger) {
         // The trigger takes the unit when the row goes in. Only a one-row plain INSERT is read: its
         // affected rows are the rows the trigger fired for, and its failure undoes the trigger's change.

@@ -123,6 +123,15 @@ struct decision {
     // operation reads the counter before (locking the row) and after it and keeps the claim only
     // when the trigger took the rule's units without going below the floor.
     bool by_trigger = false;
+    // claim by INSERT ... SELECT from its stock row (claim_insert::from_select): no decrement of the app
+    // comes before it, so the operation takes `units` itself (a take of the transaction or the ledger
+    // first, if one waits for a claim), then sends the row as INSERT ... VALUES. Without stock the app
+    // gets what the server would answer when the SELECT's counter bound selects nothing: OK, 0 rows
+    // (the rule's exhausted answer when the SELECT has no such bound).
+    bool own_take = false;
+    // restock: the app's recompute of the counter from the count of its claims (SET c = N - (SELECT
+    // COUNT(*) ...)) right after its claim by INSERT ... SELECT took the unit: answered OK, 1 row, not sent.
+    bool absorb_recompute = false;
     // take: the key as literals, for a take deferred to COMMIT (defer_decrement).
     std::vector<rules::match::key_literal> key_literals;
     // claim of several rows (INSERT ... VALUES (...), (...)): one entry per row, in order; `key`,

@@ -232,6 +232,15 @@ bool explain(const match::rule_index& rules, std::string_view sql, const match::
                                  {trans_ok, counter(before), reply_summary::error(1644, in_trans), ok_rows(0)}, 0, sql);
             break;
         }
+        if (d.own_take) {
+            // INSERT ... SELECT from the stock row: the claim's own take, then the row as INSERT ... VALUES.
+            ok = ok & run_outcome(out, "when its take takes the unit and the row goes in", d, st,
+                                  {ok_rows(1), ok_rows(1)}, 0, sql);
+            ok = ok & run_outcome(out, "when its take finds the floor", d, st, {ok_rows(0)}, 0, sql);
+            ok = ok & run_outcome(out, "when the database says duplicate", d, st,
+                                  {ok_rows(1), reply_summary::error(1062), ok_rows(1)}, 0, sql);
+            break;
+        }
         ok = ok & run_outcome(out, "when a take of this sidecar backs it and the row goes in", d, st, {ok_rows(1)}, 1, sql);
         ok = ok & run_outcome(out, "when the database says duplicate", d, st,
                     {reply_summary::error(1062), ok_rows(1), ok_rows(1)}, 1, sql);

@@ -64,6 +64,12 @@ struct stock_entry {
     // Autocommit claims of this connection that went in with no take (strictness after_refused):
     // the connection's next take of the key is theirs.
     std::int64_t unbacked_claims = 0;
+    // A claim by INSERT ... SELECT of this connection took its own unit of the key and went in: the
+    // app's recompute of the counter that follows it (SET c = N - (SELECT COUNT(*) ...)) is that take,
+    // absorbed once. session_memory::command() of the claim (0: none), and session_memory::transaction()
+    // when it went in inside a transaction (0: in autocommit; then only the very next command).
+    std::uint64_t recompute_command = 0;
+    std::uint64_t recompute_transaction = 0;
 };
 
 // Per-session bookkeeping. Transaction parts reset on COMMIT, ROLLBACK, COM_RESET_CONNECTION and
@@ -112,6 +118,14 @@ public:
         const stock_entry* e = find(rule, key);
         return e != nullptr && e->lock_transaction == transaction_;
     }
+    // Whether the command being decided may be the recompute that follows this connection's claim by
+    // INSERT ... SELECT of the key (stock_entry::recompute_command).
+    [[nodiscard]] bool recompute_owed(const std::string& rule, const key_tuple& key) const {
+        const stock_entry* e = find(rule, key);
+        if (e == nullptr || e->recompute_command == 0) return false;
+        if (e->recompute_transaction != 0) return e->recompute_transaction == transaction_;
+        return e->recompute_command + 1 == command_;
+    }
     // What the connection read of the key, when it is evidence for the command being decided.
     [[nodiscard]] std::optional<std::int64_t> fresh_read(const std::string& rule, const key_tuple& key) const {
         const stock_entry* e = find(rule, key);
@@ -147,7 +161,8 @@ public:
             e.claims_ahead = 0;
             e.strict_ahead = false;
             e.refused = false;
-            if (!e.last_read && e.unbacked_claims == 0)
+            if (e.recompute_transaction != 0) e.recompute_command = e.recompute_transaction = 0;
+            if (!e.last_read && e.unbacked_claims == 0 && e.recompute_command == 0)
                 it = entries_.erase(it);
             else
                 ++it;

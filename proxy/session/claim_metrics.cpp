@@ -94,6 +94,10 @@ claim_metrics::claim_metrics()
     add("claimguard_restocks_total", "Increments of a counter forwarded to the database", {"rule"});
     add("claimguard_absorbed_give_backs_total",
         "The app's own give-back of units claimguard had already given back, answered without the database", {"rule"});
+    add("claimguard_absorbed_recomputes_total",
+        "The app's recompute of a counter from its claims (SET c = N - (SELECT COUNT(*) ...)) right after its claim "
+        "by INSERT ... SELECT took the unit, answered without the database",
+        {"rule"});
     add("claimguard_blocked_claims_total", "Claim inserts answered exhausted without reaching the database", {"rule"});
     add("claimguard_duplicates_total", "Claims refused as already claimed, by the guard that saw it",
         {"rule", "guard"});

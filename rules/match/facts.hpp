@@ -67,6 +67,12 @@ struct counter_write {
     std::optional<value_ref> expected;  // WHERE counter = E: already a compare-and-set
     std::uint32_t assignment = 0;       // index into update_statement::assignments
     std::optional<std::uint32_t> version_assignment;
+    // SET counter = N - (SELECT COUNT(*) FROM <claim table> WHERE <the claim columns of the stock key>)
+    // WHERE <the stock key> (the statement is not parsed as an UPDATE: no assignment index, no rewrite).
+    // The engine absorbs it right after this connection's claim by INSERT ... SELECT took the unit.
+    bool recomputed = false;
+    const claim_rule* counted = nullptr;  // the claim rule whose rows it counts
+    small_vector<value_ref, 2> counted_key;  // the stock key its count pins, in the stock key's order
 };
 
 enum class guard_state : std::uint8_t {
@@ -144,6 +150,13 @@ struct claim_insert {
     bool on_duplicate_update = false;
     bool columns_known = true;  // false for INSERT INTO t VALUES (...) without a column list
     small_vector<claim_row, 1> rows;
+    // INSERT [IGNORE] INTO claims (...) SELECT ... FROM stock WHERE <the stock key> [AND <counter bounds>]:
+    // one row at most, for the stock key the WHERE pins (the claim's own stock key). No decrement of the
+    // app comes before it, so the claim takes its unit itself, then goes in as INSERT ... VALUES.
+    bool from_select = false;
+    bool select_guarded = false;  // its WHERE bounds the counter: without stock, the server's 0-row OK
+    std::uint32_t select_token = 0;             // the SELECT keyword: VALUES (...) replaces what follows
+    small_vector<sql::token_span, 4> select_values;  // each column's value as written (an item, or the key's value)
 };
 
 // DELETE of rows of a claim table: a cancellation (a refund). What its WHERE pins: the idempotency

@@ -495,6 +495,169 @@ value_ref make_value(const parsed_statement& st, const sql::operand& op) {
     return v;
 }
 
+bool match_insert_select(const parsed_statement& st, const rule_index& rules, const match_context& ctx,
+                         match_result& out) {
+    const sql::insert_select_form* form = st.insert_select.get();
+    if (form == nullptr) return false;
+    const auto& ins = form->insert;
+    const auto& sel = form->select;
+    if (ins.replace || !ins.has_column_list || ins.set_form || !ins.on_duplicate.empty() || ins.returning) return false;
+    // One stock table; no ORDER BY, LIMIT, locking clause or SELECT modifier (DISTINCT, ...): the rows
+    // are exactly those the WHERE selects.
+    if (!sel.has_from || !sel.order_by.empty() || !sel.limit.empty() || sel.lock != sql::lock_clause::none) return false;
+    if (sel.items.empty() || sel.items.size() != ins.columns.size() || form->item_values.size() != sel.items.size() ||
+        sel.items.front().span.first != form->select_token + 1)
+        return false;
+    const claim_rule* claim = nullptr;
+    for (const auto& rule : rules.rules().claims) {
+        if (!table_matches(st, ins.table, rule.table, ctx)) continue;
+        if (claim != nullptr) return false;  // two claim rules on one table: whose claim would it be?
+        claim = &rule;
+    }
+    if (claim == nullptr) return false;
+    const stock_rule* stock = rules.stock_named(claim->stock_rule);
+    if (stock == nullptr || !table_matches(st, sel.table, stock->table, ctx)) return false;
+
+    // The WHERE: each stock key column pinned by exactly one equality with a literal or ?, and nothing
+    // else but lower bounds on the counter that the take's own guard (c >= floor + units) implies. Then
+    // the SELECT returns the one stock row of that key, or none.
+    small_vector<const sql::operand*, 2> key_values(stock->key_columns.size(), nullptr);
+    bool guarded = false;
+    for (const auto& p : sel.where.predicates) {
+        bool on_key = false;
+        for (std::size_t k = 0; k < stock->key_columns.size(); ++k) {
+            if (!column_is(st, p.column, stock->key_columns[k], sel.table)) continue;
+            on_key = true;
+            const sql::operand* op = nullptr;
+            if (p.kind == predicate_kind::compare && (p.op == compare_op::eq || p.op == compare_op::null_safe_eq))
+                op = &p.value;
+            else if (p.kind == predicate_kind::in_list && p.list_count == 1)
+                op = &sel.where.list_values[p.list_first];
+            if (op == nullptr || key_values[k] != nullptr || !make_value(st, *op).is_bindable()) return false;
+            key_values[k] = op;
+        }
+        if (on_key) continue;
+        if (!column_is(st, p.column, stock->counter_column, sel.table)) return false;
+        if (p.kind != predicate_kind::compare && p.kind != predicate_kind::arithmetic) return false;
+        if (p.op != compare_op::ge && p.op != compare_op::gt) return false;
+        counter_bound b;
+        b.base = make_value(st, p.value);
+        b.strict = p.op == compare_op::gt;
+        for (std::uint32_t i = 0; p.kind == predicate_kind::arithmetic && i < p.list_count; ++i)
+            b.terms.push_back(make_value(st, sel.where.list_values[p.list_first + i]));
+        b.subtract = p.subtract;
+        const std::optional<std::int64_t> lowest = b.lowest(literal_integer);
+        // A bound with a placeholder, or above what the take checks, could fail where the take succeeds.
+        if (!lowest || stock->floor > INT64_MAX - stock->units || *lowest > stock->floor + stock->units) return false;
+        guarded = true;
+    }
+    for (const auto* v : key_values)
+        if (v == nullptr) return false;
+
+    // Each inserted column's value: a literal, ?, or NULL item, or a stock key column (the WHERE's value).
+    small_vector<value_ref, 4> values;
+    small_vector<sql::token_span, 4> spans;
+    small_vector<std::optional<std::size_t>, 4> key_item;  // the stock key column an item names
+    for (std::size_t i = 0; i < sel.items.size(); ++i) {
+        const sql::operand& op = form->item_values[i];
+        if (op.kind == operand_kind::column) {
+            std::optional<std::size_t> which;
+            for (std::size_t k = 0; k < stock->key_columns.size(); ++k)
+                if (column_is(st, op.column, stock->key_columns[k], sel.table)) which = k;
+            if (!which) return false;  // another column of the row: its value is not known here
+            values.push_back(make_value(st, *key_values[*which]));
+            spans.push_back(key_values[*which]->span);
+            key_item.push_back(which);
+            continue;
+        }
+        if (op.kind != operand_kind::literal && op.kind != operand_kind::placeholder && op.kind != operand_kind::null)
+            return false;
+        value_ref v = make_value(st, op);
+        if (v.type == value_ref::kind::expression) return false;
+        values.push_back(std::move(v));
+        spans.push_back(op.span);
+        key_item.push_back(std::nullopt);
+    }
+    auto column_index = [&](std::string_view column) -> std::optional<std::size_t> {
+        for (std::size_t c = 0; c < ins.columns.size(); ++c)
+            if (column_is(st, ins.columns[c], column, ins.table)) return c;
+        return std::nullopt;
+    };
+
+    claim_row row;
+    for (const auto& col : claim->idempotency_columns) {
+        const auto c = column_index(col);
+        if (!c || !values[*c].is_bindable()) return false;
+        row.idempotency.push_back(values[*c]);
+    }
+    if (claim->idempotency_key_column) {
+        const auto c = column_index(*claim->idempotency_key_column);
+        row.idempotency_key = c ? values[*c] : value_ref{};
+    }
+    // The claim's stock key (its columns through consumes) must be the row the WHERE pins: the key
+    // column itself, or the same literal as written.
+    for (std::size_t k = 0; k < stock->key_columns.size(); ++k) {
+        std::optional<std::size_t> c;
+        for (const auto& [claim_col, stock_col] : claim->stock_key_mapping)
+            if (sql::iequals(stock_col, stock->key_columns[k])) c = column_index(claim_col);
+        if (!c) return false;
+        const value_ref where = make_value(st, *key_values[k]);
+        const bool same = key_item[*c] == k || (values[*c].type == value_ref::kind::literal &&
+                                                where.type == value_ref::kind::literal && values[*c].text == where.text);
+        if (!same) return false;
+        row.stock_key.push_back(where);
+    }
+
+    claim_insert ci;
+    ci.rule = claim;
+    ci.stock = stock;
+    ci.table = use_of(st, ins.table);
+    ci.ignore = ins.ignore;
+    ci.rows.push_back(std::move(row));
+    ci.from_select = true;
+    ci.select_guarded = guarded;
+    ci.select_token = form->select_token;
+    ci.select_values = std::move(spans);
+    out.facts.emplace_back(std::move(ci));
+    return true;
+}
+
+bool match_counter_recompute(const parsed_statement& st, const rule_index& rules, const match_context& ctx,
+                             match_result& out) {
+    const sql::counter_recompute_form* form = st.counter_recompute.get();
+    if (form == nullptr) return false;
+    for (const auto& rule : rules.rules().stocks) {
+        if (!table_matches(st, form->table, rule.table, ctx) ||
+            !column_is(st, form->column, rule.counter_column, form->table))
+            continue;
+        const key_scan key = scan_key(st, form->where, form->table, rule.key_columns);
+        if (!key.full || key.extra) return false;
+        for (const auto& claim : rules.rules().claims) {
+            if (claim.stock_rule != rule.name || !table_matches(st, form->counted, claim.table, ctx)) continue;
+            std::vector<std::string> holders;  // the claim columns holding the stock key, in its order
+            for (const auto& kc : rule.key_columns)
+                for (const auto& [claim_col, stock_col] : claim.stock_key_mapping)
+                    if (sql::iequals(stock_col, kc)) holders.push_back(claim_col);
+            if (holders.size() != rule.key_columns.size()) return false;
+            const key_scan counted = scan_key(st, form->count_where, form->counted, holders);
+            if (!counted.full || counted.extra) return false;
+            counter_write w;
+            w.rule = &rule;
+            w.table = use_of(st, form->table);
+            w.key = key.key;
+            w.full_key = true;
+            w.value.type = value_ref::kind::expression;
+            w.recomputed = true;
+            w.counted = &claim;
+            w.counted_key = counted.key;
+            out.facts.emplace_back(std::move(w));
+            return true;
+        }
+        return false;
+    }
+    return false;
+}
+
 bool sets_counter_from_subquery(const parsed_statement& st, const rule_index& rules, const match_context& ctx) {
     if (st.reason != sql::not_ours_reason::subquery_in_set) return false;
     return std::any_of(rules.rules().stocks.begin(), rules.rules().stocks.end(), [&](const stock_rule& rule) {

@@ -237,10 +237,27 @@ void match_not_ours(const parsed_statement& st, const rule_index& rules, const m
     }
     if (rules.filter().classify(st.sql) != sql::prefilter_verdict::candidate) return;
     if (only_reads(st)) return;
+    if (st.reason == sql::not_ours_reason::insert_select) {
+        // A claim by INSERT ... SELECT from its stock row is modelled when it names no other rule's table.
+        match_result claim;
+        if (match_insert_select(st, rules, ctx, claim)) {
+            const auto& ci = std::get<claim_insert>(claim.facts.front());
+            bool others = false;
+            for (const auto& s : rules.rules().stocks) others = others || (&s != ci.stock && mentions(st.sql, s.table.name));
+            for (const auto& c : rules.rules().claims) others = others || (&c != ci.rule && mentions(st.sql, c.table.name));
+            if (!others) {
+                for (auto& f : claim.facts) out.facts.push_back(std::move(f));
+                return;
+            }
+        }
+    }
     std::string_view why = sql::not_ours_reason_text(st.reason);
     std::string_view code = not_ours_code(st.reason);
     if (st.reason == sql::not_ours_reason::insert_select) why = insert_select_reason;
     if (sets_counter_from_subquery(st, rules, ctx)) {
+        // The recompute of one key from the count of its claims: the engine absorbs it after this
+        // connection's claim took the unit, and refuses it otherwise (decide.cpp).
+        if (match_counter_recompute(st, rules, ctx, out)) return;
         why = counter_from_subquery_reason;
         code = "counter_from_subquery";
     }

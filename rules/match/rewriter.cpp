@@ -312,6 +312,22 @@ result<rewritten_sql> plain_insert(const sql::parsed_statement& st) {
     return out;
 }
 
+result<rewritten_sql> insert_select_values(const sql::parsed_statement& st, const claim_insert& fact) {
+    if (!fact.from_select || fact.select_values.empty() || fact.select_token == 0 ||
+        fact.select_token >= st.tokens.size() || !sql::iequals(st.text(fact.select_token), "SELECT"))
+        return errc::not_an_update;
+    rewritten_sql out;
+    writer w(st, out);
+    w.copy({0, fact.select_token});
+    w.text(" VALUES (");
+    for (std::size_t i = 0; i < fact.select_values.size(); ++i) {
+        if (i > 0) w.text(", ");
+        w.copy(fact.select_values[i]);
+    }
+    w.text(")");
+    return out;
+}
+
 result<rewritten_sql> compensation(const stock_rule& rule, std::span<const value_ref> key, std::int64_t units,
                                    std::string_view schema) {
     if (units <= 0) return errc::amount_not_positive;

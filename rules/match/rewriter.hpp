@@ -106,4 +106,10 @@ struct key_literal {
 // ON DUPLICATE KEY UPDATE clause goes.
 [[nodiscard]] result<rewritten_sql> plain_insert(const sql::parsed_statement& st);
 
+// A claim by INSERT [IGNORE] ... SELECT from its stock row (claim_insert::from_select) as the INSERT of
+// its one row: the statement up to SELECT as written, then VALUES (<each column's value as written: the
+// select item, or the WHERE's value of the stock key column it names>). Sent after the claim's own take
+// took the unit, so the app's counter bounds in the SELECT's WHERE (remain > 0) no longer apply.
+[[nodiscard]] result<rewritten_sql> insert_select_values(const sql::parsed_statement& st, const claim_insert& fact);
+
 }  // namespace claimguard::rules::match

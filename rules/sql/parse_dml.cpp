@@ -145,6 +145,34 @@ void note_subquery_assignment(cursor& c, const table_ref& table) {
     c.st.not_ours_column = column;
 }
 
+// After an UPDATE's first assignment at the cursor did not parse and holds a subquery: whether the
+// statement is UPDATE t SET c = N - (SELECT COUNT(*) FROM t2 [WHERE ...]) WHERE ... (or c = (SELECT N -
+// COUNT(*) FROM ...)) and nothing more; if so, its parts go to parsed_statement::counter_recompute.
+void note_counter_recompute(cursor& c, const table_ref& table) {
+    auto form = std::make_shared<counter_recompute_form>();
+    form->table = table;
+    if (!parse_name_ref(c, form->column, 3)) return;
+    if (!c.accept_punct("=") && !c.accept_punct(":=")) return;
+    const auto total = [&] {
+        return parse_value_operand(c, form->total) && form->total.kind == operand_kind::literal && c.accept_punct("-");
+    };
+    const auto count_from = [&] {
+        if (!c.accept_word("COUNT") || !c.accept_punct("(") || !c.accept_punct("*") || !c.accept_punct(")")) return false;
+        if (!c.accept_word("FROM") || !parse_table_ref(c, form->counted, true)) return false;
+        return !c.accept_word("WHERE") || parse_where(c, form->count_where);
+    };
+    if (c.is_punct("(") && c.is_word("SELECT", 1)) {
+        c.pos += 2;
+        if (!total() || !count_from() || !c.accept_punct(")")) return;
+    } else if (!total() || !c.accept_punct("(") || !c.accept_word("SELECT") || !count_from() || !c.accept_punct(")")) {
+        return;
+    }
+    if (!c.accept_word("WHERE") || !parse_where(c, form->where)) return;
+    c.accept_punct(";");
+    if (!c.at_end()) return;
+    c.st.counter_recompute = std::move(form);
+}
+
 // INSERT's rows from a query: SELECT, WITH ... SELECT, TABLE t, or one of those in parentheses.
 [[nodiscard]] bool at_insert_query(const cursor& c) noexcept {
     const std::uint32_t at = c.is_punct("(") ? 1 : 0;
@@ -182,6 +210,10 @@ bool parse_update(cursor& c, update_statement& out) {
         if (!parse_assignment(c, out.assignments.emplace_back())) {
             c.pos = start;
             if (!multi_table) note_subquery_assignment(c, out.table);
+            if (!multi_table && c.st.reason == not_ours_reason::subquery_in_set && out.assignments.size() == 1) {
+                c.pos = start;
+                note_counter_recompute(c, out.table);
+            }
             return false;
         }
     } while (c.accept_punct(","));
@@ -236,6 +268,34 @@ namespace {
     return true;
 }
 
+// INSERT [IGNORE] INTO t (columns) SELECT ...: keeps the statement's parts when the SELECT is a plain
+// one we read and ends the text (parsed_statement::insert_select). Only a plain INSERT or INSERT
+// IGNORE with a column list: REPLACE and ON DUPLICATE KEY UPDATE change rows that exist, and without
+// a column list the row's columns are not known here. The cursor ends anywhere (the statement is not
+// ours either way).
+void note_insert_select(cursor& c, const insert_statement& ins) {
+    if (ins.replace || !ins.has_column_list || ins.set_form) return;
+    auto form = std::make_shared<insert_select_form>();
+    form->insert = ins;
+    form->select_token = c.pos;
+    if (!parse_select(c, form->select)) return;
+    c.accept_punct(";");
+    if (!c.at_end()) return;
+    for (const auto& item : form->select.items) {
+        cursor v(c.st);
+        v.pos = item.span.first;
+        operand& op = form->item_values.emplace_back();
+        if (item.kind == select_item_kind::expression && parse_value_operand(v, op) && v.pos == item.span.last) continue;
+        op = operand{};
+        op.span = item.span;
+        if (item.kind == select_item_kind::column) {
+            op.kind = operand_kind::column;
+            op.column = item.column;
+        }
+    }
+    c.st.insert_select = std::move(form);
+}
+
 }  // namespace
 
 bool parse_insert(cursor& c, insert_statement& out) {
@@ -285,7 +345,10 @@ bool parse_insert(cursor& c, insert_statement& out) {
         } while (c.accept_punct(","));
         out.row_width = static_cast<std::uint32_t>(out.columns.size());
     } else {
-        if (at_insert_query(c)) c.st.reason = not_ours_reason::insert_select;
+        if (at_insert_query(c)) {
+            c.st.reason = not_ours_reason::insert_select;
+            if (c.is_word("SELECT")) note_insert_select(c, out);
+        }
         return false;
     }
     if (c.is_word("ON")) {

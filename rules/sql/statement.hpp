@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string_view>
 #include <variant>
 
@@ -179,6 +180,29 @@ struct delete_statement {
     token_span limit;
 };
 
+// INSERT [IGNORE] INTO t (columns) SELECT <items> FROM <one table> [WHERE ...]: the only INSERT ... SELECT
+// the matcher may model (a claim by INSERT ... SELECT from its stock row). Kept beside a statement whose
+// reason is insert_select, when the SELECT parses as a plain one-table SELECT above and ends the text.
+struct insert_select_form {
+    insert_statement insert;  // the table, IGNORE and the column list (no values)
+    select_statement select;
+    std::uint32_t select_token = no_token;  // the SELECT keyword: where the rows start
+    // Per select item: a literal, ?, NULL or DEFAULT as read, else an operand of kind column or expression.
+    small_vector<operand, 8> item_values;
+};
+
+// UPDATE <t> SET <c> = N - (SELECT COUNT(*) FROM <t2> [alias] [WHERE ...]) WHERE ... (or SET c = (SELECT N -
+// COUNT(*) FROM ...)): a column recomputed from a count of rows, its only assignment. Kept beside a
+// statement whose reason is subquery_in_set when the whole text reads so.
+struct counter_recompute_form {
+    table_ref table;   // the UPDATE's table
+    name_ref column;   // the column it sets
+    operand total;     // N, a literal
+    table_ref counted;  // the table whose rows are counted
+    where_clause count_where;
+    where_clause where;  // the UPDATE's WHERE
+};
+
 enum class transaction_kind : std::uint8_t { begin, commit, rollback, savepoint, rollback_to_savepoint, release_savepoint };
 
 enum class tristate : std::uint8_t { unset, yes, no };
@@ -248,6 +272,10 @@ struct parsed_statement {
     // reason == subquery_in_set: the UPDATE's table and the first column it sets from a subquery.
     table_ref not_ours_table;
     name_ref not_ours_column;
+    // reason == insert_select: the statement in the one form the matcher may model (none otherwise).
+    std::shared_ptr<const insert_select_form> insert_select;
+    // reason == subquery_in_set: the UPDATE in the one recompute form the matcher may model (none otherwise).
+    std::shared_ptr<const counter_recompute_form> counter_recompute;
     std::variant<std::monostate, select_statement, update_statement, insert_statement, transaction_statement,
                  use_statement, set_statement, delete_statement>
         body;

@@ -103,7 +103,8 @@ inline std::string render(const fact& f) {
             return "write " + w.rule->name + render_table(w.table) + " key=" + render_key(w.key) +
                    (w.full_key ? "" : " partial") + (w.extra_conditions ? " extra" : "") +
                    " value=" + render_value(w.value) + (w.expected ? " expected=" + render_value(*w.expected) : "") +
-                   " at=" + std::to_string(w.assignment) + " version=" + opt_index(w.version_assignment);
+                   " at=" + std::to_string(w.assignment) + " version=" + opt_index(w.version_assignment) +
+                   (w.recomputed ? " recomputed counted=" + w.counted->name + render_key(w.counted_key) : "");
         }
         std::string operator()(const counter_change& c) const {
             static const char* guards[] = {"none", "sufficient", "insufficient", "unknown"};
@@ -128,7 +129,9 @@ inline std::string render(const fact& f) {
                      (r.idempotency_key ? " key=" + render_value(*r.idempotency_key) : "") +
                      " stock=" + render_key(r.stock_key) + "}";
             }
-            return s + "]";
+            s += "]";
+            if (c.from_select) s += std::string(" from_select") + (c.select_guarded ? " guarded" : "");
+            return s;
         }
         std::string operator()(const transaction_boundary& b) const {
             static const char* events[] = {"begin", "commit", "rollback", "savepoint", "rollback_to", "release",
