@@ -615,6 +615,9 @@ class AppRun:
                         return e
                 return "got" if claimed == 1 else "sold_out"
 
+            if s["claim_select"] != "none":
+                return self.claim_by_select(user, camp, run, begin, commit, fail, in_tx)
+
             if in_tx and tx != "read_then_begin":
                 r = begin()
                 if not r.ok:
@@ -711,6 +714,35 @@ class AppRun:
         except Vanished:
             release()  # a pool gets the dead connection back and reconnects it on its next use
             return "fault"
+
+    def claim_by_select(self, user, camp, run, begin, commit, fail, in_tx):
+        """grammar claim_select: the claim as INSERT ... SELECT from the stock row, then the counter recomputed
+        from the claims (in a transaction after SELECT ... FOR UPDATE, or in autocommit)."""
+        stock, order, key = self.names()
+        k = self.stock_key(camp)
+        total = dict(self.campaigns)[camp]
+        if in_tx:
+            r = begin()
+            if not r.ok:
+                return fail(r)
+            r = run("read", f"SELECT remain FROM {stock} WHERE {key} = ? FOR UPDATE", [k])
+            if not r.ok:
+                return fail(r)
+        r = run("write", f"INSERT INTO {order} (user_id, {key}) SELECT ?, {key} FROM {stock} "
+                         f"WHERE {key} = ? AND remain > 0", [str(user), k])
+        if not r.ok:
+            return fail(r)
+        got = r.affected == 1
+        if got:
+            r = run("write", f"UPDATE {stock} SET remain = ? - (SELECT COUNT(*) FROM {order} WHERE {key} = ?) "
+                             f"WHERE {key} = ?", [str(total), k, k])
+            if not r.ok:
+                return fail(r)
+        if in_tx:
+            e = commit()
+            if e:
+                return e
+        return "got" if got else "sold_out"
 
     def user_main(self, user, barrier):
         s = self.spec

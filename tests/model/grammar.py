@@ -85,10 +85,17 @@ DIMENSIONS = {
     # nothing is taken: over-issues directly), or unguarded (remain goes below 0 directly). Each trigger is on
     # a claim table of its own (coupon_order_t<value>, consuming coupon_stock).
     "trigger": ["none", "guarded_signal", "guarded_quiet", "unguarded"],
+    # the claim as one INSERT ... SELECT from the stock row (`INSERT INTO coupon_order (user_id, campaign_id)
+    # SELECT ?, campaign_id FROM coupon_stock WHERE campaign_id = ? AND remain > 0`), then, if a row went in,
+    # the counter recomputed from the claims (`SET remain = <stock> - (SELECT COUNT(*) FROM coupon_order WHERE
+    # campaign_id = ?)`): the app writes no decrement (the read, write, claim and order dimensions are not
+    # used). In autocommit on the user's own connection (racy directly: two users both see remain > 0), or in
+    # a transaction after SELECT ... FOR UPDATE of the stock row (correct directly).
+    "claim_select": ["none", "autocommit", "for_update"],
 }
 
 # relative weights of some values (default 1): most apps run without faults and claim once
-WEIGHTS = {("trigger", "none"): 15, ("write_answer", "checked"): 3, ("fault", "none"): 3, ("repeat", "once"): 2, ("schema", "default"): 2, ("key", "int"): 2}
+WEIGHTS = {("trigger", "none"): 15, ("claim_select", "none"): 15, ("write_answer", "checked"): 3, ("fault", "none"): 3, ("repeat", "once"): 2, ("schema", "default"): 2, ("key", "int"): 2}
 
 TX_STYLES_WITH_TRANSACTION = {"begin", "start_transaction", "autocommit0", "read_then_begin", "savepoint",
                               "savepoint_rollback", "xa_commit", "xa_rollback_retry"}
@@ -226,6 +233,17 @@ def valid(spec):
         return False
     if s["cancel"] == "delete_only" and s["opt_on_cancel"] != "return_stock":
         return False  # the app never gives the unit back: only return_stock keeps the stock whole
+    if s["claim_select"] != "none":
+        # as text on the integer-keyed tables, no trigger, no refund; the recompute right after the claim on
+        # the same connection (the next statement in autocommit, in the claim's transaction otherwise)
+        if s["carrier"] != "text" or s["key"] not in ("int", "quoted") or s["trigger"] != "none" \
+                or s["cancel"] != "none":
+            return False
+        if s["claim_select"] == "autocommit" and (s["tx"] != "autocommit" or s["conn"] != "dedicated"):
+            return False
+        if s["claim_select"] == "for_update" and (s["tx"] not in ("begin", "start_transaction")
+                                                  or s["conn"] == "rw_split"):
+            return False
     if s["trigger"] != "none":
         # the app only inserts the claim, as text (SQL-level PREPARE of a protected table gets the unmodeled
         # policy whatever the table), on the integer-keyed table: the rule reads only a one-row plain INSERT
@@ -252,6 +270,19 @@ def repair(spec, enabled):
         s["read"] = "plain"
     if s["cancel"] == "delete_only" and "opt_on_cancel.return_stock" in enabled:
         s["opt_on_cancel"] = "return_stock"
+    if s["claim_select"] != "none":
+        fixes = {"carrier": "text", "trigger": "none", "cancel": "none"}
+        if s["key"] not in ("int", "quoted"):
+            fixes["key"] = "int"
+        if s["claim_select"] == "autocommit":
+            fixes.update(tx="autocommit", conn="dedicated", borrow="none")
+        elif s["tx"] not in ("begin", "start_transaction"):
+            fixes["tx"] = "begin"
+        for d, v in fixes.items():
+            if s[d] != v and f"{d}.{v}" in enabled:
+                s[d] = v
+        if s["claim_select"] == "for_update" and s["conn"] == "rw_split" and "conn.dedicated" in enabled:
+            s["conn"] = "dedicated"
     if s["trigger"] != "none":
         if s["carrier"] != "text" and "carrier.text" in enabled:
             s["carrier"] = "text"
@@ -267,6 +298,8 @@ def correct_directly(spec):
     writes. The racy ones (a literal from a plain read, an unguarded relative write) are what
     claimguard exists for; they are checked for every promise except selling as much as directly."""
     s = spec
+    if s["claim_select"] != "none":
+        return s["claim_select"] == "for_update"  # the app's write dimensions are not used
     if s["trigger"] != "none":
         return s["trigger"] == "guarded_signal"  # the app's write dimensions are not used
     if s["carrier"] == "procedure" or s["write"] in UPSERT_WRITES or s["write_answer"] == "ignored":
@@ -279,7 +312,7 @@ def correct_directly(spec):
 
 # Dimensions added after the CI seeds were chosen draw from a generator of their own, so each CI seed's
 # apps keep every habit and load they had, and gain only the new dimension's value.
-OWN_GENERATOR = {"sql_mode", "trigger", "cancel_where", "opt_group_update"}
+OWN_GENERATOR = {"sql_mode", "trigger", "cancel_where", "opt_group_update", "claim_select"}
 
 
 def generate(seed, index, enabled):
@@ -294,11 +327,23 @@ def generate(seed, index, enabled):
             choices = [v for v in vals if f"{d}.{v}" in enabled]
             draw = own.get(d, rng)
             spec[d] = draw.choices(choices, weights=[WEIGHTS.get((d, v), 1) for v in choices])[0]
+        # claim_select changes an app the other dimensions drew (it needs text, its own transaction styles, ...):
+        # the app is drawn without it first, so that one it does not fit stays the app it was before the
+        # dimension existed (no redraw), and CI seeds keep their apps.
+        select = spec["claim_select"]
+        if "claim_select.none" in enabled:
+            spec["claim_select"] = "none"
         repair(spec, enabled)
         if not valid(spec):
             continue
         if any(name not in enabled and pred(spec) for name, (_, pred) in COMBOS.items()):
             continue
+        if select != spec["claim_select"]:
+            selected = dict(spec, claim_select=select)
+            repair(selected, enabled)
+            if valid(selected) and not any(name not in enabled and pred(selected)
+                                           for name, (_, pred) in COMBOS.items()):
+                spec = selected
         break
     else:
         raise RuntimeError(f"seed {seed} app {index}: no valid app within the enabled families")
