@@ -104,7 +104,8 @@ action claim_operation::send_claim() {
     a.keep_reply = true;
     if (ins.from_select) {
         auto values = match::insert_select_values(st_, ins);
-        if (!values) return give_back_then(refusal("the claim's row cannot be written (" + values.error().message() + ")"));
+        if (!values)
+            return give_back_then(refusal("the claim's row cannot be written (" + values.error().message() + ")"));
         a.type = action::kind::send_sql;
         a.sql = std::move(*values);
         state_ = state::claim_sent;

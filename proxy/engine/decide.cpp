@@ -110,11 +110,13 @@ decision decide_recompute(const match::counter_write& w, const value_resolver& v
     d.stock = w.rule;
     d.key = std::move(*key);
     scope_key(d, w.table.schema, w.rule->table, memory);
-    if (!memory.recompute_owed(w.rule->name, d.key)) return unmodeled_decision(w.rule, nullptr, advice, "counter_from_subquery");
+    if (!memory.recompute_owed(w.rule->name, d.key))
+        return unmodeled_decision(w.rule, nullptr, advice, "counter_from_subquery");
     d.what = verdict::restock;
     d.absorb_recompute = true;
-    d.note = "the counter recomputed from its claims right after this connection's claim by INSERT ... SELECT: "
-             "its take already moved the counter (absorbed)";
+    d.note =
+        "the counter recomputed from its claims right after this connection's claim by INSERT ... SELECT: "
+        "its take already moved the counter (absorbed)";
     return d;
 }
 
@@ -413,7 +415,8 @@ decision decide_claim(const match::claim_insert& ins, const value_resolver& valu
                                       "(decremented_by_trigger): write INSERT ... VALUES (...)",
                                       "insert_select");
         if (d.key_literals.size() != ins.stock->key_columns.size())
-            return unmodeled_decision(nullptr, ins.rule, "a claim insert whose key values are not known", "unknown_key");
+            return unmodeled_decision(nullptr, ins.rule, "a claim insert whose key values are not known",
+                                      "unknown_key");
         d.own_take = true;
         d.units = ins.stock->units;
         d.after_refusal = false;  // its own take decides, not this connection's last decrement

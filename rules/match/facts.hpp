@@ -71,7 +71,7 @@ struct counter_write {
     // WHERE <the stock key> (the statement is not parsed as an UPDATE: no assignment index, no rewrite).
     // The engine absorbs it right after this connection's claim by INSERT ... SELECT took the unit.
     bool recomputed = false;
-    const claim_rule* counted = nullptr;  // the claim rule whose rows it counts
+    const claim_rule* counted = nullptr;     // the claim rule whose rows it counts
     small_vector<value_ref, 2> counted_key;  // the stock key its count pins, in the stock key's order
 };
 
@@ -154,8 +154,8 @@ struct claim_insert {
     // one row at most, for the stock key the WHERE pins (the claim's own stock key). No decrement of the
     // app comes before it, so the claim takes its unit itself, then goes in as INSERT ... VALUES.
     bool from_select = false;
-    bool select_guarded = false;  // its WHERE bounds the counter: without stock, the server's 0-row OK
-    std::uint32_t select_token = 0;             // the SELECT keyword: VALUES (...) replaces what follows
+    bool select_guarded = false;     // its WHERE bounds the counter: without stock, the server's 0-row OK
+    std::uint32_t select_token = 0;  // the SELECT keyword: VALUES (...) replaces what follows
     small_vector<sql::token_span, 4> select_values;  // each column's value as written (an item, or the key's value)
 };
 

@@ -504,7 +504,8 @@ bool match_insert_select(const parsed_statement& st, const rule_index& rules, co
     if (ins.replace || !ins.has_column_list || ins.set_form || !ins.on_duplicate.empty() || ins.returning) return false;
     // One stock table; no ORDER BY, LIMIT, locking clause or SELECT modifier (DISTINCT, ...): the rows
     // are exactly those the WHERE selects.
-    if (!sel.has_from || !sel.order_by.empty() || !sel.limit.empty() || sel.lock != sql::lock_clause::none) return false;
+    if (!sel.has_from || !sel.order_by.empty() || !sel.limit.empty() || sel.lock != sql::lock_clause::none)
+        return false;
     if (sel.items.empty() || sel.items.size() != ins.columns.size() || form->item_values.size() != sel.items.size() ||
         sel.items.front().span.first != form->select_token + 1)
         return false;
@@ -602,8 +603,9 @@ bool match_insert_select(const parsed_statement& st, const rule_index& rules, co
             if (sql::iequals(stock_col, stock->key_columns[k])) c = column_index(claim_col);
         if (!c) return false;
         const value_ref where = make_value(st, *key_values[k]);
-        const bool same = key_item[*c] == k || (values[*c].type == value_ref::kind::literal &&
-                                                where.type == value_ref::kind::literal && values[*c].text == where.text);
+        const bool same =
+            key_item[*c] == k || (values[*c].type == value_ref::kind::literal &&
+                                  where.type == value_ref::kind::literal && values[*c].text == where.text);
         if (!same) return false;
         row.stock_key.push_back(where);
     }

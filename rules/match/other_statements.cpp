@@ -243,8 +243,10 @@ void match_not_ours(const parsed_statement& st, const rule_index& rules, const m
         if (match_insert_select(st, rules, ctx, claim)) {
             const auto& ci = std::get<claim_insert>(claim.facts.front());
             bool others = false;
-            for (const auto& s : rules.rules().stocks) others = others || (&s != ci.stock && mentions(st.sql, s.table.name));
-            for (const auto& c : rules.rules().claims) others = others || (&c != ci.rule && mentions(st.sql, c.table.name));
+            for (const auto& s : rules.rules().stocks)
+                others = others || (&s != ci.stock && mentions(st.sql, s.table.name));
+            for (const auto& c : rules.rules().claims)
+                others = others || (&c != ci.rule && mentions(st.sql, c.table.name));
             if (!others) {
                 for (auto& f : claim.facts) out.facts.push_back(std::move(f));
                 return;

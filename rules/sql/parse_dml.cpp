@@ -157,7 +157,8 @@ void note_counter_recompute(cursor& c, const table_ref& table) {
         return parse_value_operand(c, form->total) && form->total.kind == operand_kind::literal && c.accept_punct("-");
     };
     const auto count_from = [&] {
-        if (!c.accept_word("COUNT") || !c.accept_punct("(") || !c.accept_punct("*") || !c.accept_punct(")")) return false;
+        if (!c.accept_word("COUNT") || !c.accept_punct("(") || !c.accept_punct("*") || !c.accept_punct(")"))
+            return false;
         if (!c.accept_word("FROM") || !parse_table_ref(c, form->counted, true)) return false;
         return !c.accept_word("WHERE") || parse_where(c, form->count_where);
     };
@@ -285,7 +286,8 @@ void note_insert_select(cursor& c, const insert_statement& ins) {
         cursor v(c.st);
         v.pos = item.span.first;
         operand& op = form->item_values.emplace_back();
-        if (item.kind == select_item_kind::expression && parse_value_operand(v, op) && v.pos == item.span.last) continue;
+        if (item.kind == select_item_kind::expression && parse_value_operand(v, op) && v.pos == item.span.last)
+            continue;
         op = operand{};
         op.span = item.span;
         if (item.kind == select_item_kind::column) {

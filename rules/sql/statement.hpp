@@ -195,9 +195,9 @@ struct insert_select_form {
 // COUNT(*) FROM ...)): a column recomputed from a count of rows, its only assignment. Kept beside a
 // statement whose reason is subquery_in_set when the whole text reads so.
 struct counter_recompute_form {
-    table_ref table;   // the UPDATE's table
-    name_ref column;   // the column it sets
-    operand total;     // N, a literal
+    table_ref table;    // the UPDATE's table
+    name_ref column;    // the column it sets
+    operand total;      // N, a literal
     table_ref counted;  // the table whose rows are counted
     where_clause count_where;
     where_clause where;  // the UPDATE's WHERE

@@ -99,9 +99,10 @@ TEST(insert_select, redis_acquired_then_take_then_row) {
     EXPECT_EQ(t.sent(), (std::vector<std::string>{take, row}));
     EXPECT_TRUE(t.has(event::claim_inserted));
     // Sold out after Redis said the key is free: nothing inserted, the 0-row OK.
-    auto none = s.exec("INSERT INTO coupon_order (user_id, campaign_id) SELECT 8, campaign_id FROM coupon_stock "
-                       "WHERE campaign_id = 1 AND remain > 0",
-                       {ok_rows(0)}, autocommit, resolve_literal, redis_reply::acquired, true);
+    auto none = s.exec(
+        "INSERT INTO coupon_order (user_id, campaign_id) SELECT 8, campaign_id FROM coupon_stock "
+        "WHERE campaign_id = 1 AND remain > 0",
+        {ok_rows(0)}, autocommit, resolve_literal, redis_reply::acquired, true);
     EXPECT_EQ(none.sent(), (std::vector<std::string>{take}));
     EXPECT_EQ(none.last().ok_rows, 0u);
     EXPECT_TRUE(none.has(event::exhausted));
@@ -111,12 +112,12 @@ TEST(insert_select, redis_acquired_then_take_then_row) {
 TEST(insert_select, ignore_duplicate_is_zero_rows_and_the_unit_goes_back) {
     session s(variant_id::coupon);
     ASSERT_TRUE(s.ready()) << s.error();
-    auto t = s.exec("INSERT IGNORE INTO coupon_order (user_id, campaign_id) SELECT 7, campaign_id FROM coupon_stock "
-                    "WHERE campaign_id = 1 AND remain >= 1",
-                    {ok_rows(1), ok_rows(0), ok_rows(1)});
-    EXPECT_EQ(t.sent(), (std::vector<std::string>{take,
-                                                  "INSERT IGNORE INTO coupon_order (user_id, campaign_id) VALUES (7, 1)",
-                                                  give_back}));
+    auto t = s.exec(
+        "INSERT IGNORE INTO coupon_order (user_id, campaign_id) SELECT 7, campaign_id FROM coupon_stock "
+        "WHERE campaign_id = 1 AND remain >= 1",
+        {ok_rows(1), ok_rows(0), ok_rows(1)});
+    EXPECT_EQ(t.sent(), (std::vector<std::string>{
+                            take, "INSERT IGNORE INTO coupon_order (user_id, campaign_id) VALUES (7, 1)", give_back}));
     EXPECT_EQ(t.last().type, action::kind::reply_client);
     EXPECT_TRUE(t.has(event::duplicate_db));
     EXPECT_TRUE(t.has(event::compensated));
@@ -150,9 +151,10 @@ TEST(insert_select, in_a_transaction_take_and_row_go_in_it) {
 TEST(insert_select, prepared_values_are_the_bound_ones) {
     session s(variant_id::coupon);
     ASSERT_TRUE(s.ready()) << s.error();
-    auto t = s.exec("INSERT INTO coupon_order (user_id, campaign_id) SELECT ?, campaign_id FROM coupon_stock WHERE "
-                    "campaign_id = ? AND remain > 0",
-                    {ok_rows(1), ok_rows(1)}, autocommit, bound_integers({7, 1}));
+    auto t = s.exec(
+        "INSERT INTO coupon_order (user_id, campaign_id) SELECT ?, campaign_id FROM coupon_stock WHERE "
+        "campaign_id = ? AND remain > 0",
+        {ok_rows(1), ok_rows(1)}, autocommit, bound_integers({7, 1}));
     ASSERT_EQ(t.sent().size(), 2u);
     EXPECT_EQ(t.sent()[0], take);
     EXPECT_EQ(t.sent()[1], "INSERT INTO coupon_order (user_id, campaign_id) VALUES (?, ?)");
@@ -199,9 +201,10 @@ TEST(insert_select, uncertain_shapes_stay_refused) {
 TEST(insert_select, bulk_execute_of_it_is_not_a_claim) {
     session s(variant_id::coupon);
     ASSERT_TRUE(s.ready()) << s.error();
-    auto t = s.exec_bulk("INSERT INTO coupon_order (user_id, campaign_id) SELECT ?, campaign_id FROM coupon_stock "
-                         "WHERE campaign_id = ? AND remain > 0",
-                         {{7, 1}, {8, 1}}, {});
+    auto t = s.exec_bulk(
+        "INSERT INTO coupon_order (user_id, campaign_id) SELECT ?, campaign_id FROM coupon_stock "
+        "WHERE campaign_id = ? AND remain > 0",
+        {{7, 1}, {8, 1}}, {});
     EXPECT_EQ(t.d.what, verdict::forward);
     EXPECT_TRUE(t.actions.empty());
 }

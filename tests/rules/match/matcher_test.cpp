@@ -565,7 +565,8 @@ TEST(matcher, insert_select_from_the_stock_row_is_a_claim) {
         for (const auto& f : match(sql::parse(sql, {}), index).facts) out.push_back(test::render(f));
         return out;
     };
-    const std::string claim_7 = "claim coupon_order stock=coupon_stock table='coupon_order' rows=[{idem=[1,7] key=- stock=[7]}]";
+    const std::string claim_7 =
+        "claim coupon_order stock=coupon_stock table='coupon_order' rows=[{idem=[1,7] key=- stock=[7]}]";
     EXPECT_EQ(facts_of("INSERT INTO coupon_order (user_id, campaign_id) SELECT 1, campaign_id FROM coupon_stock "
                        "WHERE campaign_id = 7 AND remain > 0"),
               std::vector<std::string>{claim_7 + " from_select guarded"});
@@ -700,8 +701,8 @@ TEST(matcher, counter_from_subquery_has_its_own_code_and_advice) {
              "version = 3 WHERE campaign_id = 7",
          }) {
         const auto seen = unmodeled_of(sql);
-        EXPECT_EQ(seen.codes,
-                  (std::vector<std::string>{"coupon_stock counter_from_subquery", "coupon_order counter_from_subquery"}))
+        EXPECT_EQ(seen.codes, (std::vector<std::string>{"coupon_stock counter_from_subquery",
+                                                        "coupon_order counter_from_subquery"}))
             << sql;
     }
     // A schema-qualified stock table, in and out of the current database.
