@@ -542,6 +542,58 @@ INSTANTIATE_TEST_SUITE_P(delete_, parse_table, ::testing::ValuesIn(delete_cases)
 INSTANTIATE_TEST_SUITE_P(delete_not_ours, parse_table, ::testing::ValuesIn(not_ours_delete_cases), case_name);
 INSTANTIATE_TEST_SUITE_P(other, parse_table, ::testing::ValuesIn(other_cases), case_name);
 
+// INSERT ... SELECT stays not ours (insert_select); the one form the matcher may model keeps its parts.
+TEST(parser, insert_select_keeps_the_form_the_matcher_may_model) {
+    const auto st = parse("INSERT IGNORE INTO o (u, k) SELECT ?, s.k FROM stock s WHERE s.k = 7 AND s.c > 0;", {});
+    EXPECT_EQ(st.reason, not_ours_reason::insert_select);
+    ASSERT_NE(st.insert_select, nullptr);
+    EXPECT_TRUE(st.insert_select->insert.ignore);
+    EXPECT_EQ(st.insert_select->insert.columns.size(), 2u);
+    EXPECT_EQ(st.text(st.insert_select->select_token), "SELECT");
+    ASSERT_EQ(st.insert_select->item_values.size(), 2u);
+    EXPECT_EQ(st.insert_select->item_values[0].kind, operand_kind::placeholder);
+    EXPECT_EQ(st.insert_select->item_values[1].kind, operand_kind::column);
+    EXPECT_EQ(st.insert_select->select.where.predicates.size(), 2u);
+    for (const char* sql : {
+             "INSERT INTO o (u, k) SELECT 1, k FROM stock WHERE k = 7; SELECT 2",  // several statements
+             "REPLACE INTO o (u, k) SELECT 1, k FROM stock WHERE k = 7",           // REPLACE
+             "INSERT INTO o SELECT 1, k FROM stock WHERE k = 7",                   // no column list
+             "INSERT INTO o (u, k) SELECT 1, k FROM stock WHERE k = 7 ON DUPLICATE KEY UPDATE u = 1",
+             "INSERT INTO o (u, k) SELECT 1, k FROM stock s JOIN c ON c.id = s.k WHERE k = 7",
+             "INSERT INTO o (u, k) (SELECT 1, k FROM stock WHERE k = 7)",
+         }) {
+        const auto other = parse(sql, {});
+        EXPECT_EQ(other.reason, not_ours_reason::insert_select) << sql;
+        EXPECT_EQ(other.insert_select, nullptr) << sql;
+    }
+}
+
+// UPDATE t SET c = N - (SELECT COUNT(*) FROM t2 WHERE ...) WHERE ...: subquery_in_set, with its parts.
+TEST(parser, counter_recompute_keeps_its_parts) {
+    for (const char* sql : {
+             "UPDATE s SET c = 100 - (SELECT COUNT(*) FROM o WHERE k = 7) WHERE k = 7",
+             "UPDATE s SET c = (SELECT 100 - COUNT(*) FROM o x WHERE x.k = ?) WHERE k = ?;",
+         }) {
+        const auto st = parse(sql, {});
+        EXPECT_EQ(st.reason, not_ours_reason::subquery_in_set) << sql;
+        ASSERT_NE(st.counter_recompute, nullptr) << sql;
+        EXPECT_EQ(st.text(st.counter_recompute->total.span), "100") << sql;
+        EXPECT_EQ(st.text(st.counter_recompute->counted.name.name), "o") << sql;
+        EXPECT_EQ(st.counter_recompute->count_where.predicates.size(), 1u) << sql;
+        EXPECT_EQ(st.counter_recompute->where.predicates.size(), 1u) << sql;
+    }
+    for (const char* sql : {
+             "UPDATE s SET c = 100 - (SELECT COUNT(*) FROM o WHERE k = 7)",                  // no WHERE
+             "UPDATE s SET c = 100 - (SELECT COUNT(*) FROM o WHERE k = 7) - 1 WHERE k = 7",  // more arithmetic
+             "UPDATE s SET c = 100 - (SELECT SUM(n) FROM o WHERE k = 7) WHERE k = 7",        // not a count
+             "UPDATE s SET v = 1, c = 100 - (SELECT COUNT(*) FROM o WHERE k = 7) WHERE k = 7",
+             "UPDATE s SET c = 100 - (SELECT COUNT(*) FROM o WHERE k = 7) WHERE k = 7 LIMIT 1",
+         }) {
+        const auto st = parse(sql, {});
+        EXPECT_EQ(st.counter_recompute, nullptr) << sql;
+    }
+}
+
 TEST(parser, stop_offset_points_at_the_unsupported_token) {
     const std::string_view sql = "SELECT remain FROM t WHERE a = 1 OR b = 2";
     const parsed_statement st = parse(sql, opts());
