@@ -90,6 +90,11 @@ std::string describe_fact(const fact& f) {
                    (r.lock == sql::lock_clause::none ? "" : " (locking read)");
         }
         std::string operator()(const counter_write& w) const {
+            if (w.recomputed)
+                return "counter recomputed: stock rule " + w.rule->name + ", " + describe_table(w.table) + ", " +
+                       describe_key(w.rule->key_columns, w.key) + ", sets " + w.rule->counter_column +
+                       " = N - the count of claim rule " + w.counted->name + "'s rows of " +
+                       describe_key(w.rule->key_columns, w.counted_key);
             return "counter write: stock rule " + w.rule->name + ", " + describe_table(w.table) + ", " +
                    describe_key(w.rule->key_columns, w.key) + ", sets " + w.rule->counter_column + " = " +
                    describe_value(w.value);
@@ -100,7 +105,8 @@ std::string describe_fact(const fact& f) {
                    describe_value(c.amount) + ", " + std::string(guard_name(c.guard));
         }
         std::string operator()(const claim_insert& c) const {
-            return std::string(c.replace ? "claim replace" : "claim insert") + ": claim rule " + c.rule->name + ", " +
+            return std::string(c.replace ? "claim replace" : c.from_select ? "claim by INSERT ... SELECT" : "claim insert") +
+                   ": claim rule " + c.rule->name + ", " +
                    describe_table(c.table) + ", " + std::to_string(c.rows.size()) + (c.rows.size() == 1 ? " row" : " rows");
         }
         std::string operator()(const transaction_boundary& b) const {

@@ -37,6 +37,22 @@ TEST(explain, incident_write_is_a_take_whatever_was_read) {
               "  answer ERROR 1644 (45000): claimguard: coupon_stock is sold out for this key\n");
 }
 
+// A claim by INSERT ... SELECT from the stock row: its own take, then the row as INSERT ... VALUES.
+TEST(explain, insert_select_claim_takes_then_inserts_the_row) {
+    const auto out = run("INSERT INTO coupon_order (user_id, campaign_id) SELECT 42, campaign_id FROM coupon_stock "
+                         "WHERE campaign_id = 7 AND remain > 0");
+    EXPECT_NE(out.find("fact: claim by INSERT ... SELECT: claim rule coupon_order"), std::string::npos) << out;
+    EXPECT_NE(out.find("when its take takes the unit and the row goes in:\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("  send: INSERT INTO coupon_order (user_id, campaign_id) VALUES (42, 7)\n"), std::string::npos)
+        << out;
+    EXPECT_NE(out.find("when its take finds the floor:"), std::string::npos) << out;
+    EXPECT_NE(out.find("  answer OK (0 rows affected)\n"), std::string::npos) << out;
+    const auto recompute = run("UPDATE coupon_stock SET remain = 100 - (SELECT COUNT(*) FROM coupon_order WHERE "
+                               "campaign_id = 7) WHERE campaign_id = 7");
+    EXPECT_NE(recompute.find("fact: counter recomputed: stock rule coupon_stock"), std::string::npos) << recompute;
+    EXPECT_NE(recompute.find("unmodeled: counter_from_subquery; policy refuse"), std::string::npos) << recompute;
+}
+
 TEST(explain, deferred_take_in_a_transaction) {
     const auto out = run("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7", std::nullopt, variant_id::defer);
     EXPECT_NE(out.find("in autocommit:\nwhen 1 row changes:"), std::string::npos) << out;
