@@ -153,6 +153,16 @@ decision decide_write(const match::counter_write& w, const value_resolver& value
         }
         // Below the floor, or values not known: a take like any other absolute write.
     }
+    if (memory.recompute_owed(w.rule->name, d.key)) {
+        // The app's own write of the counter after its claim by INSERT ... SELECT (SELECT remain; INSERT ...
+        // SELECT; SET remain = <read - 1>): the claim took the unit itself.
+        d.what = verdict::restock;
+        d.absorb_recompute = true;
+        d.note =
+            "the app's write of the counter right after this connection's claim by INSERT ... SELECT: its take "
+            "already moved the counter (absorbed)";
+        return d;
+    }
     d.what = verdict::take;
     d.units = w.rule->units;
     d.may_conflict = w.extra_conditions;
@@ -236,6 +246,16 @@ decision decide_change(const match::counter_change& c, const value_resolver& val
         return d;
     }
     d.units = -*delta;
+    if (d.units == c.rule->units && memory.recompute_owed(c.rule->name, d.key)) {
+        // The app's own decrement of the unit its claim by INSERT ... SELECT already took (the claim took it
+        // itself): a second take would sell one unit twice.
+        d.what = verdict::restock;
+        d.absorb_recompute = true;
+        d.note =
+            "the app's decrement right after this connection's claim by INSERT ... SELECT: its take already "
+            "moved the counter (absorbed)";
+        return d;
+    }
     if (c.guard == match::guard_state::sufficient) {
         d.what = verdict::track_decrement;
         d.note = "already guarded decrement";

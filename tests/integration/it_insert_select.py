@@ -16,6 +16,8 @@ PyMySQL, a connection per user:
 
 - racy (autocommit, some bookkeeping between the two): directly two users both see remain > 0 and both
   insert (more claims than stock); through the eight, exactly the stock, remain 0, no duplicates, no leak;
+- racy and keeping the counter itself (the claim, then remain = remain - 1): the same, each decrement
+  absorbed (the claim's own take paid for the unit);
 - correct (in a transaction after SELECT ... FOR UPDATE of the stock row): through the eight the same
   claims and remain as directly (exactly the stock).
 60 users on 24 threads, stock 15, each user trying twice. Every sidecar served users of its own, and each
@@ -55,6 +57,7 @@ ARGS = None
 
 CLAIM = ("INSERT INTO coupon_order (user_id, campaign_id) SELECT %s, campaign_id FROM coupon_stock "
          "WHERE campaign_id = %s AND remain > 0")
+DECREMENT = "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = %s"
 RECOMPUTE = ("UPDATE coupon_stock SET remain = %s - (SELECT COUNT(*) FROM coupon_order WHERE campaign_id = %s) "
              "WHERE campaign_id = %s")
 
@@ -92,6 +95,15 @@ class InsertSelect(unittest.TestCase):
             return False
         time.sleep(BOOKKEEPING_S)
         cur.execute(RECOMPUTE, (STOCK, CAMPAIGN, CAMPAIGN))
+        return True
+
+    @staticmethod
+    def racy_decrementing(cur, user):
+        """The racy app that keeps the counter itself: the claim, some bookkeeping, remain = remain - 1."""
+        if cur.execute(CLAIM, (user, CAMPAIGN)) != 1:
+            return False
+        time.sleep(BOOKKEEPING_S)
+        cur.execute(DECREMENT, (CAMPAIGN,))
         return True
 
     @staticmethod
@@ -184,6 +196,23 @@ class InsertSelect(unittest.TestCase):
         # Each claim's recompute was absorbed (its take had moved the counter), on the claim's sidecar.
         self.assertEqual(sum(a for _, a in after) - sum(a for _, a in before), STOCK, (before, after))
         print(f"  through {SIDECARS}: {f['rows']} claims, remain {f['remain']}", file=sys.stderr)
+
+    def test_1b_racy_app_decrementing_itself_sells_exactly_the_stock(self):
+        # The claim's own take paid for the unit; the app's remain = remain - 1 after it is absorbed, not a
+        # second take (which would sell half the stock).
+        self.cluster.reset({CAMPAIGN: STOCK})
+        self.run_users([self.cluster.db.port], self.racy_decrementing)
+        direct = self.facts()
+        self.assertGreater(direct["rows"], STOCK, direct)
+        self.cluster.reset({CAMPAIGN: STOCK})
+        before = self.spread()
+        answers = self.run_users([p.port for p in self.proxies], self.racy_decrementing)
+        f = self.assert_exact(answers, "racy, decrementing")
+        self.assertEqual(f["remain"], 0, f)
+        after = self.spread()
+        self.assertEqual(sum(a for _, a in after) - sum(a for _, a in before), STOCK, (before, after))
+        print(f"  decrementing itself: directly {direct['rows']} claims, remain {direct['remain']}; through "
+              f"{SIDECARS}: {f['rows']} claims, remain {f['remain']}", file=sys.stderr)
 
     def test_2_correct_app_sells_what_it_sells_directly(self):
         self.cluster.reset({CAMPAIGN: STOCK})

@@ -236,6 +236,41 @@ TEST(insert_select, recompute_after_the_claim_is_absorbed) {
     EXPECT_TRUE(again.sent().empty());
 }
 
+// The app that keeps the counter itself after the claim (INSERT ... SELECT, then remain = remain - 1, or the
+// absolute remain = <read - 1>): the claim's own take paid for the unit, so that write is absorbed too, once;
+// without it every claim would take two units.
+TEST(insert_select, the_apps_own_decrement_after_the_claim_is_absorbed_once) {
+    for (const std::string write : {"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 1",
+                                    "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 1 AND remain > 0",
+                                    "UPDATE coupon_stock SET remain = 41 WHERE campaign_id = 1"}) {
+        session s(variant_id::coupon);
+        ASSERT_TRUE(s.ready()) << s.error();
+        auto c = s.exec(claim, {ok_rows(1), ok_rows(1)});
+        ASSERT_TRUE(c.has(event::claim_inserted));
+        auto t = s.exec(write, {});
+        EXPECT_TRUE(t.d.absorb_recompute) << write << ": " << t.d.note;
+        EXPECT_TRUE(t.sent().empty()) << write;
+        ASSERT_EQ(t.last().type, action::kind::answer) << write;
+        EXPECT_EQ(t.last().ok_rows, 1u);
+        EXPECT_TRUE(t.has(event::absorbed_recompute));
+        // Once: the next decrement is a take of its own (or the app's guarded one, tracked).
+        auto again = s.exec(write, {ok_rows(1)});
+        EXPECT_FALSE(again.d.absorb_recompute) << write;
+        EXPECT_TRUE(again.d.what == verdict::take || again.d.what == verdict::track_decrement)
+            << write << ": " << again.d.note;
+    }
+}
+
+// Another amount than the rule's units is not the claim's unit: not absorbed.
+TEST(insert_select, a_decrement_of_other_units_after_the_claim_is_not_absorbed) {
+    session s(variant_id::coupon);
+    ASSERT_TRUE(s.ready()) << s.error();
+    ASSERT_TRUE(s.exec(claim, {ok_rows(1), ok_rows(1)}).has(event::claim_inserted));
+    auto t = s.exec("UPDATE coupon_stock SET remain = remain - 2 WHERE campaign_id = 1", {ok_rows(1)});
+    EXPECT_FALSE(t.d.absorb_recompute) << t.d.note;
+    EXPECT_EQ(t.d.what, verdict::take);
+}
+
 TEST(insert_select, recompute_without_a_claim_of_ours_is_refused_with_advice) {
     session s(variant_id::coupon);
     ASSERT_TRUE(s.ready()) << s.error();
