@@ -175,10 +175,13 @@ bool explain(const match::rule_index& rules, std::string_view sql, const match::
         read_situation situation;
         situation.observe = rules.rules().effective_mode(*d.stock) == rules::mode::observe;
         const auto why = read_cache_bypass(std::get<match::counter_read>(*d.fact), d.key, memory, situation);
-        if (why.empty())
+        if (why.empty()) {
             out << "read cache: answered by this sidecar while its copy is at most " << d.stock->read_cache->count()
-                << "ms old (in autocommit, or a transaction that has not changed this key)\n";
-        else
+                << "ms old";
+            if (d.stock->read_cache_sold_out)
+                out << " (" << d.stock->read_cache_sold_out->count() << "ms once the key is sold out)";
+            out << " (in autocommit, or a transaction that has not changed this key)\n";
+        } else
             out << "read cache: sent to the server: " << why << "\n";
     }
     bool ok = true;

@@ -29,9 +29,16 @@ read_cache::value_slot& read_cache::value_of(const std::string& rule, const key_
     return slot;
 }
 
+std::chrono::milliseconds read_cache::sold_out_age(std::chrono::milliseconds ttl, const sold_out_backoff& sold_out,
+                                                   unsigned refreshes_sold_out) {
+    auto age = ttl;
+    for (unsigned i = 0; i < refreshes_sold_out && age < sold_out.max; ++i) age *= 2;
+    return std::max(ttl, std::min(age, sold_out.max));
+}
+
 read_cache::lookup read_cache::find(const std::string& rule, const key_tuple& key, const std::string& shape,
                                     std::chrono::milliseconds ttl, clock::time_point now, bool may_refresh,
-                                    std::chrono::milliseconds max_wait) {
+                                    std::chrono::milliseconds max_wait, const sold_out_backoff& sold_out) {
     std::lock_guard lock(mutex_);
     lookup out;
     auto& v = value_of(rule, key);
@@ -39,7 +46,10 @@ read_cache::lookup read_cache::find(const std::string& rule, const key_tuple& ke
     auto t = templates_.find(std::make_pair(std::make_pair(rule, key), shape));
     if (t == templates_.end()) return out;  // miss
     out.what = outcome::refresh;
-    if (!v.valid || now - v.fetched >= ttl || now - t->second.fetched >= ttl) {
+    // A sold-out key is asked for less and less often (read_cache_sold_out): after a sale every
+    // attempt still reads it, and each refresh would be a statement the database runs for nothing.
+    const auto age = v.valid && v.value <= sold_out.floor ? sold_out_age(ttl, sold_out, v.refreshes_sold_out) : ttl;
+    if (!v.valid || now - v.fetched >= age || now - t->second.fetched >= age) {
         if (v.refreshing && now - *v.refreshing < max_wait) {
             out.what = outcome::wait;
         } else if (may_refresh) {
@@ -55,11 +65,14 @@ read_cache::lookup read_cache::find(const std::string& rule, const key_tuple& ke
 
 void read_cache::store(const std::string& rule, const key_tuple& key, const std::string& shape,
                        std::shared_ptr<const protocol::counter_reply> reply, std::int64_t value,
-                       std::uint64_t generation, clock::time_point asked) {
+                       std::uint64_t generation, clock::time_point asked, const sold_out_backoff& sold_out) {
     std::lock_guard lock(mutex_);
     auto& v = value_of(rule, key);
     v.refreshing.reset();
     if (v.generation == generation) {
+        // Sold out before and still sold out: the next refresh waits twice as long (up to the bound).
+        const bool still_sold_out = v.valid && v.value <= sold_out.floor && value <= sold_out.floor;
+        v.refreshes_sold_out = still_sold_out ? std::min(v.refreshes_sold_out + 1, max_sold_out_doublings) : 0;
         v.value = value;
         v.valid = true;
         v.fetched = asked;
@@ -90,6 +103,7 @@ void read_cache::on_take(const std::string& rule, const key_tuple& key, std::int
     auto it = values_.find(std::make_pair(rule, key));
     if (it == values_.end()) return;
     it->second.value -= units;
+    it->second.refreshes_sold_out = 0;  // it had stock: whatever it finds next starts from the TTL
     it->second.generation = next_generation_++;
 }
 
@@ -97,6 +111,7 @@ void read_cache::on_exhausted(const std::string& rule, const key_tuple& key, std
                               clock::time_point now) {
     std::lock_guard lock(mutex_);
     auto& v = value_of(rule, key);
+    if (!v.valid || v.value > floor) v.refreshes_sold_out = 0;  // newly sold out: its backoff starts at the TTL
     v.value = floor;
     v.valid = true;
     v.fetched = now;  // the server just said so
@@ -108,6 +123,7 @@ void read_cache::invalidate(const std::string& rule, const key_tuple& key) {
     auto it = values_.find(std::make_pair(rule, key));
     if (it == values_.end()) return;
     it->second.valid = false;
+    it->second.refreshes_sold_out = 0;
     it->second.generation = next_generation_++;
 }
 
@@ -115,6 +131,7 @@ void read_cache::invalidate_rule(const std::string& rule) {
     std::lock_guard lock(mutex_);
     for (auto it = values_.lower_bound(key_id(rule, {})); it != values_.end() && it->first.first == rule; ++it) {
         it->second.valid = false;
+        it->second.refreshes_sold_out = 0;
         it->second.generation = next_generation_++;
     }
 }

@@ -220,9 +220,9 @@ std::optional<statement_action> statement_operation::start_cached_read() {
 
 statement_action statement_operation::look_up() {
     asked_at_ = read_cache::clock::now();
-    found_ = ctx_.cache->find(d_.stock->name, d_.key, ctx_.read->shape, *d_.stock->read_cache, asked_at_,
-                              !in_transaction_before_,
-                              d_.stock->max_refresh_wait.value_or(read_cache::max_refresh_wait));
+    found_ = ctx_.cache->find(
+        d_.stock->name, d_.key, ctx_.read->shape, *d_.stock->read_cache, asked_at_, !in_transaction_before_,
+        d_.stock->max_refresh_wait.value_or(read_cache::max_refresh_wait), sold_out_backoff_of(*d_.stock));
     switch (found_.what) {
         case read_cache::outcome::wait:
             // Another read of this key is refreshing it: its answer serves this one too (one
@@ -265,7 +265,7 @@ statement_action statement_operation::after_cached_read(const statement_input& i
         // In a transaction: served from the kept template later, never kept as the key's value.
         if (!in_transaction_before_) {
             ctx_.cache->store(d_.stock->name, d_.key, ctx_.read->shape, in.kept_read, value, found_.generation,
-                              asked_at_);
+                              asked_at_, sold_out_backoff_of(*d_.stock));
             stored = true;
             report_.reads.push_back({read_note::kind::stored, {}});
         }

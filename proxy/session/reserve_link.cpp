@@ -49,8 +49,8 @@ bool link_lost(const schema::db_error& e) { return e.code >= 2000 && e.code < 30
 }  // namespace
 
 reserve_link::reserve_link(const config::proxy_options& options, engine::reserve_pool& pool,
-                           engine::rules_holder& holder)
-    : pool_(pool), holder_(holder) {
+                           engine::rules_holder& holder, engine::read_cache* cache)
+    : pool_(pool), holder_(holder), cache_(cache) {
     enabled_ = !options.schema_check_user.empty();
     connection_ = schema_account_connection(options);
     connection_.connect_timeout = reserve_connect_timeout;
@@ -226,6 +226,8 @@ void reserve_link::send_give_back(const engine::reserve_give_back& g) {
         return;
     }
     reserve_metrics::get().given_back.inc(static_cast<std::uint64_t>(g.units));
+    // The row has stock again: this sidecar's next read of the key asks it.
+    if (cache_ != nullptr && rule.read_cache) cache_->invalidate(rule.name, g.key);
     spdlog::debug("reserve: rule {}: gave {} unit(s) back to the row", rule.name, g.units);
 }
 

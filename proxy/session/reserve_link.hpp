@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "proxy/config/proxy_options.hpp"
+#include "proxy/engine/read_cache.hpp"
 #include "proxy/engine/reserve_pool.hpp"
 #include "proxy/engine/rules_snapshot.hpp"
 #include "proxy/schema/inspect.hpp"
@@ -30,7 +31,10 @@ inline constexpr std::chrono::seconds reserve_read_timeout{5};
 
 class reserve_link {
 public:
-    reserve_link(const config::proxy_options& options, engine::reserve_pool& pool, engine::rules_holder& holder);
+    // `cache`: the sidecar's read cache, told of each give-back (a sold-out key's copy must not hide
+    // the units that came back for read_cache_sold_out); null when nothing needs telling.
+    reserve_link(const config::proxy_options& options, engine::reserve_pool& pool, engine::rules_holder& holder,
+                 engine::read_cache* cache = nullptr);
     ~reserve_link();
     reserve_link(const reserve_link&) = delete;
     reserve_link& operator=(const reserve_link&) = delete;
@@ -62,6 +66,7 @@ private:
 
     engine::reserve_pool& pool_;
     engine::rules_holder& holder_;
+    engine::read_cache* cache_;
     schema::connection_options connection_;
     bool enabled_ = false;
     std::optional<schema::inspector> conn_;

@@ -392,7 +392,7 @@ int run_server(const config::proxy_options& options) {
         state.session_ctx.ledger = &state.ledger;
         state.session_ctx.read_cache = &state.read_cache;
         state.session_ctx.admission = &state.admission;
-        reserve = std::make_unique<reserve_link>(options, state.reserve, state.rules);
+        reserve = std::make_unique<reserve_link>(options, state.reserve, state.rules, &state.read_cache);
         if (reserve->enabled()) {
             state.session_ctx.reserve = &state.reserve;
             state.session_ctx.reserve_conn = reserve.get();

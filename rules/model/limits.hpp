@@ -50,6 +50,8 @@ inline constexpr std::chrono::milliseconds max_read_cache{10 * 1000};
 // ... and max_refresh_wait: how long the other reads of a key wait for the one read refreshing it.
 inline constexpr std::chrono::milliseconds min_refresh_wait{1};
 inline constexpr std::chrono::milliseconds max_refresh_wait{5 * 1000};
+// ... and read_cache_sold_out: the longest a sold-out key's refreshes back off to (at least read_cache).
+inline constexpr std::chrono::milliseconds max_read_cache_sold_out{60 * 1000};
 
 // Units one claim takes (stock rule `units:`); MySQL user names are at most 128 bytes (MariaDB 80 chars).
 inline constexpr std::int64_t max_units_per_claim = 1000000000;

@@ -152,6 +152,16 @@ void read_max_refresh_wait(yaml_file& file, const field& f, parsed_stock& p) {
     p.complete = p.complete && p.rule.max_refresh_wait.has_value();
 }
 
+void read_read_cache_sold_out(yaml_file& file, const field& f, parsed_stock& p) {
+    if (!p.rule.read_cache) {
+        file.error(f.value_mark(), "read_cache_sold_out applies to reads the sidecar answers: set read_cache too");
+        p.complete = false;
+        return;
+    }
+    p.rule.read_cache_sold_out = read_duration(file, f, *p.rule.read_cache, max_read_cache_sold_out);
+    p.complete = p.complete && p.rule.read_cache_sold_out.has_value();
+}
+
 void read_defer_decrement(yaml_file& file, const field& f, parsed_stock& p) {
     const auto v = read_bool(file, f);
     p.rule.defer_decrement = v.value_or(false);
@@ -327,6 +337,7 @@ constexpr field_spec<parsed_stock> stock_fields[] = {
     {"unmodeled", read_rule_unmodeled<parsed_stock>},
     {"read_cache", read_read_cache},
     {"max_refresh_wait", read_max_refresh_wait},
+    {"read_cache_sold_out", read_read_cache_sold_out},
     {"defer_decrement", read_defer_decrement},
     {"admission", read_admission},
     {"amount_evidence", read_amount_evidence},

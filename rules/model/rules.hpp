@@ -111,6 +111,9 @@ struct stock_rule {
     // With read_cache: how long the other reads of a key wait for the one read refreshing it before
     // they ask the server themselves (empty: the read cache's default, 250ms).
     std::optional<std::chrono::milliseconds> max_refresh_wait;
+    // With read_cache: the longest a key at or below the floor is answered from the sidecar's copy:
+    // its refreshes back off from read_cache up to this (empty: once per read_cache, as any key).
+    std::optional<std::chrono::milliseconds> read_cache_sold_out;
     std::optional<admission_limits> admission;  // empty: no admission gate (every decrement goes)
     std::optional<group_update_limits> group_update;  // empty: every take is its own UPDATE
     std::optional<reserve_limits> reserve;            // empty: takes in transactions go to the row

@@ -165,6 +165,123 @@ TEST_F(read_cache_test, a_template_too_large_is_not_kept) {
     EXPECT_EQ(cache.find(rule, key, shape, ttl, t0).what, outcome::miss);  // the value alone answers nothing
 }
 
+// read_cache_sold_out (issue 20): after a sale every attempt still reads the sold-out key; its
+// refreshes back off from the TTL, doubling each time the server says it is still sold out, up to
+// the rule's bound, so a herd on a sold-out key costs the database a few reads, not one per TTL.
+struct sold_out_test : read_cache_test {
+    const sold_out_backoff backoff{400ms, 0};
+
+    // A refresh due at `at` (and not before): the server says `value`.
+    void refresh_due_at(read_cache::clock::time_point at, std::int64_t value) {
+        EXPECT_EQ(cache.find(rule, key, shape, ttl, at - 1ms, true, read_cache::max_refresh_wait, backoff).what,
+                  outcome::hit);
+        auto l = cache.find(rule, key, shape, ttl, at, true, read_cache::max_refresh_wait, backoff);
+        ASSERT_EQ(l.what, outcome::refresh);
+        cache.store(rule, key, shape, reply(), value, l.generation, at, backoff);
+    }
+    void read_sold_out(read_cache::clock::time_point at) {
+        auto l = cache.find(rule, key, shape, ttl, at, true, read_cache::max_refresh_wait, backoff);
+        EXPECT_NE(l.what, outcome::hit);
+        cache.store(rule, key, shape, reply(), 0, l.generation, at, backoff);
+    }
+};
+
+TEST_F(sold_out_test, refreshes_back_off_from_the_ttl_doubling_to_the_bound) {
+    read_sold_out(t0);  // first seen sold out: kept for the TTL
+    refresh_due_at(t0 + 50ms, 0);
+    refresh_due_at(t0 + 150ms, 0);   // still sold out: 100ms
+    refresh_due_at(t0 + 350ms, 0);   // 200ms
+    refresh_due_at(t0 + 750ms, 0);   // 400ms: the bound
+    refresh_due_at(t0 + 1150ms, 0);  // and never more
+    refresh_due_at(t0 + 1550ms, 0);
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, t0 + 1551ms, true, read_cache::max_refresh_wait, backoff).value, 0);
+    // The bound a rule may set is far beyond the doublings that reach it.
+    EXPECT_EQ(read_cache::sold_out_age(1ms, {60s, 0}, 1000), 60s);
+    EXPECT_EQ(read_cache::sold_out_age(50ms, {}, 10), 50ms) << "no bound: no backoff";
+}
+
+TEST_F(sold_out_test, a_key_with_stock_is_refreshed_every_ttl) {
+    read_sold_out(t0);
+    refresh_due_at(t0 + 50ms, 0);
+    refresh_due_at(t0 + 150ms, 3);  // stock came back (another sidecar's give-back, a direct restock)
+    refresh_due_at(t0 + 200ms, 3);
+    refresh_due_at(t0 + 250ms, 0);  // sold out again: the backoff starts over at the TTL
+    refresh_due_at(t0 + 300ms, 0);
+    refresh_due_at(t0 + 400ms, 0);
+}
+
+TEST_F(sold_out_test, without_the_option_a_sold_out_key_is_refreshed_every_ttl) {
+    for (auto at = t0; at < t0 + 300ms; at += 50ms) {
+        auto l = cache.find(rule, key, shape, ttl, at);
+        ASSERT_NE(l.what, outcome::hit);
+        EXPECT_EQ(cache.find(rule, key, shape, ttl, at - 1ms).what, at == t0 ? outcome::miss : outcome::hit);
+        cache.store(rule, key, shape, reply(), 0, l.generation, at);
+        cache.end_refresh(rule, key);
+    }
+}
+
+TEST_F(sold_out_test, a_floor_other_than_zero) {
+    const sold_out_backoff below{400ms, -2};
+    for (auto at : {t0, t0 + 50ms, t0 + 150ms}) {
+        auto l = cache.find(rule, key, shape, ttl, at, true, read_cache::max_refresh_wait, below);
+        ASSERT_NE(l.what, outcome::hit);
+        cache.store(rule, key, shape, reply(), -2, l.generation, at, below);
+    }
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, t0 + 349ms, true, read_cache::max_refresh_wait, below).what,
+              outcome::hit);
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, t0 + 350ms, true, read_cache::max_refresh_wait, below).what,
+              outcome::refresh);
+    // 0 is above the floor -2: stock, refreshed every TTL.
+    cache.end_refresh(rule, key);
+    cache.invalidate(rule, key);
+    auto l = cache.find(rule, key, shape, ttl, t0 + 400ms, true, read_cache::max_refresh_wait, below);
+    cache.store(rule, key, shape, reply(), 0, l.generation, t0 + 400ms, below);
+    EXPECT_EQ(cache.find(rule, key, shape, ttl, t0 + 450ms, true, read_cache::max_refresh_wait, below).what,
+              outcome::refresh);
+}
+
+// What this sidecar sees that may raise the counter starts the backoff over: its next read asks the
+// server at once, and a key still sold out is kept for the TTL again.
+TEST_F(sold_out_test, a_restock_or_give_back_this_sidecar_sees_starts_over) {
+    const auto backed_off = [&](read_cache::clock::time_point from) {
+        cache.invalidate(rule, key);  // each case from a fresh start
+        read_sold_out(from);
+        refresh_due_at(from + 50ms, 0);
+        refresh_due_at(from + 150ms, 0);  // now kept 200ms
+    };
+    const auto starts_over = [&](read_cache::clock::time_point at) {
+        EXPECT_EQ(cache.find(rule, key, shape, ttl, at, true, read_cache::max_refresh_wait, backoff).what,
+                  outcome::refresh);
+        cache.end_refresh(rule, key);
+        read_sold_out(at);  // the row is still at the floor (the units were taken again)
+        refresh_due_at(at + 50ms, 0);
+    };
+    backed_off(t0);
+    cache.invalidate(rule, key);  // a restock or give-back forwarded, a reserve give-back, a trusted write
+    starts_over(t0 + 160ms);
+    auto t1 = t0 + 1s;
+    backed_off(t1);
+    cache.invalidate_rule(rule);  // a trusted write of every key
+    starts_over(t1 + 160ms);
+    // A refused take says sold out again: fresh, but no reason to start over.
+    auto t2 = t0 + 2s;
+    backed_off(t2);
+    cache.on_exhausted(rule, key, 0, t2 + 160ms);
+    refresh_due_at(t2 + 350ms, 0);  // the template's age, still 200ms (the TTL would have said 210ms)
+    refresh_due_at(t2 + 750ms, 0);  // and on to the bound
+}
+
+// A sale that ends on this sidecar: its take, then a refusal (another sidecar took the last unit).
+TEST_F(sold_out_test, a_sale_that_ends_here_backs_off_from_the_ttl) {
+    auto l = cache.find(rule, key, shape, ttl, t0, true, read_cache::max_refresh_wait, backoff);
+    cache.store(rule, key, shape, reply(), 2, l.generation, t0, backoff);
+    cache.on_take(rule, key, 1);
+    cache.on_exhausted(rule, key, 0, t0 + 10ms);
+    refresh_due_at(t0 + 50ms, 0);   // the template's TTL: the first refresh, sold out as known
+    refresh_due_at(t0 + 150ms, 0);  // 100ms
+    refresh_due_at(t0 + 350ms, 0);  // 200ms
+}
+
 // `claimguard explain` says whether a read may be answered by the sidecar, from the same
 // read_cache_bypass() the session asks.
 std::string explain_with_read_cache(std::string_view sql, bool observe = false) {

@@ -29,6 +29,22 @@ const rules_env& admission_env() {
     return *env;
 }
 
+// The same with read_cache_sold_out: a sold-out key's reads back off from 10s to a minute.
+const rules_env& sold_out_env() {
+    static std::unique_ptr<rules_env> env = [] {
+        auto e = std::make_unique<rules_env>();
+        auto text = read_coupon_yaml();
+        if (!replace_once(text, "    units: 1 ",
+                          "    admission:\n      max_in_flight: 1\n      queue_timeout: 200ms\n      max_queue: 1\n"
+                          "    read_cache: 10s\n    read_cache_sold_out: 1m\n    units: 1 ")) {
+            e->error = "coupon.yaml changed: cannot add read_cache_sold_out";
+            return e;
+        }
+        return env_of_text(text);
+    }();
+    return *env;
+}
+
 using sa = statement_action::kind;
 
 // An action as the session saw it: its kind and flags, with what the operation kept for it
@@ -92,8 +108,9 @@ struct run_result {
 // answered from a script by the engine's scripted run.
 class connection {
 public:
-    connection(admission_gate& gate, take_ledger& ledger, std::uint64_t id = 1, bool redis = false)
-        : env_(admission_env()), gate_(gate), ledger_(ledger), id_(id), redis_(redis) {}
+    connection(admission_gate& gate, take_ledger& ledger, std::uint64_t id = 1, bool redis = false,
+               const rules_env& env = admission_env())
+        : env_(env), gate_(gate), ledger_(ledger), id_(id), redis_(redis) {}
 
     [[nodiscard]] bool ready() const { return env_.error.empty(); }
     [[nodiscard]] const std::string& error() const { return env_.error; }
@@ -580,6 +597,37 @@ TEST_F(statement_op, io_lost_under_a_refresh_ends_it) {
     auto next = b.run(read_sql, {server_read(4)});
     EXPECT_EQ(next.kinds(), (std::vector<sa>{sa::send_statement, sa::reply_kept}));  // no wait
     EXPECT_EQ(next.read_kinds(), (std::vector<read_note::kind>{read_note::kind::refresh, read_note::kind::stored}));
+}
+
+// read_cache_sold_out: the operation asks the cache with the rule's backoff and keeps the
+// server's answer with it. The clock is real: the key's earlier reads are stored as if long ago.
+TEST_F(statement_op, a_sold_out_key_is_read_with_the_rules_backoff) {
+    using namespace std::chrono_literals;
+    connection a(gate, ledger, 1, false, sold_out_env());
+    ASSERT_TRUE(a.ready()) << a.error();
+    a.cache = &cache;
+    const sold_out_backoff backoff{1min, 0};
+    const auto kept_at = [&](read_cache::clock::time_point at) {  // the server said 0 at `at`
+        auto l = cache.find("coupon_stock", key1, a.read.shape, 10s, at, true, read_cache::max_refresh_wait, backoff);
+        cache.store("coupon_stock", key1, a.read.shape, kept_reply(0), 0, l.generation, at, backoff);
+    };
+    const auto t0 = read_cache::clock::now();
+    kept_at(t0 - 50s);  // first seen sold out: kept 10s
+    auto refreshed = a.run(read_sql, {server_read(0)});
+    EXPECT_EQ(refreshed.read_kinds(),
+              (std::vector<read_note::kind>{read_note::kind::refresh, read_note::kind::stored}));
+    // Still sold out: kept 20s now. Without the backoff the TTL (10s) would have ended at +15s.
+    const auto after = read_cache::clock::now();
+    EXPECT_EQ(
+        cache.find("coupon_stock", key1, a.read.shape, 10s, after + 15s, true, read_cache::max_refresh_wait, backoff)
+            .what,
+        read_cache::outcome::hit);
+    // ... and the operation's own lookup uses it: 15s after one more refresh still sold out (kept
+    // 40s from there), a hit where the TTL alone would have asked the server.
+    kept_at(t0 - 15s);
+    auto hit = a.run(read_sql, {statement_input::of_rebuilt(true)});
+    EXPECT_EQ(hit.kinds(), (std::vector<sa>{sa::serve_cached, sa::reply_rebuilt}));
+    EXPECT_EQ(hit.actions[0].value, 0);
 }
 
 // ---- the read cache follows the claims ------------------------------------------------------------

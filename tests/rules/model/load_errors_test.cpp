@@ -6,7 +6,7 @@ namespace {
 
 const std::string stock_fields_list =
     "name, table, key_columns, counter_column, version_column, floor, exhausted, mode, units, unmodeled, read_cache, "
-    "max_refresh_wait, defer_decrement, admission, amount_evidence, group_update, reserve";
+    "max_refresh_wait, read_cache_sold_out, defer_decrement, admission, amount_evidence, group_update, reserve";
 
 // Lines 1-3 of a stock rule whose line 4 is `    counter_column: <value>` (the value at column 21).
 std::string counter_is(const std::string& value) {
@@ -104,6 +104,12 @@ const error_case stock_cases[] = {
      {"6:23: max_refresh_wait applies to reads the sidecar answers: set read_cache too"}},
     {"max_refresh_wait_over_five_seconds", with_stock_lines("    read_cache: 50ms\n    max_refresh_wait: 5001ms\n"),
      {"7:23: max_refresh_wait is '5001ms'; it must be at least 1ms and at most 5s"}},
+    {"read_cache_sold_out_without_read_cache", with_stock_lines("    read_cache_sold_out: 1s\n"),
+     {"6:26: read_cache_sold_out applies to reads the sidecar answers: set read_cache too"}},
+    {"read_cache_sold_out_below_read_cache", with_stock_lines("    read_cache: 50ms\n    read_cache_sold_out: 2ms\n"),
+     {"7:26: read_cache_sold_out is '2ms'; it must be at least 50ms and at most 1m"}},
+    {"read_cache_sold_out_over_a_minute", with_stock_lines("    read_cache: 50ms\n    read_cache_sold_out: 61s\n"),
+     {"7:26: read_cache_sold_out is '61s'; it must be at least 50ms and at most 1m"}},
     {"read_cache_words", with_stock_lines("    read_cache: fast\n"),
      {"6:17: read_cache: 'fast' is not a duration; expected a number with a unit: 250ms, 1.5s, 2m or 8h (units ms, "
       "s, m, h)"}},
