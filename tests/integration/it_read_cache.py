@@ -34,6 +34,8 @@ import rawmysql  # noqa: E402
 import servers  # noqa: E402
 
 TTL_MS = 300
+SOLD_OUT_BOUND_MS = 2000  # read_cache_sold_out of test_sold_out_key_backs_off_...
+SOLD_OUT_STREAM_S = 6.0
 LONG_TTL_S = 10  # the longest allowed, far above the test's run time: a reply it shows stale came from the cache
 CAMPAIGN = 7
 STOCK = 5
@@ -427,6 +429,67 @@ class ReadCache(unittest.TestCase):
         self.assertEqual(line["rule"], "coupon_stock")
         self.assertEqual(line["statement"], "EXECUTE restock")
         self.assertEqual(line["answer"], "ok")
+
+    def test_sold_out_key_backs_off_and_a_restock_is_seen_within_the_bound(self):
+        # Issue 20: after a sale the late attempts keep reading the sold-out key. With read_cache_sold_out
+        # the sidecar asks the server less and less often (the TTL doubled per refresh still sold out, up to
+        # the bound): a stream of reads for SOLD_OUT_STREAM_S costs a few statements, not one per TTL; a
+        # restock made directly in the database is seen within the bound; a restock through this sidecar at once.
+        self.cluster.reset({CAMPAIGN: 0})
+        lines = [f"read_cache: {TTL_MS}ms", f"read_cache_sold_out: {SOLD_OUT_BOUND_MS}ms"]
+        rules = cluster.rules_with_stock_lines(os.path.join(self.work, "rules-sold-out.yaml"), lines)
+        proxy = servers.Claimguard(ARGS.claimguard, self.cluster.dir, "claimguard-sold-out", self.cluster.db.port,
+                                   extra_args=["--rules", rules])
+        self.cluster.proxies.append(proxy)
+        proxy.start()
+        sql = TEXT_READS[0]
+        reader = Raw(servers.HOST, proxy.port, CLIENT_TIMEOUT_S)
+        reader.login(cluster.APP_USER, cluster.APP_PASSWORD, cluster.DATABASE)
+
+        def remain():
+            return int(reader.text(sql)[-2][1][1:])
+
+        def refreshes():
+            return itlib.metric(proxy.admin_port, METRIC, {"rule": "coupon_stock", "result": "refresh"})
+
+        selects = self.db_selects()
+        reads, started = 0, time.monotonic()
+        while time.monotonic() - started < SOLD_OUT_STREAM_S:
+            self.assertEqual(remain(), 0)
+            reads += 1
+            time.sleep(0.002)
+        asked = self.db_selects() - selects
+        # TTL 300ms doubling to the 2s bound over 6s: refreshes at 0.3, 0.9, 2.1, 4.1 s (and one more on a
+        # slow machine), plus the first read's miss. Once per TTL would be 20.
+        print(f"\n    {reads} reads of the sold-out key in {SOLD_OUT_STREAM_S}s: {asked} sent to the server, "
+              f"{refreshes():.0f} refreshes", end="")
+        self.assertLessEqual(asked, 7)
+        self.assertGreaterEqual(reads, 200)
+        self.assertEqual(refreshes() + 1, asked, "every statement the server saw is the cache's")
+        # A restock straight in the database: seen within the bound (not at once: the key is backed off).
+        self.cluster.sql(f"UPDATE coupon_stock SET remain = remain + 3 WHERE campaign_id = {CAMPAIGN};")
+        restocked = time.monotonic()
+        itlib.wait_for(lambda: remain() == 3, SOLD_OUT_BOUND_MS / 1000.0 + 5, "the direct restock through claimguard")
+        self.assertLessEqual(time.monotonic() - restocked, SOLD_OUT_BOUND_MS / 1000.0 + 0.5)
+        # Sold out again through the sidecar, backed off again; a restock the app sends through this sidecar
+        # (remain = remain + N, forwarded as a restock) is seen at once.
+        with pymysql.connect(host=servers.HOST, port=proxy.port, user=cluster.APP_USER, password=cluster.APP_PASSWORD,
+                             database=cluster.DATABASE, autocommit=True, connect_timeout=CLIENT_TIMEOUT_S) as app, \
+                app.cursor() as cur:
+            take = f"UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = {CAMPAIGN}"
+            for _ in range(3):
+                self.assertEqual(cur.execute(take), 1)
+            with self.assertRaises(pymysql.MySQLError) as refused:
+                cur.execute(take)
+            self.assertEqual(refused.exception.args[0], 1644)
+            started = time.monotonic()
+            while time.monotonic() - started < 1.5:  # refreshes at 0.3 and 0.9 s: kept 1.2 s from there
+                self.assertEqual(remain(), 0)
+                time.sleep(0.01)
+            self.assertEqual(cur.execute(f"UPDATE coupon_stock SET remain = remain + 2 WHERE campaign_id = {CAMPAIGN}"),
+                             1)
+            self.assertEqual(remain(), 2, "a restock through this sidecar is seen at once")
+        reader.close()
 
     def test_reads_that_must_see_the_server(self):
         bypass = self.count("bypass")
