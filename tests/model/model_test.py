@@ -48,7 +48,8 @@ CI_SEEDS_ALL = [11, 23, 37, 41, 53, 67, 71, 83, 97, 101, 113, 127, 131, 149, 151
 CI_SEEDS = CI_SEEDS_ALL[:30]
 
 # Audit actions that take stock from the counter (docs/OPERATIONS.md section 5, proxy/engine/claim_operation.cpp).
-TAKE_ACTIONS = {"rewritten", "tracked", "deferred-flushed", "deferred-committed", "claimed-by-trigger"}
+TAKE_ACTIONS = {"rewritten", "tracked", "deferred-flushed", "deferred-committed", "claimed-by-trigger",
+                "reserve-committed"}
 FORWARDED = {"forwarded-unmodeled"}
 
 EXTRA_SCHEMA = """
@@ -79,6 +80,19 @@ CREATE TABLE campaign (
   PRIMARY KEY (id),
   UNIQUE KEY uq_code (code)
 ) ENGINE=InnoDB;
+"""
+
+# The sidecars' own account (schema_check_user): the schema check's least privileges (docs/OPERATIONS.md "The check
+# user's privileges") and, for reserve's refills and give-backs, UPDATE on the stock tables; never the app's.
+SIDECAR_USER = "cg_sidecar"
+SIDECAR_PASSWORD = "sidecar-Pw1"
+SIDECAR_ACCOUNT = f"""
+CREATE USER '{SIDECAR_USER}'@'%' IDENTIFIED BY '{SIDECAR_PASSWORD}';
+GRANT SELECT, SHOW VIEW, TRIGGER, EVENT ON incident.* TO '{SIDECAR_USER}'@'%';
+GRANT SELECT ON mysql.proc TO '{SIDECAR_USER}'@'%';
+GRANT UPDATE ON incident.coupon_stock TO '{SIDECAR_USER}'@'%';
+GRANT UPDATE ON incident.coupon_stock_s TO '{SIDECAR_USER}'@'%';
+FLUSH PRIVILEGES
 """
 
 # The claim tables whose INSERT trigger decrements coupon_stock (grammar dimension `trigger`), one per trigger:
@@ -218,8 +232,16 @@ TRIGGER_RULE_TEMPLATE = """  - name: {table}
 """
 
 
+# opt_reserve: each sidecar reserves blocks of RESERVE_BLOCK units (fewer near sell-out) and gives a key's unused
+# units back to the row after RESERVE_IDLE (docs/RULES.md "reserve"). Short, so that an app's keys are idle soon after
+# it ends: the row then reconciles exactly (RESERVE_SETTLE_S bounds the wait for the give-backs).
+RESERVE_BLOCK = 4
+RESERVE_IDLE = "100ms"
+RESERVE_SETTLE_S = 10.0
+
+
 def rules_text(okey):
-    read_cache, admission, defer, unmodeled, on_cancel, group_update = okey
+    read_cache, admission, defer, unmodeled, on_cancel, group_update, reserve = okey
     opts = []
     if read_cache == "on":
         opts.append("    read_cache: 50ms")
@@ -229,10 +251,18 @@ def rules_text(okey):
         opts.append("    group_update: {max_batch: 8, max_wait: 2ms}")
     if defer == "on":
         opts.append("    defer_decrement: true")
+    if reserve == "on":
+        opts.append(f"    reserve: {{block: {RESERVE_BLOCK}, idle: {RESERVE_IDLE}}}")
     trigger_rules = "".join(TRIGGER_RULE_TEMPLATE.format(table=trigger_table(t), on_cancel=on_cancel,
                                                          unmodeled=unmodeled) for t in TRIGGERS)
-    return RULES_TEMPLATE.format(unmodeled=unmodeled, on_cancel=on_cancel, options="\n".join(opts),
+    text = RULES_TEMPLATE.format(unmodeled=unmodeled, on_cancel=on_cancel, options="\n".join(opts),
                                  trigger_rules=trigger_rules)
+    if reserve == "on":
+        # The version-less variant: reserve cannot count the takes the row never sees in a version column (a rule
+        # with both is an error), so these rules name none; the apps drawn with reserve write no version
+        # (grammar.WRITES_OF_THE_VERSION) and the column keeps its value.
+        text = text.replace("    version_column: version\n", "")
+    return text
 
 
 def wall_ms():
@@ -338,12 +368,15 @@ class Model:
             cur.execute(PROCEDURE)
             for stmt in trigger_schema():
                 cur.execute(stmt)
+            for stmt in [s for s in SIDECAR_ACCOUNT.split(";") if s.strip()]:
+                cur.execute(stmt)
         admin.close()
-        self.write_rules(("off", "off", "off", "refuse", "keep_stock", "off"))
+        self.write_rules(("off", "off", "off", "refuse", "keep_stock", "off", "off"))
         # The schema check (a DBA's check user) finds the procedure and the view that reach the stock, and the
-        # key columns' collations: as a DBA deploys claimguard. Traffic waits for its first result.
-        check = ["--schema-check", "warn", "--schema-check-user", cluster.ADMIN_USER,
-                 "--schema-check-password", cluster.ADMIN_PASSWORD, "--schema-check-database", cluster.DATABASE]
+        # key columns' collations: as a DBA deploys claimguard. Traffic waits for its first result. The same
+        # account is reserve's own connection (opt_reserve).
+        check = ["--schema-check", "warn", "--schema-check-user", SIDECAR_USER,
+                 "--schema-check-password", SIDECAR_PASSWORD, "--schema-check-database", cluster.DATABASE]
         self.c.start_proxies(self.args.claimguard, self.args.sidecars, rules=self.rules_path, extra_args=check)
         if self.c.missing_serve_flags:
             raise cluster.HarnessError(f"claimguard serve lacks {self.c.missing_serve_flags}")
@@ -419,6 +452,24 @@ class Model:
         admin.close()
         return out
 
+    def reserve_settled(self, spec, camps, run):
+        """The facts once the sidecars gave this app's reserved units back. With reserve the counter is the stock
+        not reserved by any sidecar: counter + units held by the sidecars + committed claims = stock (docs/RULES.md
+        "What the stock column means during a sale"). The app's keys are idle once it ended: every sidecar gives
+        their units back after RESERVE_IDLE, so the held units of these campaigns reach 0 and the rule becomes
+        gone == orders (within the app's in-flight bound), the check's no_leak. Waits at most RESERVE_SETTLE_S for
+        it; what is still missing then is a leak."""
+        inflight = run.faults + run_abandoned(run)
+        deadline = time.monotonic() + RESERVE_SETTLE_S
+        time.sleep(0.3)  # RESERVE_IDLE and the sidecars' 50 ms give-back tick
+        while True:
+            facts = self.facts(spec, camps)
+            held = {c: initial - facts[c]["remain"] - facts[c]["orders"] for c, initial in camps
+                    if facts[c]["remain"] is not None}
+            if all(h <= inflight for h in held.values()) or time.monotonic() >= deadline:
+                return facts
+            time.sleep(0.1)
+
     def run_app(self, spec):
         """Runs one app; returns (violations, record)."""
         camps = self.campaigns_for(spec)
@@ -427,7 +478,7 @@ class Model:
         run = AppRun(spec, camps, self.proxy_ports()).run()
         t1 = wall_ms()
         time.sleep(0.1)  # the audit writer lingers 20 ms per batch
-        facts = self.facts(spec, camps)
+        facts = self.reserve_settled(spec, camps, run) if spec["opt_reserve"] == "on" else self.facts(spec, camps)
         by_camp, keyless = self.audit.lines_for([c for c, _ in camps], run.client_addrs, t0, t1)
         violations = check(spec, camps, run, facts, by_camp, keyless)
         dead = [p.name for p in self.c.proxies if p.proc.poll() is not None]
@@ -623,7 +674,12 @@ def check(spec, camps, run, facts, by_camp, keyless):
     fault or an undo happened, the final state cannot be compared exactly and the check is skipped for
     that campaign. Apps that ignore their write's answer are skipped too: their claim INSERT after a
     version conflict has no take behind it and gets the exhausted answer by design (strictness
-    require_decrement, docs/RULES.md), whatever the stock. The rule is the same for racy and correct apps: it is claimguard's answer that must be
+    require_decrement, docs/RULES.md), whatever the stock.
+    With opt_reserve the facts are read once the sidecars gave the app's reserved units back (Model.reserve_settled:
+    the reconcile rule of docs/RULES.md with no unit held), so no_leak is the same exact rule; and "sold out" is
+    answered when the row and the answering sidecar's units are empty while other sidecars (and this one's open
+    transactions) may hold up to RESERVE_BLOCK units each, which come back later: the end's remain may exceed the
+    floor by at most RESERVE_BLOCK per sidecar the app used (docs/RULES.md "reserve", OPERATIONS.md). The rule is the same for racy and correct apps: it is claimguard's answer that must be
     true; for a correct-directly app (grammar.correct_directly) it is also "sells what it sells directly".
     """
     v = []
@@ -632,6 +688,8 @@ def check(spec, camps, run, facts, by_camp, keyless):
     excused = []
     inflight = run.faults + run_abandoned(run)
     undo = spec["tx"] in ("savepoint_rollback", "xa_rollback_retry")
+    # reserve: units other sidecars held when a user was told sold out (see above)
+    reserved_elsewhere = RESERVE_BLOCK * len({t["sidecar"] for t in run.trace}) if spec["opt_reserve"] == "on" else 0
 
     def stock_violation(name, detail):
         if forwarded and spec["opt_unmodeled"] == "forward":
@@ -667,7 +725,7 @@ def check(spec, camps, run, facts, by_camp, keyless):
             v.append(("already_claimed_is_true", f"campaign {c}: users {false_dup} told already claimed, hold no claim"))
         any_dup = any("dup" in ks for ks in told.values())
         # A cancellation raises the counter again (its give-back, or the app's restock): not "only falls".
-        if remain > 0 and not any_dup and not cancelled and run.faults == 0 and not undo \
+        if remain > reserved_elsewhere and not any_dup and not cancelled and run.faults == 0 and not undo \
                 and spec["write_answer"] == "checked":
             sold = sorted(u for u, ks in told.items() if SOLD_OUT in ks)
             if sold:
