@@ -12,7 +12,8 @@ the stock row. Checked: the whole stock sold exactly (claims == stock, remain 0)
 a sale stopped half-way and the sidecars stopped cleanly (SIGTERM) leaves remain + claims == stock (no leak:
 the unused units went back); a reload that drops reserve sends the held units back; a ROLLBACK TO SAVEPOINT
 before the take and a connection closed in the transaction give its unit back; sidecars SIGKILLed while holding reserved units never over-issue and leak at
-most one block per killed sidecar. MariaDB, Redis and the coupon schema come from tests/incident/cluster.py.
+most one block per killed sidecar. A unit given back to the row is seen at once by the sidecar's read cache, even
+while its copy of the sold-out key is backed off (read_cache_sold_out). MariaDB, Redis and the coupon schema come from tests/incident/cluster.py.
 """
 
 import os
@@ -43,6 +44,8 @@ USERS = 1000                  # users drawn at random: some try twice
 KILL_STOCK = 600              # still on sale when the sidecars are killed
 RELOAD_SIDECARS = 2
 CAMPAIGN_SALE, CAMPAIGN_HALF, CAMPAIGN_KILL, CAMPAIGN_RELOAD, CAMPAIGN_UNDO = 1, 2, 3, 4, 5
+CAMPAIGN_CACHE = 6            # one unit: a give-back seen by a sold-out key's backed-off read cache
+CACHE_BACKED_OFF = 6          # refreshes still sold out before the give-back: the copy is then kept 50ms x 2^6
 KILLED = 3
 KILL_AFTER_S = 0.5
 HALF_SALE_S = 1.5
@@ -60,9 +63,9 @@ CHECK_PASSWORD = "sidecar-Pw1"
 ARGS = None
 
 
-def reserve_rules(dest, idle=IDLE, reserve=True):
+def reserve_rules(dest, idle=IDLE, reserve=True, extra_lines=()):
     """rules/examples/coupon.yaml without its version column (reserve cannot count takes the row never sees),
-    with reserve on its stock rule (or without it: `reserve` False)."""
+    with reserve on its stock rule (or without it: `reserve` False), and `extra_lines` (more stock-rule fields)."""
     plain = dest + ".base"
     with open(cluster.EXAMPLE_RULES, encoding="utf-8") as f:
         text = f.read()
@@ -71,7 +74,7 @@ def reserve_rules(dest, idle=IDLE, reserve=True):
     with open(plain, "w", encoding="utf-8") as f:
         f.write(text)
     lines = [f"reserve: {{block: {BLOCK}, idle: {idle}}}"] if reserve else []
-    return cluster.rules_with_stock_lines(dest, lines, source=plain)
+    return cluster.rules_with_stock_lines(dest, lines + list(extra_lines), source=plain)
 
 
 def connect(port):
@@ -172,7 +175,7 @@ class Reserve(unittest.TestCase):
                 FLUSH PRIVILEGES;
             """)
             cls.cluster.reset({CAMPAIGN_SALE: STOCK, CAMPAIGN_HALF: BIG_STOCK, CAMPAIGN_KILL: KILL_STOCK,
-                               CAMPAIGN_RELOAD: BIG_STOCK, CAMPAIGN_UNDO: STOCK})
+                               CAMPAIGN_RELOAD: BIG_STOCK, CAMPAIGN_UNDO: STOCK, CAMPAIGN_CACHE: 1})
             cls.rules = reserve_rules(os.path.join(cls.work, "reserve.yaml"))
             # idle 1h: the units a sidecar holds stay with it until it stops (or a reload), never returned
             # by the idle give-back while a test reads them.
@@ -317,6 +320,46 @@ class Reserve(unittest.TestCase):
         facts = self.cluster.facts(CAMPAIGN_UNDO)
         print(f"\n    savepoint, closed connection, commit: rows {facts['rows']}, remain {facts['remain']}")
         self.assertEqual((facts["rows"], facts["remain"]), (1, STOCK - 1))
+
+    def test_a_give_back_is_seen_at_once_by_a_sold_out_read_cache(self):
+        # read_cache_sold_out (issue 20): while the row reads 0 the sidecar's cached "sold out" backs off (here to
+        # 3.2 s); the unit its reserve gives back to the row (idle, after the app's ROLLBACK) is seen by the next
+        # read at once, not when the backed-off copy ages out.
+        rules = reserve_rules(os.path.join(self.work, "reserve-cache.yaml"),
+                              extra_lines=["read_cache: 50ms", "read_cache_sold_out: 1m"])
+        proxies = self.start_sidecars(1, rules)
+        p = proxies[0]
+        app, reader = connect(p.port), connect(p.port)
+
+        def remain():
+            with reader.cursor() as cur:
+                cur.execute("SELECT remain FROM coupon_stock WHERE campaign_id = %s", (CAMPAIGN_CACHE,))
+                return cur.fetchone()[0]
+
+        def refreshes():
+            return metric(p, "claimguard_read_cache_total", rule="coupon_stock", result="refresh")
+
+        with app.cursor() as cur:
+            app.begin()
+            cur.execute("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = %s", (CAMPAIGN_CACHE,))
+            self.assertEqual(cur.rowcount, 1)
+            self.assertEqual(metric(p, "claimguard_reserve_takes_total", rule="coupon_stock", result="served"), 1)
+            # The row's last unit is the sidecar's, handed to the open transaction: the row reads 0, and each
+            # refresh that still finds 0 doubles how long the next one waits.
+            self.assertEqual(remain(), 0)
+            first = refreshes()
+            itlib.wait_for(lambda: remain() == 0 and refreshes() >= first + CACHE_BACKED_OFF, 30,
+                           "the sold-out key's refreshes backed off", interval_s=0.01)
+            app.rollback()  # the unit goes back to the sidecar's units, then to the row (idle)
+        rolled_back = time.monotonic()
+        itlib.wait_for(lambda: remain() == 1, 10, "the unit given back, seen through the read cache", interval_s=0.01)
+        seen = time.monotonic() - rolled_back
+        print(f"\n    the give-back seen {seen:.2f}s after the ROLLBACK (the copy was kept "
+              f"{0.05 * 2 ** CACHE_BACKED_OFF:.1f}s)")
+        self.assertLess(seen, 1.5)
+        app.close()
+        reader.close()
+        self.stop_sidecars(proxies)
 
     def test_sidecars_killed_while_holding_units_never_over_issue(self):
         proxies = self.start_sidecars(rules=self.rules_long)

@@ -284,9 +284,10 @@ TEST_F(sold_out_test, a_sale_that_ends_here_backs_off_from_the_ttl) {
 
 // `claimguard explain` says whether a read may be answered by the sidecar, from the same
 // read_cache_bypass() the session asks.
-std::string explain_with_read_cache(std::string_view sql, bool observe = false) {
+std::string explain_with_read_cache(std::string_view sql, bool observe = false, std::string_view more = "") {
     std::string text = test::read_coupon_yaml();
-    EXPECT_TRUE(test::replace_once(text, "    units: 1 ", "    read_cache: 50ms\n    units: 1 "));
+    EXPECT_TRUE(
+        test::replace_once(text, "    units: 1 ", "    read_cache: 50ms\n" + std::string(more) + "    units: 1 "));
     if (observe) {
         EXPECT_TRUE(test::replace_once(text, "default_mode: enforce", "default_mode: observe"));
     }
@@ -314,6 +315,9 @@ TEST(read_cache_explain, says_which_reads_the_sidecar_answers) {
     }
     const auto observed = explain_with_read_cache("SELECT remain FROM coupon_stock WHERE campaign_id = 7", true);
     EXPECT_NE(observed.find("read cache: sent to the server: observe mode"), std::string::npos) << observed;
+    const auto sold_out = explain_with_read_cache("SELECT remain FROM coupon_stock WHERE campaign_id = 7", false,
+                                                  "    read_cache_sold_out: 2s\n");
+    EXPECT_NE(sold_out.find("at most 50ms old (2000ms once the key is sold out)"), std::string::npos) << sold_out;
 }
 
 }  // namespace
