@@ -674,13 +674,14 @@ def check(spec, camps, run, facts, by_camp, keyless):
     fault or an undo happened, the final state cannot be compared exactly and the check is skipped for
     that campaign. Apps that ignore their write's answer are skipped too: their claim INSERT after a
     version conflict has no take behind it and gets the exhausted answer by design (strictness
-    require_decrement, docs/RULES.md), whatever the stock.
+    require_decrement, docs/RULES.md), whatever the stock. The rule is the same for racy and correct apps: it is claimguard's answer that must be
+    true; for a correct-directly app (grammar.correct_directly) it is also "sells what it sells directly".
+
     With opt_reserve the facts are read once the sidecars gave the app's reserved units back (Model.reserve_settled:
     the reconcile rule of docs/RULES.md with no unit held), so no_leak is the same exact rule; and "sold out" is
     answered when the row and the answering sidecar's units are empty while other sidecars (and this one's open
     transactions) may hold up to RESERVE_BLOCK units each, which come back later: the end's remain may exceed the
-    floor by at most RESERVE_BLOCK per sidecar the app used (docs/RULES.md "reserve", OPERATIONS.md). The rule is the same for racy and correct apps: it is claimguard's answer that must be
-    true; for a correct-directly app (grammar.correct_directly) it is also "sells what it sells directly".
+    floor by at most RESERVE_BLOCK per sidecar the app used (docs/RULES.md "reserve", OPERATIONS.md).
     """
     v = []
     forwarded = [ln for lines in by_camp.values() for ln in lines if ln.get("action") in FORWARDED]
