@@ -46,7 +46,8 @@ SEED = bc.SEED
 US_PER_S = bc.US_PER_S
 # The stock-rule lines each feature adds (override with --rule-lines FEATURE='yaml; yaml').
 FEATURES = {
-    "read_cache": ["read_cache: 50ms"],
+    # a sold-out key's refreshes back off to 1 s (read_cache_sold_out): the herd's after-sale attempts
+    "read_cache": ["read_cache: 50ms", "read_cache_sold_out: 1s"],
     "admission": ["admission: {max_in_flight: 4, queue_timeout: 2s}"],
     "defer": ["defer_decrement: true"],
     # group_update gathers the takes waiting in admission's per-key queue (a rule with group_update and no
