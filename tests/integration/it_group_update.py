@@ -160,12 +160,14 @@ class GroupUpdate(unittest.TestCase):
         cls.cluster.stop()
 
     def start_sidecars(self):
-        self.cluster.proxies = []
+        # A failed test's sidecars are still running (and listed): stopped first, before new ones reuse their
+        # names and pid files (the cluster stops the listed ones at the end).
+        self.stop_sidecars(self.cluster.proxies)
         return self.cluster.start_proxies(ARGS.claimguard, SIDECARS, rules=self.rules, audit=False,
                                           extra_args=["--threads", "2"])
 
     def stop_sidecars(self, proxies):
-        for p in proxies:
+        for p in list(proxies):
             p.stop()
         self.cluster.proxies = []
 
