@@ -40,14 +40,18 @@ action claim_operation::redis_then_claim() {
     const auto& ins = std::get<match::claim_insert>(*d_.fact);
     // Redis answers for plain inserts and INSERT IGNORE; REPLACE and ON DUPLICATE KEY UPDATE
     // change the existing row, so the database decides for them.
-    if (d_.claim->redis && ctx_.redis_available && !ins.replace && !ins.on_duplicate_update) {
-        action a;
-        a.type = action::kind::redis_acquire;
-        a.ttl = d_.claim->redis->ttl;
-        state_ = state::redis_wait;
-        return a;
-    }
+    if (d_.claim->redis && ctx_.redis_available && !ins.replace && !ins.on_duplicate_update)
+        return redis_acquire(state::redis_wait);
     return send_claim();
+}
+
+action claim_operation::redis_acquire(state next, std::string redis_key) {
+    action a;
+    a.type = action::kind::redis_acquire;
+    a.ttl = d_.claim->redis->ttl;
+    a.redis_key = std::move(redis_key);
+    state_ = next;
+    return a;
 }
 
 // A claim by INSERT ... SELECT from its stock row: a take of the app's transaction (or one waiting in

@@ -306,13 +306,7 @@ action claim_operation::start_main() {
         if (d_.by_trigger) {
             // The INSERT is the take (the claim table's trigger decrements the stock): no take of the
             // sidecar's is used or required. Redis first, as for any plain claim INSERT.
-            if (d_.claim->redis && ctx_.redis_available) {
-                action a;
-                a.type = action::kind::redis_acquire;
-                a.ttl = d_.claim->redis->ttl;
-                state_ = state::redis_wait;
-                return a;
-            }
+            if (d_.claim->redis && ctx_.redis_available) return redis_acquire(state::redis_wait);
             return start_trigger_claim();
         }
         if (d_.own_take) return start_own_take();

@@ -257,6 +257,9 @@ private:
     action refusal(std::string_view why);
     void reserve_take();
     action redis_then_claim();
+    // Asks Redis for the claim's key (`redis_key`: a row's, or empty for the statement's own) and waits
+    // in `next` for its answer.
+    action redis_acquire(state next, std::string redis_key = {});
     action start_own_take();
     action send_own_take();
     action after_own_take(const reply_summary& r);

@@ -62,12 +62,7 @@ action claim_operation::start_rows() {
 action claim_operation::ask_row_redis() {
     while (redis_next_ < d_.rows.size() && d_.rows[redis_next_].redis_key.empty()) ++redis_next_;
     if (redis_next_ >= d_.rows.size()) return send_rows();
-    action a;
-    a.type = action::kind::redis_acquire;
-    a.ttl = d_.claim->redis->ttl;
-    a.redis_key = d_.rows[redis_next_].redis_key;
-    state_ = state::rows_redis_wait;
-    return a;
+    return redis_acquire(state::rows_redis_wait, d_.rows[redis_next_].redis_key);
 }
 
 action claim_operation::on_row_redis(redis_reply r) {
