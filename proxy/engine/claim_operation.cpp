@@ -141,12 +141,23 @@ action claim_operation::defer_take() {
 }
 
 // reserve: the take's units come from the sidecar's block (taken from the row on the sidecar's own
-// connection): answered OK at once, never sent, so the app's transaction holds no lock on the row.
+// connection): answered OK at once, never sent, so the app's transaction holds no lock on the row
+// (and an autocommit take costs no statement at all).
 action claim_operation::serve_reserved() {
     auto t = take_held(d_);
     t.reserved = true;
     t.seq = memory_.reserve_seq++;
     deferred_events_.emplace_back(event::reserve_served, t);
+    if (!in_transaction_) {
+        // Autocommit: the take is its own transaction, committed the moment it is answered: the unit
+        // is consumed now (it left the row with the block), and it waits in the ledger for the claim
+        // that follows, as a take the row committed would. A duplicate's give-back goes to the row.
+        ctx_.reserve->consumed(t.rule, t.key, t.units);
+        deferred_events_.emplace_back(event::reserve_committed, std::move(t));
+        record_take(memory_, ledger_, d_, d_.units, false, ctx_.session);
+        if (d_.app_meant) events_.push_back(event::app_meant_other);
+        return one_row_ok(ctx_.status);
+    }
     memory_.deferred.push_back(std::move(t));
     // As a deferred take: the claim that follows is backed by it.
     record_take(memory_, ledger_, d_, d_.units, true, ctx_.session);
@@ -434,6 +445,9 @@ action claim_operation::on_reply(const reply_summary& r) {
             auto& e = memory_.entry(d_.stock->name, d_.key);
             memory_.note_read(e, *r.counter, trans);
             e.refused = false;  // a new attempt starts with a read
+            // reserve: the last units this sidecar holds go back to the row (not while this app holds the
+            // row's lock: the give-back would wait for it).
+            if (!(d_.locking_read && trans)) reserve_read_seen(ctx_.reserve, *d_.stock, d_.key, *r.counter);
         }
         if (d_.locking_read && trans && !r.err) {
             memory_.note_row_lock(memory_.entry(d_.stock->name, d_.key));

@@ -163,8 +163,9 @@ public:
     // A take a leader may send for this statement in its batch (group_update): an autocommit take
     // whose UPDATE assigns only the counter (and the version column) and names only the key.
     [[nodiscard]] bool groupable() const;
-    // A take this operation may serve from the sidecar's reserved block (reserve): in a transaction,
-    // a take of a reserve rule that assigns only the counter and names only the key.
+    // A take this operation may serve from the sidecar's reserved block (reserve): a take of a
+    // reserve rule that assigns only the counter and names only the key, in a transaction or in
+    // autocommit (then consumed at once, as its own committed transaction).
     [[nodiscard]] bool reservable() const;
     claim_operation(const decision& d, const rules::sql::parsed_statement& st, session_memory& memory,
                     take_ledger& ledger, const operation_context& ctx);

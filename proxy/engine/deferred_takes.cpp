@@ -74,14 +74,14 @@ std::vector<std::pair<event, deferred_take>> settle_reserved(reserve_pool& pool,
 }
 
 bool claim_operation::reservable() const {
-    if (ctx_.reserve == nullptr || d_.observe || d_.what != verdict::take || !d_.stock || !d_.stock->reserve ||
-        !in_transaction_)
+    if (ctx_.reserve == nullptr || d_.observe || d_.what != verdict::take || !d_.stock || !d_.stock->reserve)
         return false;
     // The same takes as deferrable(): no condition of the app's own, only the counter assigned.
     if (d_.may_conflict || d_.key_literals.size() != d_.stock->key_columns.size() || d_.units <= 0) return false;
     const auto* u = std::get_if<rules::sql::update_statement>(&st_.body);
     if (u == nullptr || u->assignments.size() != 1) return false;
-    return memory_.deferred.size() < session_memory::max_deferred_takes;
+    // In autocommit the served take is consumed at once and not kept; a transaction keeps its takes.
+    return !in_transaction_ || memory_.deferred.size() < session_memory::max_deferred_takes;
 }
 
 bool claim_operation::deferrable() const {

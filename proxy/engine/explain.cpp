@@ -165,11 +165,12 @@ bool explain(const match::rule_index& rules, std::string_view sql, const match::
     }
     if (d.stock && d.stock->reserve && d.what == verdict::take) {
         const auto& r = *d.stock->reserve;
-        out << "reserve: in a transaction, served from this sidecar's reserved units of the key (taken from the row "
-            << "in blocks of up to " << r.block << " on the sidecar's own connection): answered OK (1 row) at once, "
-            << "never sent, no row lock held; at COMMIT the unit is consumed, at ROLLBACK it goes back to the "
-            << "block; unused units go back to the row after " << r.idle.count() << "ms idle; the row and the "
-            << "block empty: answer " << match::describe_answer(d.stock->exhausted) << "\n";
+        out << "reserve: served from this sidecar's reserved units of the key (taken from the row in blocks of up "
+            << "to " << r.block << " on the sidecar's own connection): answered OK (1 row) at once, never sent, no "
+            << "row lock held; in a transaction the unit is consumed at COMMIT and goes back to the block at "
+            << "ROLLBACK, in autocommit it is consumed at once; unused units go back to the row after "
+            << r.idle.count() << "ms idle; the row and the block empty: answer "
+            << match::describe_answer(d.stock->exhausted) << "\n";
     }
     if (d.what == verdict::remember_read && d.stock && d.stock->read_cache) {
         read_situation situation;

@@ -94,10 +94,28 @@ bool reserve_pool::refilling(const std::string& rule, const key_tuple& key) cons
     return it != entries_.end() && it->second.refilling;
 }
 
+void reserve_pool::row_seen_empty(const std::string& rule, const key_tuple& key) {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(key_type(rule, key));
+    if (it != entries_.end() && it->second.units > 0) it->second.release_due = true;
+}
+
+void reserve_pool::give_back_refused(const reserve_give_back& g, clock::time_point now) {
+    if (g.units <= 0) return;
+    std::lock_guard lock(mutex_);
+    auto& e = entries_[key_type(g.target.rule.name, g.key)];
+    if (!e.target.rule.reserve) e.target = g.target;  // the entry went meanwhile: the rule as it was
+    e.units += g.units;
+    e.last_used = now;  // tried again after `idle`
+    e.sold_out_until = {};
+    totals_.given_back -= std::min(totals_.given_back, static_cast<std::uint64_t>(g.units));
+}
+
 reserve_give_back reserve_pool::release(const key_type& k, entry& e) {
     reserve_give_back g{e.target, k.second, e.units};
     totals_.given_back += static_cast<std::uint64_t>(e.units);
     e.units = 0;
+    e.release_due = false;
     return g;
 }
 
@@ -107,7 +125,8 @@ std::vector<reserve_give_back> reserve_pool::take_idle(clock::time_point now) {
     for (auto it = entries_.begin(); it != entries_.end();) {
         auto& e = it->second;
         const bool idle = e.target.rule.reserve && now - e.last_used >= e.target.rule.reserve->idle;
-        if (idle && e.units > 0) out.push_back(release(it->first, e));
+        if ((idle || e.release_due) && e.units > 0) out.push_back(release(it->first, e));
+        e.release_due = false;
         // Nothing left of a key idle this long: its entry goes (the map holds the keys in use).
         if (idle && e.units == 0 && e.handed == 0 && !e.refilling && now >= e.sold_out_until)
             it = entries_.erase(it);

@@ -95,7 +95,18 @@ public:
     // A refill of the key is on its way.
     [[nodiscard]] bool refilling(const std::string& rule, const key_tuple& key) const;
 
-    // The pool's units of keys without a take for their rule's `idle`: they go back to the row.
+    // A read through this sidecar found the row with less than one take above the floor while this
+    // sidecar still holds units of the key in its pool: they are the sale's last ones, and an app that
+    // answers "sold out" itself on such a read (the incident's SELECT, then "if remain > 0") would
+    // leave them unsold until `idle`. They go back to the row with the next take_idle().
+    void row_seen_empty(const std::string& rule, const key_tuple& key);
+    // A give-back the server answered with an error (nothing applied, e.g. a lock wait timeout): its
+    // units are in this pool again, to go back with a later one. Only a give-back whose outcome is
+    // unknown (the connection lost) leaks.
+    void give_back_refused(const reserve_give_back& g, clock::time_point now);
+
+    // The pool's units of keys without a take for their rule's `idle`, or seen to be the last ones
+    // (row_seen_empty): they go back to the row.
     [[nodiscard]] std::vector<reserve_give_back> take_idle(clock::time_point now);
     // Every unit of the pool (shutdown), or of the rules `keep` does not keep (a reload).
     template <class Keep>
@@ -132,6 +143,7 @@ private:
         clock::time_point sold_out_until{};
         clock::time_point failed_until{};
         bool refilling = false;
+        bool release_due = false;  // row_seen_empty: the units go back with the next take_idle()
     };
     using key_type = std::pair<std::string, key_tuple>;
     reserve_give_back release(const key_type& k, entry& e);
@@ -140,5 +152,12 @@ private:
     std::map<key_type, entry> entries_;
     totals totals_;
 };
+
+// What a read of a reserve rule's counter found (the value the app gets): a row with less than one
+// take above the floor while this sidecar holds units of the key releases them (row_seen_empty).
+inline void reserve_read_seen(reserve_pool* pool, const rules::stock_rule& rule, const key_tuple& key,
+                              std::int64_t value) {
+    if (pool != nullptr && rule.reserve && value - rule.floor < rule.units) pool->row_seen_empty(rule.name, key);
+}
 
 }  // namespace claimguard::engine

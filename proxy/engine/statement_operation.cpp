@@ -251,6 +251,7 @@ statement_action statement_operation::after_cached_read(const statement_input& i
         auto& e = memory_.entry(d_.stock->name, d_.key);
         memory_.note_read(e, value, in_transaction_before_);
         e.refused = false;  // a new attempt starts with a read
+        reserve_read_seen(ctx_.op.reserve, *d_.stock, d_.key, value);  // reserve: the last units go back
     };
     if (in.type == statement_input::kind::rebuilt) {
         if (!in.rebuilt_ok) return read_from_server(read_note::kind::refresh);  // the value does not fit the column

@@ -128,9 +128,10 @@ claim_metrics::claim_metrics()
         "went below the floor: undone, the exhausted answer), mismatch (another amount: undone, refused)",
         {"rule", "result"});
     add("claimguard_reserve_takes_total",
-        "Takes in transactions served from the sidecar's reserved block (reserve), by what became of their "
-        "units: served (handed to the transaction, answered OK), committed (consumed), returned (back to the "
-        "block: rolled back, or the claim gave the unit back)",
+        "Takes served from the sidecar's reserved block (reserve), by what became of their units: served "
+        "(handed to the transaction or the autocommit statement, answered OK), committed (consumed: its "
+        "COMMIT, or at once in autocommit), returned (back to the block: rolled back, or the claim gave the "
+        "unit back)",
         {"rule", "result"});
     for (const auto& row : engine::catalogue())
         if (!by_name_.contains(row.metric))

@@ -344,7 +344,6 @@ awaitable<session::intercepted> session::apply(const engine::decision& d, const 
     // that did not happen, or a COMMIT turned ROLLBACK, gives a served unit back to it.
     sctx.op.reserve = ctx_.reserve;
     if (ctx_.reserve != nullptr && !d.observe && d.stock && d.stock->reserve && d.what == verdict::take &&
-        ((status_ & proto::status::in_trans) || !(status_ & proto::status::autocommit)) &&
         d.key_literals.size() == d.stock->key_columns.size())
         co_await fill_reserve(d);
     engine::statement_operation op(d, st, memory_, *ctx_.ledger, transaction_, admission_held_, sctx);

@@ -12,6 +12,10 @@
 namespace claimguard::session {
 namespace {
 
+// Error numbers 2000-2999 are the client library's own (CR_*: the connection lost, a timeout), so
+// the statement's outcome is unknown; the others are the server's answer to it.
+bool server_answered(unsigned code) { return code > 0 && (code < 2000 || code >= 3000); }
+
 struct reserve_metrics {
     admin::gauge& held = admin::default_registry()
                              .gauge_family("claimguard_reserve_units_held",
@@ -220,9 +224,14 @@ void reserve_link::send_give_back(const engine::reserve_give_back& g) {
             g.units, rule.name);
         return;
     }
-    auto r = conn_->run(sql->sql);  // autocommit; never retried: twice would issue more than the stock
+    auto r = conn_->run(sql->sql);  // autocommit; never retried when its outcome is unknown: twice would over-issue
     if (!r) {
-        note(r.error(), "give-back of " + std::to_string(g.units) + " unit(s) of rule " + rule.name + " (leaked)");
+        // The server's own error (a lock wait timeout): the autocommit UPDATE did nothing, the units are
+        // the pool's again. A client error (the connection lost mid-statement): nobody knows, leaked.
+        const bool applied_nothing = server_answered(r.error().code);
+        if (applied_nothing) pool_.give_back_refused(g, engine::reserve_pool::clock::now());
+        note(r.error(), "give-back of " + std::to_string(g.units) + " unit(s) of rule " + rule.name +
+                            (applied_nothing ? " (kept, tried again later)" : " (leaked)"));
         return;
     }
     reserve_metrics::get().given_back.inc(static_cast<std::uint64_t>(g.units));

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""reserve (issue 20 item 2): reserved stock for transactions through 8 real claimguard sidecars, MariaDB, Redis.
+"""reserve (issue 20 item 2): reserved stock through 8 real claimguard sidecars, MariaDB, Redis.
 
 Usage: it_reserve.py --claimguard PATH --work-dir DIR [unittest args]
 
@@ -13,7 +13,9 @@ a sale stopped half-way and the sidecars stopped cleanly (SIGTERM) leaves remain
 the unused units went back); a reload that drops reserve sends the held units back; a ROLLBACK TO SAVEPOINT
 before the take and a connection closed in the transaction give its unit back; sidecars SIGKILLed while holding reserved units never over-issue and leak at
 most one block per killed sidecar. A unit given back to the row is seen at once by the sidecar's read cache, even
-while its copy of the sold-out key is backed off (read_cache_sold_out). MariaDB, Redis and the coupon schema come from tests/incident/cluster.py.
+while its copy of the sold-out key is backed off (read_cache_sold_out). The same app in autocommit (its UPDATE
+and its INSERT each their own statement) has its takes served too, consumed when answered: exactly the stock
+sold, and sidecars SIGKILLed mid-sale leak at most a block plus one unit per app connection each. MariaDB, Redis and the coupon schema come from tests/incident/cluster.py.
 """
 
 import os
@@ -45,9 +47,13 @@ KILL_STOCK = 600              # still on sale when the sidecars are killed
 RELOAD_SIDECARS = 2
 CAMPAIGN_SALE, CAMPAIGN_HALF, CAMPAIGN_KILL, CAMPAIGN_RELOAD, CAMPAIGN_UNDO = 1, 2, 3, 4, 5
 CAMPAIGN_CACHE = 6            # one unit: a give-back seen by a sold-out key's backed-off read cache
+CAMPAIGN_AUTO, CAMPAIGN_AUTO_KILL = 7, 8  # the same app in autocommit
+CAMPAIGN_READ_FIRST = 9       # the incident's app: it reads remain first and stops at 0
+LAST_UNITS_WITHIN_S = 20.0    # far below the 1h idle: only the release on an empty read sells the last units
 CACHE_BACKED_OFF = 6          # refreshes still sold out before the give-back: the copy is then kept 50ms x 2^6
 KILLED = 3
 KILL_AFTER_S = 0.5
+KILL_AFTER_AUTOCOMMIT_S = 0.1
 HALF_SALE_S = 1.5
 SELL_OUT_WITHIN_S = 90.0
 APP_WORK_S = 0.001
@@ -115,7 +121,37 @@ def claim_in_transaction(conn, cur, campaign, user, roll_back):
         return e.args[0]
 
 
-def run_sale(proxies, campaign, until, kill=None):
+def claim_in_autocommit(conn, cur, campaign, user, roll_back):
+    """The same app without a transaction: its take and its claim are each their own autocommit statement
+    (served from the reserved block, the take costs no statement at all). Nothing to roll back."""
+    del roll_back
+    try:
+        cur.execute("UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = %s", (campaign,))
+        if cur.rowcount != 1:
+            return f"rows-{cur.rowcount}"
+        time.sleep(APP_WORK_S)  # the app's work between its two statements
+        try:
+            cur.execute("INSERT INTO coupon_order (user_id, campaign_id) VALUES (%s, %s)", (user, campaign))
+        except pymysql.err.MySQLError as e:
+            return DUPLICATE if e.args[0] in (ER_SOLD_OUT, ER_DUP_ENTRY) else e.args[0]
+        return "ok"
+    except pymysql.err.MySQLError as e:
+        return e.args[0]
+
+
+def claim_after_reading(conn, cur, campaign, user, roll_back):
+    """The incident's app: SELECT remain, and only when it is above 0 the take and the claim (autocommit)."""
+    try:
+        cur.execute("SELECT remain FROM coupon_stock WHERE campaign_id = %s", (campaign,))
+        row = cur.fetchone()
+        if row is None or row[0] <= 0:
+            return "read-sold-out"
+    except pymysql.err.MySQLError as e:
+        return e.args[0]
+    return claim_in_autocommit(conn, cur, campaign, user, roll_back)
+
+
+def run_sale(proxies, campaign, until, kill=None, attempt=claim_in_transaction, kill_after_s=KILL_AFTER_S):
     """CLIENTS_PER_SIDECAR threads per sidecar claim until `until()` says stop. {outcome: count}."""
     stop = threading.Event()
     outcomes = {}
@@ -133,14 +169,14 @@ def run_sale(proxies, campaign, until, kill=None):
                 user = rnd.randint(1, USERS)
                 roll_back = rnd.randint(1, ROLLBACK_ONE_IN) == 1
             try:
-                r = claim_in_transaction(conn, cur, campaign, user, roll_back)
+                r = attempt(conn, cur, campaign, user, roll_back)
             except Exception:  # noqa: BLE001 - a connection cut under the driver (a killed sidecar)
                 r = "gone"
             with lock:
                 outcomes[r] = outcomes.get(r, 0) + 1
             if r == "gone" or (isinstance(r, int) and (r == 0 or r >= 2000)):
                 return  # the sidecar went away
-            if r == ER_SOLD_OUT:
+            if r in (ER_SOLD_OUT, "read-sold-out"):
                 time.sleep(SOLD_OUT_PAUSE_S)
         conn.close()
 
@@ -148,7 +184,7 @@ def run_sale(proxies, campaign, until, kill=None):
     for t in threads:
         t.start()
     if kill:
-        time.sleep(KILL_AFTER_S)
+        time.sleep(kill_after_s)
         kill(proxies)
     try:
         until()
@@ -175,7 +211,8 @@ class Reserve(unittest.TestCase):
                 FLUSH PRIVILEGES;
             """)
             cls.cluster.reset({CAMPAIGN_SALE: STOCK, CAMPAIGN_HALF: BIG_STOCK, CAMPAIGN_KILL: KILL_STOCK,
-                               CAMPAIGN_RELOAD: BIG_STOCK, CAMPAIGN_UNDO: STOCK, CAMPAIGN_CACHE: 1})
+                               CAMPAIGN_RELOAD: BIG_STOCK, CAMPAIGN_UNDO: STOCK, CAMPAIGN_CACHE: 1,
+                               CAMPAIGN_AUTO: STOCK, CAMPAIGN_AUTO_KILL: KILL_STOCK, CAMPAIGN_READ_FIRST: STOCK})
             cls.rules = reserve_rules(os.path.join(cls.work, "reserve.yaml"))
             # idle 1h: the units a sidecar holds stay with it until it stops (or a reload), never returned
             # by the idle give-back while a test reads them.
@@ -238,6 +275,70 @@ class Reserve(unittest.TestCase):
         self.assertEqual(unexpected, {}, "only claims, sold out, duplicates and rollbacks")
         self.stop_sidecars(proxies)
         self.assertEqual(self.cluster.facts(CAMPAIGN_SALE)["remain"], 0, "nothing given back beyond the stock")
+
+    def test_autocommit_takes_are_served_and_sell_exactly_the_stock(self):
+        proxies = self.start_sidecars()
+        outcomes = run_sale(proxies, CAMPAIGN_AUTO, lambda: itlib.wait_for(
+            lambda: self.cluster.facts(CAMPAIGN_AUTO)["rows"] >= STOCK, SELL_OUT_WITHIN_S,
+            "every coupon claimed (units left in a sidecar go back to the row when idle)", interval_s=0.2),
+            attempt=claim_in_autocommit)
+        facts = self.cluster.facts(CAMPAIGN_AUTO)
+        served = sum(metric(p, "claimguard_reserve_takes_total", rule="coupon_stock", result="served")
+                     for p in proxies)
+        committed = sum(metric(p, "claimguard_reserve_takes_total", rule="coupon_stock", result="committed")
+                        for p in proxies)
+        print(f"\n    {SIDECARS} sidecars x {CLIENTS_PER_SIDECAR} threads, {STOCK} coupons in autocommit: {outcomes}; "
+              f"rows {facts['rows']}, remain {facts['remain']}; {served:.0f} takes served ({committed:.0f} consumed "
+              f"at once)")
+        self.assertEqual(facts["rows"], STOCK, "claims == stock")
+        self.assertEqual(facts["remain"], 0)
+        self.assertEqual(facts["duplicate_pairs"], 0, "a user claimed twice")
+        self.assertEqual(outcomes.get("ok", 0), STOCK, "every claim answered OK is a row")
+        self.assertGreater(served, STOCK / 2, "most autocommit takes were served from the reserved blocks")
+        self.assertEqual(served, committed, "an autocommit take is consumed when it is answered")
+        self.assertGreater(outcomes.get(DUPLICATE, 0), 0, "some users tried twice (their units went back)")
+        unexpected = {k: v for k, v in outcomes.items() if k not in ("ok", ER_SOLD_OUT, DUPLICATE)}
+        self.assertEqual(unexpected, {}, "only claims, sold out and duplicates")
+        self.stop_sidecars(proxies)
+        self.assertEqual(self.cluster.facts(CAMPAIGN_AUTO)["remain"], 0, "nothing given back beyond the stock")
+
+    def test_an_app_that_reads_first_still_sells_the_last_units(self):
+        # The incident's app answers "sold out" itself when it reads 0. Sidecar A serves one claim and keeps the
+        # rest of its refill (idle 1h: nothing goes back for being idle); the app on sidecar B then sells the
+        # row down to 0. The row says 0 while A holds the last units: A's next read finds it so and gives them
+        # back at once, and the app sells them. Without that release the sale stops short of the stock.
+        a, b = self.start_sidecars(count=2, rules=self.rules_long)
+        conn_a, conn_b = connect(a.port), connect(b.port)
+        cur_a, cur_b = conn_a.cursor(), conn_b.cursor()
+        user = iter(range(5000, 6000))
+        self.assertEqual(claim_after_reading(conn_a, cur_a, CAMPAIGN_READ_FIRST, next(user), False), "ok")
+        time.sleep(0.2)  # the metric follows every 50 ms
+        held_a = metric(a, "claimguard_reserve_units_held")
+        self.assertGreater(held_a, 0, "sidecar A kept units of its refill")
+        outcomes = {}
+        while (r := claim_after_reading(conn_b, cur_b, CAMPAIGN_READ_FIRST, next(user), False)) == "ok":
+            outcomes["b"] = outcomes.get("b", 0) + 1
+        self.assertEqual(r, "read-sold-out", "B's app stopped when it read 0")
+        self.assertEqual(self.cluster.facts(CAMPAIGN_READ_FIRST)["remain"], 0, "the row says 0")
+        self.assertEqual(metric(a, "claimguard_reserve_units_held"), held_a, "A still holds its units")
+        # The app on A reads 0 too, and stops; its read sends A's units back to the row.
+        deadline = time.monotonic() + LAST_UNITS_WITHIN_S
+        while self.cluster.facts(CAMPAIGN_READ_FIRST)["rows"] < STOCK and time.monotonic() < deadline:
+            for conn, cur, side in ((conn_a, cur_a, "a"), (conn_b, cur_b, "b")):
+                r = claim_after_reading(conn, cur, CAMPAIGN_READ_FIRST, next(user), False)
+                outcomes[f"{side} {r}"] = outcomes.get(f"{side} {r}", 0) + 1
+            time.sleep(SOLD_OUT_PAUSE_S)
+        facts = self.cluster.facts(CAMPAIGN_READ_FIRST)
+        given_back = metric(a, "claimguard_reserve_given_back_units_total")
+        print(f"\n    sidecar A held {held_a:.0f} units when the row read 0 (B sold {outcomes.get('b', 0)}); then "
+              f"{outcomes}; rows {facts['rows']}, remain {facts['remain']}; A gave back {given_back:.0f}")
+        conn_a.close()
+        conn_b.close()
+        self.assertEqual(facts["rows"], STOCK, "the last units sold to an app that reads first")
+        self.assertEqual(facts["remain"], 0)
+        self.assertGreaterEqual(given_back, held_a, "A gave its units back when its read found the row empty")
+        self.stop_sidecars([a, b])
+        self.assertEqual(self.cluster.facts(CAMPAIGN_READ_FIRST)["remain"], 0, "nothing given back beyond the stock")
 
     def test_sale_stopped_half_way_and_a_clean_shutdown_leaks_nothing(self):
         proxies = self.start_sidecars(rules=self.rules_long)
@@ -362,6 +463,18 @@ class Reserve(unittest.TestCase):
         self.stop_sidecars(proxies)
 
     def test_sidecars_killed_while_holding_units_never_over_issue(self):
+        # In transactions: a killed sidecar's units are in its block or handed to transactions that then
+        # never commit: at most one block per killed sidecar.
+        self.kill_while_holding(CAMPAIGN_KILL, claim_in_transaction, KILLED * BLOCK, KILL_AFTER_S)
+
+    def test_autocommit_sidecars_killed_while_holding_units_never_over_issue(self):
+        # In autocommit a served take is consumed when answered: one whose claim the kill cut off is gone
+        # as it would be directly (the app was told its UPDATE took a unit), at most one per app connection.
+        # Its sale goes faster (no transaction waits on another): killed earlier, while it is on.
+        self.kill_while_holding(CAMPAIGN_AUTO_KILL, claim_in_autocommit, KILLED * (BLOCK + CLIENTS_PER_SIDECAR),
+                                KILL_AFTER_AUTOCOMMIT_S)
+
+    def kill_while_holding(self, campaign, attempt, bound, kill_after_s):
         proxies = self.start_sidecars(rules=self.rules_long)
         killed = proxies[:KILLED]
         held_when_killed = []
@@ -381,26 +494,25 @@ class Reserve(unittest.TestCase):
             last = [-1, time.monotonic()]
 
             def settled():
-                f = self.cluster.facts(CAMPAIGN_KILL)
+                f = self.cluster.facts(campaign)
                 if f["rows"] != last[0]:
                     last[0], last[1] = f["rows"], time.monotonic()
                 return f["rows"] >= KILL_STOCK or (f["remain"] == 0 and time.monotonic() - last[1] > 2.0)
 
             itlib.wait_for(settled, SELL_OUT_WITHIN_S, "the sale ended", interval_s=0.2)
 
-        outcomes = run_sale(proxies, CAMPAIGN_KILL, until, kill=kill)
+        outcomes = run_sale(proxies, campaign, until, kill=kill, attempt=attempt, kill_after_s=kill_after_s)
         self.stop_sidecars(proxies[KILLED:])
-        facts = self.cluster.facts(CAMPAIGN_KILL)
+        facts = self.cluster.facts(campaign)
         leaked = KILL_STOCK - facts["remain"] - facts["rows"]
-        bound = KILLED * BLOCK
-        print(f"\n    {KILLED} of {SIDECARS} sidecars killed at +{KILL_AFTER_S}s holding {held_when_killed[0]:.0f} "
+        print(f"\n    {KILLED} of {SIDECARS} sidecars killed at +{kill_after_s}s holding {held_when_killed[0]:.0f} "
               f"reserved units: {outcomes}; rows {facts['rows']}, remain {facts['remain']}, units taken without a "
               f"claim {leaked} (bound {bound})")
         self.assertGreater(held_when_killed[0], 0, "the killed sidecars held reserved units")
         self.assertLessEqual(facts["rows"], KILL_STOCK, "over-issued")
         self.assertEqual(facts["duplicate_pairs"], 0, "a user claimed twice")
         self.assertGreaterEqual(leaked, 0, "a claim without its unit")
-        self.assertLessEqual(leaked, bound, "leak within one block per killed sidecar")
+        self.assertLessEqual(leaked, bound, "leak within the documented bound")
         self.assertGreaterEqual(facts["rows"], outcomes.get("ok", 0), "every claim answered OK is a row")
 
 

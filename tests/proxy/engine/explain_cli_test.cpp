@@ -209,11 +209,12 @@ TEST_F(explain_cli, a_take_with_reserve_says_it_is_served_from_the_sidecars_bloc
     a.rules_paths = {write("reserve.yaml", with_reserve)};
     a.sql = "UPDATE coupon_stock SET remain = remain - 1 WHERE campaign_id = 7";
     ASSERT_EQ(run(a), 0) << err_.str();
-    EXPECT_NE(out_.str().find("reserve: in a transaction, served from this sidecar's reserved units of the key "
+    EXPECT_NE(out_.str().find("reserve: served from this sidecar's reserved units of the key "
                               "(taken from the row in blocks of up to 20"),
               std::string::npos)
         << out_.str();
-    EXPECT_NE(out_.str().find("at ROLLBACK it goes back to the block; unused units go back to the row after 2000ms"),
+    EXPECT_NE(out_.str().find("at ROLLBACK, in autocommit it is consumed at once; unused units go back to the row "
+                              "after 2000ms"),
               std::string::npos)
         << out_.str();
 }

@@ -148,6 +148,40 @@ TEST(reserve_pool, idle_units_go_back_to_the_row_and_units_handed_out_stay) {
     EXPECT_EQ(pool.stats().given_back, 5u);
 }
 
+TEST(reserve_pool, the_last_units_go_back_as_soon_as_a_read_finds_the_row_empty) {
+    reserve_pool pool;
+    const auto t0 = clock::now();
+    refill(pool, 3, t0);
+    ASSERT_EQ(pool.take(rule, key1, 1, t0), reserve_pool::serve::served);  // handed: stays
+    EXPECT_TRUE(pool.take_idle(t0 + 10ms).empty());                        // not idle yet
+    pool.row_seen_empty(rule, key1);
+    auto back = pool.take_idle(t0 + 20ms);
+    ASSERT_EQ(back.size(), 1u);
+    EXPECT_EQ(back[0].units, 2);
+    EXPECT_EQ(pool.stats().handed, 1);
+    EXPECT_TRUE(pool.take_idle(t0 + 30ms).empty());  // once
+    pool.row_seen_empty(rule, key1);                 // nothing pooled: nothing to release
+    pool.give_back(rule, key1, 1, t0 + 40ms);        // the transaction rolled back later
+    EXPECT_TRUE(pool.take_idle(t0 + 50ms).empty());  // the read's release was not kept for it
+}
+
+TEST(reserve_pool, a_give_back_the_server_refused_keeps_its_units) {
+    reserve_pool pool;
+    const auto t0 = clock::now();
+    refill(pool, 4, t0);
+    auto back = pool.take_idle(t0 + 1s);
+    ASSERT_EQ(back.size(), 1u);
+    EXPECT_EQ(pool.stats().given_back, 4u);
+    pool.give_back_refused(back[0], t0 + 1s);  // a lock wait timeout: nothing applied
+    EXPECT_EQ(pool.pooled(rule, key1), 4);
+    EXPECT_EQ(pool.stats().given_back, 0u);
+    EXPECT_EQ(pool.take(rule, key1, 1, t0 + 1s), reserve_pool::serve::served);
+    EXPECT_TRUE(pool.take_idle(t0 + 1500ms).empty());  // idle counts from the refusal (and the take)
+    back = pool.take_idle(t0 + 2s);
+    ASSERT_EQ(back.size(), 1u);
+    EXPECT_EQ(back[0].units, 3);
+}
+
 TEST(reserve_pool, shutdown_and_reload_give_back_the_pool) {
     reserve_pool pool;
     const auto t0 = clock::now();
@@ -263,16 +297,67 @@ TEST(reserve_op, sold_out_pool_answers_exhausted_without_the_database) {
     EXPECT_TRUE(claim.sent().empty());
 }
 
-TEST(reserve_op, autocommit_take_and_no_pool_are_not_served) {
+TEST(reserve_op, autocommit_take_is_served_and_consumed_at_once) {
     served_session r;
     ASSERT_TRUE(r.s.ready()) << r.s.error();
     refill(r.pool, 5, clock::now());
-    auto t = r.s.exec(take_sql, {ok_rows(1)}, autocommit);
-    EXPECT_EQ(t.sent().size(), 1u);  // autocommit: its own UPDATE
-    EXPECT_EQ(r.pool.pooled(rule, key1), 5);
+    auto t = r.s.exec(take_sql, {}, autocommit);
+    EXPECT_TRUE(t.sent().empty());  // never sent: the unit left the row with the block
+    EXPECT_EQ(t.last().type, action::kind::answer);
+    EXPECT_EQ(t.last().answer.type, rules::answer::kind::ok);
+    EXPECT_EQ(t.last().ok_rows, 1u);
+    EXPECT_EQ(t.last().status & protocol::status::in_trans, 0);  // no transaction left open
+    EXPECT_EQ(t.deferred(), (events{event::reserve_served, event::reserve_committed}));
+    EXPECT_TRUE(r.s.memory.deferred.empty());  // nothing for a COMMIT to settle
+    EXPECT_EQ(r.pool.pooled(rule, key1), 4);
+    EXPECT_EQ(r.pool.stats().handed, 0);  // consumed, not handed to a transaction
+    // The claim that follows (on any connection) is backed by it, as by a take the row committed.
+    auto claim = r.s.exec(r.s.claim_sql("7", "1"), {ok_rows(1)}, autocommit);
+    EXPECT_EQ(claim.sent().size(), 1u);
+    EXPECT_FALSE(claim.has(event::claim_unbacked));
+}
+
+TEST(reserve_op, autocommit_duplicate_gives_the_unit_back_to_the_row) {
+    served_session r;
+    ASSERT_TRUE(r.s.ready()) << r.s.error();
+    refill(r.pool, 1, clock::now());
+    (void)r.s.exec(take_sql, {}, autocommit);
+    EXPECT_EQ(r.pool.pooled(rule, key1), 0);
+    // The unit was consumed when the take was answered: a duplicate claim gives it back to the row,
+    // as it would a take the row committed.
+    auto dup = r.s.exec(r.s.claim_sql("7", "1"), {error_reply(1062), ok_rows(1)}, autocommit);
+    ASSERT_EQ(dup.sent().size(), 2u);
+    EXPECT_NE(dup.sent()[1].find("`remain` = `remain` + 1"), std::string::npos) << dup.sent()[1];
+    EXPECT_TRUE(dup.has(event::compensated));
+    EXPECT_EQ(r.pool.stats().handed, 0);
+}
+
+TEST(reserve_op, no_pool_sends_the_take_to_the_row) {
     session plain(variant_id::reserve);  // no pool: the sidecar has no reserve connection
+    ASSERT_TRUE(plain.ready()) << plain.error();
     auto u = plain.exec(take_sql, {ok_rows(1, in_trans)}, in_trans);
     EXPECT_EQ(u.sent().size(), 1u);
+    auto v = plain.exec(take_sql, {ok_rows(1)}, autocommit);
+    EXPECT_EQ(v.sent().size(), 1u);
+}
+
+TEST(reserve_op, a_read_that_finds_the_row_empty_releases_the_last_units) {
+    served_session r;
+    ASSERT_TRUE(r.s.ready()) << r.s.error();
+    refill(r.pool, 2, clock::now());
+    const std::string read = "SELECT remain FROM coupon_stock WHERE campaign_id = 1";
+    (void)r.s.exec(read, {counter_row(5)}, autocommit);  // stock in the row: the units stay
+    EXPECT_TRUE(r.pool.take_idle(clock::now()).empty());
+    // The app holds the row's lock (FOR UPDATE in its transaction): a give-back would wait for it.
+    (void)r.s.exec(read + " FOR UPDATE", {counter_row(0, in_trans)}, in_trans);
+    EXPECT_TRUE(r.pool.take_idle(clock::now()).empty());
+    (void)r.s.exec("COMMIT", {}, in_trans);
+    (void)r.s.end(true);
+    // The row empty, read without its lock: an app answering "sold out" itself would leave these two.
+    (void)r.s.exec(read, {counter_row(0)}, autocommit);
+    auto back = r.pool.take_idle(clock::now());
+    ASSERT_EQ(back.size(), 1u);
+    EXPECT_EQ(back[0].units, 2);
 }
 
 TEST(reserve_op, duplicate_claim_returns_the_unit_to_the_pool) {
