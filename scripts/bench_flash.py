@@ -765,8 +765,11 @@ def parse_args():
     ap.add_argument("--suites", default=" ".join(SUITES))
     # No naive_direct: the unsafe app over-issues on every one of its attempts' hot-row UPDATEs, which on 10,000
     # coupons with 1 ms flushes takes minutes; the herd's goals compare with the hand-fixed app.
+    # reserve in the herd: its naive app reads the row and stops at 0, so the sale ends only because a sidecar
+    # gives its last units back when a read finds the row empty (docs/RULES.md "reserve").
     ap.add_argument("--herd-cells", default="fixed_direct naive_claimguard+admission+read_cache "
-                    "naive_claimguard+read_cache+group_update naive_claimguard8+read_cache+group_update")
+                    "naive_claimguard+read_cache+group_update naive_claimguard8+read_cache+group_update "
+                    "naive_claimguard+read_cache+reserve naive_claimguard8+read_cache+reserve")
     ap.add_argument("--herd-threads", default="64 256")
     ap.add_argument("--herd-stocks", default="100 10000", help="coupons of each herd")
     ap.add_argument("--herd-attempts", type=int, default=20_000, help="at least; 3 per coupon on a bigger stock")
@@ -778,9 +781,7 @@ def parse_args():
     ap.add_argument("--hotrow-threads", default="64")
     ap.add_argument("--hotrow-seconds", type=float, default=5)
     ap.add_argument("--app-work-ms", type=float, default=1)
-    # reserve serves autocommit takes too: the sale's only statement on the database is the claim's INSERT. Not in
-    # the herd: its naive app reads the row and answers "sold out" itself at 0 while sidecars may still hold the
-    # last units (docs/RULES.md "reserve"), so "claims/s until sold out" would time the idle give-back.
+    # reserve serves autocommit takes too: the sale's only statement on the database is the claim's INSERT.
     ap.add_argument("--autocommit-cells", default="naive_direct fixed_direct naive_claimguard "
                     "naive_claimguard+read_cache naive_claimguard+group_update "
                     "naive_claimguard+read_cache+group_update naive_claimguard+read_cache+reserve "
