@@ -94,6 +94,11 @@ def metric(proxy, name, **labels):
     return itlib.metric(proxy.admin_port, name, labels or None)
 
 
+def reserve_takes(proxies, result):
+    """claimguard_reserve_takes_total{result} of the example's stock rule, summed over the sidecars."""
+    return sum(metric(p, "claimguard_reserve_takes_total", rule="coupon_stock", result=result) for p in proxies)
+
+
 def claim_in_transaction(conn, cur, campaign, user, roll_back):
     """One attempt of the app: its outcome."""
     try:
@@ -243,6 +248,12 @@ class Reserve(unittest.TestCase):
             p.stop()
         self.cluster.proxies = []
 
+    def assert_sold_exactly(self, facts, outcomes):
+        self.assertEqual(facts["rows"], STOCK, "claims == stock")
+        self.assertEqual(facts["remain"], 0)
+        self.assertEqual(facts["duplicate_pairs"], 0, "a user claimed twice")
+        self.assertEqual(outcomes.get("ok", 0), STOCK, "every claim answered OK is a row")
+
     def held(self, proxies):
         return sum(metric(p, "claimguard_reserve_units_held") for p in proxies)
 
@@ -254,18 +265,13 @@ class Reserve(unittest.TestCase):
             "every coupon claimed (units left in a sidecar go back to the row when idle)", interval_s=0.2))
         took = time.monotonic() - began
         facts = self.cluster.facts(CAMPAIGN_SALE)
-        served = sum(metric(p, "claimguard_reserve_takes_total", rule="coupon_stock", result="served")
-                     for p in proxies)
-        returned = sum(metric(p, "claimguard_reserve_takes_total", rule="coupon_stock", result="returned")
-                       for p in proxies)
+        served = reserve_takes(proxies, "served")
+        returned = reserve_takes(proxies, "returned")
         refills = sum(metric(p, "claimguard_reserve_refills_total") for p in proxies)
         print(f"\n    {SIDECARS} sidecars x {CLIENTS_PER_SIDECAR} threads, {STOCK} coupons in transactions: "
               f"{outcomes} in {took:.2f}s; rows {facts['rows']}, remain {facts['remain']}; {served:.0f} takes "
               f"served from {refills:.0f} refills, {returned:.0f} units back to the blocks")
-        self.assertEqual(facts["rows"], STOCK, "claims == stock")
-        self.assertEqual(facts["remain"], 0)
-        self.assertEqual(facts["duplicate_pairs"], 0, "a user claimed twice")
-        self.assertEqual(outcomes.get("ok", 0), STOCK, "every claim answered OK is a row")
+        self.assert_sold_exactly(facts, outcomes)
         self.assertGreater(served, STOCK / 2, "most takes were served from the reserved blocks")
         self.assertGreater(refills, 0)
         self.assertGreater(outcomes.get("rolled-back", 0), 0, "some transactions rolled back")
@@ -283,17 +289,12 @@ class Reserve(unittest.TestCase):
             "every coupon claimed (units left in a sidecar go back to the row when idle)", interval_s=0.2),
             attempt=claim_in_autocommit)
         facts = self.cluster.facts(CAMPAIGN_AUTO)
-        served = sum(metric(p, "claimguard_reserve_takes_total", rule="coupon_stock", result="served")
-                     for p in proxies)
-        committed = sum(metric(p, "claimguard_reserve_takes_total", rule="coupon_stock", result="committed")
-                        for p in proxies)
+        served = reserve_takes(proxies, "served")
+        committed = reserve_takes(proxies, "committed")
         print(f"\n    {SIDECARS} sidecars x {CLIENTS_PER_SIDECAR} threads, {STOCK} coupons in autocommit: {outcomes}; "
               f"rows {facts['rows']}, remain {facts['remain']}; {served:.0f} takes served ({committed:.0f} consumed "
               f"at once)")
-        self.assertEqual(facts["rows"], STOCK, "claims == stock")
-        self.assertEqual(facts["remain"], 0)
-        self.assertEqual(facts["duplicate_pairs"], 0, "a user claimed twice")
-        self.assertEqual(outcomes.get("ok", 0), STOCK, "every claim answered OK is a row")
+        self.assert_sold_exactly(facts, outcomes)
         self.assertGreater(served, STOCK / 2, "most autocommit takes were served from the reserved blocks")
         self.assertEqual(served, committed, "an autocommit take is consumed when it is answered")
         self.assertGreater(outcomes.get(DUPLICATE, 0), 0, "some users tried twice (their units went back)")
