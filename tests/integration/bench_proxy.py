@@ -32,8 +32,11 @@ CPU_PER_QUERIES = 100_000      # CPU seconds are reported per this many queries
 
 # maxconn: far above the benchmark's 32 sessions, yet low enough for the default open-files limit
 # (HAProxy needs about two descriptors per connection).
+# nbthread: HAProxy starts one thread per CPU unless told; it gets as many as claimguard's I/O threads, so the
+# two relays compare with the same CPU parallelism.
 HAPROXY_CFG = """global
     maxconn 4000
+    nbthread {threads}
 defaults
     mode tcp
     timeout connect 5s
@@ -49,12 +52,12 @@ backend db
 
 
 class HAProxy:
-    def __init__(self, work, backend_port):
+    def __init__(self, work, backend_port, threads):
         self.port = servers.free_port()
         self.cfg = os.path.join(work, "haproxy.cfg")
         self.log = os.path.join(work, "haproxy.log")
         with open(self.cfg, "w", encoding="ascii") as f:
-            f.write(HAPROXY_CFG.format(host=servers.HOST, port=self.port, backend_port=backend_port))
+            f.write(HAPROXY_CFG.format(host=servers.HOST, port=self.port, backend_port=backend_port, threads=threads))
         self.proc = None
 
     def start(self):
@@ -185,7 +188,7 @@ def render(results, args, commands, facts, started):
     lines.append(f"Measured {started:%Y-%m-%d %H:%M} UTC by `scripts/bench_proxy.sh` "
                  f"({args.duration} s per run, {args.warmup} s warm-up before each run, {args.rounds} round(s) "
                  f"with the targets interleaved, median shown; claimguard built "
-                 f"{args.build_type}, I/O threads: {args.claimguard_threads or 'one per core'}"
+                 f"{args.build_type}, I/O threads: {args.claimguard_threads or 'one per core'}, HAProxy the same (nbthread)"
                  f"{', rules: ' + os.path.basename(args.rules) if args.rules else ', no rules'}).")
     lines.append("")
     lines.append(f"Machine: {facts['nproc']} CPUs ({facts['cpu']}), {facts['memory']} RAM, Linux {facts['kernel']}; "
@@ -217,7 +220,8 @@ def render(results, args, commands, facts, started):
               "(/proc/PID/stat) divided by the queries sysbench counted.", "", "Commands:", "", "```"]
     lines += commands
     lines += ["```", "", "HAProxy configuration:", "", "```",
-              HAPROXY_CFG.format(host=servers.HOST, port="PORT", backend_port="MARIADB_PORT").rstrip(), "```", "",
+              HAPROXY_CFG.format(host=servers.HOST, port="PORT", backend_port="MARIADB_PORT",
+                                threads=args.claimguard_threads or "N").rstrip(), "```", "",
               END_MARKER]
     return "\n".join(lines) + "\n"
 
@@ -263,7 +267,7 @@ def main():
         proxy = servers.Claimguard(args.claimguard, work, "claimguard", db.port, extra_args=proxy_args,
                                    log_level="warn")
         proxy.start()
-        haproxy = HAProxy(work, db.port).start()
+        haproxy = HAProxy(work, db.port, args.claimguard_threads or os.cpu_count() or 1).start()
         targets = [("direct", db.port, None), ("claimguard", proxy.port, proxy.cpu_seconds),
                    ("haproxy", haproxy.port, haproxy.cpu_seconds)]
         commands = [f"{shlex.join(proxy.command())}", f"haproxy -db -f haproxy.cfg"]
