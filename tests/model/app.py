@@ -717,7 +717,8 @@ class AppRun:
 
     def claim_by_select(self, user, camp, run, begin, commit, fail, in_tx):
         """grammar claim_select: the claim as INSERT ... SELECT from the stock row, then the counter recomputed
-        from the claims (in a transaction after SELECT ... FOR UPDATE, or in autocommit)."""
+        from the claims (in a transaction after SELECT ... FOR UPDATE, or in autocommit), or (autocommit_decrement)
+        decremented by the app itself."""
         stock, order, key = self.names()
         k = self.stock_key(camp)
         total = dict(self.campaigns)[camp]
@@ -733,7 +734,12 @@ class AppRun:
         if not r.ok:
             return fail(r)
         got = r.affected == 1
-        if got:
+        if got and self.spec["claim_select"] == "autocommit_decrement":
+            # its own decrement of the unit the claim took (the sidecar absorbs it: the claim took the unit)
+            r = run("write", f"UPDATE {stock} SET remain = remain - 1 WHERE {key} = ?", [k])
+            if not r.ok:
+                return fail(r)
+        elif got:
             r = run("write", f"UPDATE {stock} SET remain = ? - (SELECT COUNT(*) FROM {order} WHERE {key} = ?) "
                              f"WHERE {key} = ?", [str(total), k, k])
             if not r.ok:

@@ -95,7 +95,8 @@ DIMENSIONS = {
     # campaign_id = ?)`): the app writes no decrement (the read, write, claim and order dimensions are not
     # used). In autocommit on the user's own connection (racy directly: two users both see remain > 0), or in
     # a transaction after SELECT ... FOR UPDATE of the stock row (correct directly).
-    "claim_select": ["none", "autocommit", "for_update"],
+    # autocommit_decrement: the app follows its INSERT ... SELECT claim with its own remain = remain - 1
+    "claim_select": ["none", "autocommit", "for_update", "autocommit_decrement"],
 }
 
 # relative weights of some values (default 1): most apps run without faults and claim once
@@ -244,7 +245,8 @@ def valid(spec):
         if s["carrier"] != "text" or s["key"] not in ("int", "quoted") or s["trigger"] != "none" \
                 or s["cancel"] != "none":
             return False
-        if s["claim_select"] == "autocommit" and (s["tx"] != "autocommit" or s["conn"] != "dedicated"):
+        if s["claim_select"] in ("autocommit", "autocommit_decrement") and (s["tx"] != "autocommit"
+                                                                           or s["conn"] != "dedicated"):
             return False
         if s["claim_select"] == "for_update" and (s["tx"] not in ("begin", "start_transaction")
                                                   or s["conn"] == "rw_split"):
@@ -283,7 +285,7 @@ def repair(spec, enabled):
         fixes = {"carrier": "text", "trigger": "none", "cancel": "none"}
         if s["key"] not in ("int", "quoted"):
             fixes["key"] = "int"
-        if s["claim_select"] == "autocommit":
+        if s["claim_select"] in ("autocommit", "autocommit_decrement"):
             fixes.update(tx="autocommit", conn="dedicated", borrow="none")
         elif s["tx"] not in ("begin", "start_transaction"):
             fixes["tx"] = "begin"
