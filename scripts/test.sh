@@ -5,10 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 jobs=${CLAIMGUARD_JOBS:-$(nproc)}
-# Tests wait on servers, fsync and sleeps: ctest runs half as many again as there are cores. The heavy
-# ones (8 sidecars and a load, PROCESSORS 2 and RESOURCE_LOCK claimguard_incident) still run one at a
-# time, each beside at most one lighter test.
+# Tests wait on servers, fsync and sleeps: the ASan stage runs half as many again as there are cores. The
+# heavy ones (8 sidecars and a load, RESOURCE_LOCK claimguard_incident: the incident, model, soak and app-zoo
+# tests) run one at a time, as one chain; the Release stage runs as many tests as there are cores, so that
+# each test of that chain has at most one lighter test beside it (see there).
 test_jobs=${CLAIMGUARD_TEST_JOBS:-$((jobs + (jobs + 1) / 2))}
+release_test_jobs=${CLAIMGUARD_RELEASE_TEST_JOBS:-$jobs}
 fuzz_seconds=${CLAIMGUARD_FUZZ_SECONDS:-10}
 # Each stage says how long the one before it took (CI's budget is watched per stage).
 stage_started=$SECONDS
@@ -67,12 +69,15 @@ test_names() {
 release_tests=$({ test_names -LE "integration|incident"; test_names -R "$asan_skip"; } | sort -u \
                 | sed 's/[][\\.*+?^$(){}|]/\\&/g' | paste -sd '|')
 stage "tests (Release), with the integration and incident tests the ASan stage leaves out"
-# COST orders the start (the tests that hold RESOURCE_LOCK claimguard_incident: 200, model.ci 300; the peer
-# suites 100), but with ctest 3.25 a PROCESSORS 2 test only starts when two slots are free at once, and the
-# 1-slot tests keep filling the third: in two fresh-clone runs model.ci still started after the peer suites
-# and the unit tests. Making the locked tests PROCESSORS 1 would start their chain at once, beside two
-# other tests on 2 cores: not measured yet.
-ctest --test-dir build --output-on-failure -j"$test_jobs" --timeout 600 -R "^($release_tests)\$"
+# The chain of tests that hold RESOURCE_LOCK claimguard_incident (model.ci, the incident and Redis Cluster
+# tests, soak.ci, the app zoo: about 12-13 minutes) is this stage's critical path. They used to be PROCESSORS 2,
+# and ctest 3.25 starts such a test only when two slots are free at once: the 1-slot tests kept the slots busy,
+# so the chain started 3 minutes late and its last 10 minutes ran alone, one test on the machine (fresh-clone
+# runs at d61fdbf and d69d7fc). Now they take one slot each and COST starts the chain at once (model.ci 300
+# first, the Redis Cluster tests 150 last, when the rest is done); at -j2 every other test of the stage runs in
+# the second slot beside it (about 10 minutes of them), so a test of the chain never has more than one test
+# beside it, as before.
+ctest --test-dir build --output-on-failure -j"$release_test_jobs" --timeout 600 -R "^($release_tests)\$"
 
 stage "waiting for the background ASan+UBSan and fuzz builds"
 wait_for_background_build
@@ -90,6 +95,10 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # fixtures fail on it, and the scan below is the backstop. Leak checks stay with the unit tests: the
 # proxies here are stopped by signals mid-work.
 stage "integration and incident tests under ASan+UBSan"
+# Here the chain of tests that hold claimguard_incident (the incident replays, the threaded model regressions)
+# starts at once beside two 1-slot tests; it_admission, it_group_update, it_reserve and it_insert_select take
+# two slots and the same lock, so they run after that chain, beside at most one other test (their bounds are
+# in seconds).
 touch build-asan/.sanitizer-stage-start
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$test_jobs" --timeout 900 -L "integration|incident" -E "$asan_skip"
