@@ -95,10 +95,10 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # fixtures fail on it, and the scan below is the backstop. Leak checks stay with the unit tests: the
 # proxies here are stopped by signals mid-work.
 stage "integration and incident tests under ASan+UBSan"
-# Here the chain of tests that hold claimguard_incident (the incident replays, the threaded model regressions)
-# starts at once beside two 1-slot tests; it_admission, it_group_update, it_reserve and it_insert_select take
-# two slots and the same lock, so they run after that chain, beside at most one other test (their bounds are
-# in seconds).
+# Here the chain of tests that hold claimguard_incident starts at once beside two 1-slot tests: it_admission,
+# it_group_update and it_insert_select first (COST 300), then the incident replays and the threaded model
+# regressions; it_reserve takes two slots and the same lock, so it runs after that chain, beside at most one
+# other test (tests/integration/CMakeLists.txt).
 touch build-asan/.sanitizer-stage-start
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$test_jobs" --timeout 900 -L "integration|incident" -E "$asan_skip"
