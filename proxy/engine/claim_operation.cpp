@@ -148,21 +148,19 @@ action claim_operation::serve_reserved() {
     t.reserved = true;
     t.seq = memory_.reserve_seq++;
     deferred_events_.emplace_back(event::reserve_served, t);
-    if (!in_transaction_) {
+    if (in_transaction_) {
+        memory_.deferred.push_back(std::move(t));  // settled by the transaction's end
+    } else {
         // Autocommit: the take is its own transaction, committed the moment it is answered: the unit
-        // is consumed now (it left the row with the block), and it waits in the ledger for the claim
-        // that follows, as a take the row committed would. A duplicate's give-back goes to the row.
+        // is consumed now (it left the row with the block). A duplicate's give-back goes to the row.
         ctx_.reserve->consumed(t.rule, t.key, t.units);
         deferred_events_.emplace_back(event::reserve_committed, std::move(t));
-        record_take(memory_, ledger_, d_, d_.units, false, ctx_.session);
-        if (d_.app_meant) events_.push_back(event::app_meant_other);
-        return one_row_ok(ctx_.status);
     }
-    memory_.deferred.push_back(std::move(t));
-    // As a deferred take: the claim that follows is backed by it.
-    record_take(memory_, ledger_, d_, d_.units, true, ctx_.session);
+    // As a take the row committed (autocommit: in the ledger) or a deferred one: it backs the claim that follows.
+    record_take(memory_, ledger_, d_, d_.units, in_transaction_, ctx_.session);
     if (d_.app_meant) events_.push_back(event::app_meant_other);
-    return one_row_ok(static_cast<std::uint16_t>(ctx_.status | status::in_trans));
+    const auto held = in_transaction_ ? status::in_trans : std::uint16_t{0};
+    return one_row_ok(static_cast<std::uint16_t>(ctx_.status | held));
 }
 
 action claim_operation::start_main() {
